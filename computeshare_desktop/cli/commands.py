@@ -1,0 +1,162 @@
+"""The subcommands: thin glue between arguments, the cores and the terminal."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import torch
+
+from ..data import dataset_info, load_dataset
+from ..errors import ConfigError
+from ..evaluation import evaluate as evaluate_model
+from ..hub import HubConfig, HubResult, HubSession
+from ..models import build_model
+from ..transport import DEFAULT_PORT, HubServer, ReqChannel
+from ..worker import WorkerOptions, WorkerSession, pick_device
+from .progress import RoundBar
+
+PIN_ENV = "COMPUTESHARE_PIN"
+
+
+def _config(args: argparse.Namespace, workers: int) -> HubConfig:
+    return HubConfig(dataset=args.dataset, model=args.model, workers=workers,
+                     rounds=args.rounds, batch_size=args.batch_size, lr=args.lr,
+                     codec=args.codec, seed=args.seed, eval_every=args.eval_every)
+
+
+def _serve(session: HubSession, server: HubServer, bar: RoundBar) -> HubResult:
+    try:
+        result = server.serve()
+    finally:
+        bar.close()
+        server.close()
+        session.close()
+    assert result is not None
+    print(f"final test accuracy: {100 * result.accuracy:.2f}% after {result.version} rounds "
+          f"in {result.seconds:.1f} s; model saved to {result.model_path}")
+    return result
+
+
+def host(args: argparse.Namespace) -> int:
+    """Run a hub until done."""
+    pin = args.pin or f"{secrets.randbelow(10**6):06d}"
+    if not pin.strip():
+        raise ConfigError("the PIN must not be empty")
+    out = Path(args.out or "computeshare-run")
+    config = _config(args, args.workers)
+    bar = RoundBar(config.rounds, quiet=args.quiet)
+    session = HubSession(config, pin=pin, out_dir=out, resume=args.resume,
+                         on_event=bar.hub_event)
+    server = HubServer(session, host=args.bind, port=args.port)
+    if bar.bar is not None:
+        bar.bar.total = session.config.rounds
+        bar.bar.update(session.server.version)
+    name = socket.gethostname()
+    print(f"hub listening on {args.bind}:{server.port} (events on {server.pub_port}); "
+          f"session PIN: {pin}\n  on each worker: computeshare join {name}:{server.port} "
+          f"--pin {pin}", flush=True)
+    _serve(session, server, bar)
+    return 0
+
+
+def _address(text: str) -> str:
+    if "://" in text:
+        return text
+    host_part, _, port = text.rpartition(":") if ":" in text else (text, "", "")
+    if not port.isdigit():
+        raise ConfigError(f"bad hub address {text!r}: use HOST, HOST:PORT or tcp://HOST:PORT")
+    return f"tcp://{host_part or '127.0.0.1'}:{port}"
+
+
+def join(args: argparse.Namespace) -> int:
+    """Run a worker until the hub says the session is done."""
+    pin = args.pin or os.environ.get(PIN_ENV)
+    if not pin:
+        raise ConfigError(f"a PIN is needed: --pin PIN or {PIN_ENV}")
+    text = args.address if ":" in args.address else f"{args.address}:{DEFAULT_PORT}"
+    address = _address(text)
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    device = pick_device(args.device)
+    if device.note:
+        print(f"note: {device.note}", file=sys.stderr)
+    options = WorkerOptions(pin=pin, name=args.name or socket.gethostname(),
+                            give_up_s=args.give_up)
+    bar = RoundBar(0, quiet=args.quiet, desc="worker")
+    worker = WorkerSession(lambda: ReqChannel(address), options, device,
+                           on_event=bar.worker_event)
+    try:
+        result = worker.run()
+    finally:
+        bar.close()
+    print(f"session finished: {result.pushed} gradients pushed, {result.rejected} refused, "
+          f"on {device.description}")
+    return 0
+
+
+def demo(args: argparse.Namespace) -> int:
+    """A hub plus ``--workers`` local worker processes on loopback."""
+    pin = f"{secrets.randbelow(10**6):06d}"
+    out = Path(args.out or "computeshare-demo")
+    config = _config(args, args.workers)
+    bar = RoundBar(config.rounds, quiet=args.quiet)
+    session = HubSession(config, pin=pin, out_dir=out, on_event=bar.hub_event)
+    server = HubServer(session, host="127.0.0.1", port=0)
+    threads = max(1, (os.cpu_count() or 1) // max(1, args.workers))
+    env = {**os.environ, PIN_ENV: pin}
+    cmd = [sys.executable, "-m", "computeshare_desktop.cli", "join",
+           f"127.0.0.1:{server.port}", "--quiet", "--device", "cpu", "--threads", str(threads)]
+    procs = [subprocess.Popen([*cmd, "--name", f"demo-{i + 1}"], env=env,
+                              stdout=subprocess.DEVNULL) for i in range(args.workers)]
+    try:
+        _serve(session, server, bar)
+    finally:
+        _reap(procs)
+    return 0
+
+
+def _reap(procs: list[subprocess.Popen[bytes]], timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    for proc in procs:
+        try:
+            proc.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def evaluate(args: argparse.Namespace) -> int:
+    """Print the test accuracy of a saved model."""
+    path = Path(args.model_file)
+    meta = path.parent / "session.json"
+    saved = json.loads(meta.read_text()).get("config", {}) if meta.exists() else {}
+    dataset = args.dataset or saved.get("dataset", "mnist-sample")
+    model_name = args.model or saved.get("model", "simplenet")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise ConfigError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
+    model = build_model(model_name, dataset_info(dataset))
+    try:
+        model.load_state_dict(state)
+    except (RuntimeError, TypeError, AttributeError) as exc:
+        raise ConfigError(f"{path} is not a {model_name} for {dataset}: "
+                          f"{str(exc).splitlines()[0]}") from None
+    test = load_dataset(dataset, "test")
+    accuracy, loss = evaluate_model(model, test)
+    if args.json:
+        print(json.dumps({"accuracy": accuracy, "loss": loss, "dataset": dataset,
+                          "model": model_name, "samples": len(test)}))
+    else:
+        print(f"test accuracy: {100 * accuracy:.2f}% (loss {loss:.4f}) on {len(test)} "
+              f"{dataset} test images")
+    return 0

@@ -1,0 +1,114 @@
+"""``computeshare``: host, join, demo and evaluate from a terminal.
+
+Every failure the user can act on ends as one line on stderr and a documented exit code;
+tracebacks are for bugs only (and for -vv).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Sequence
+
+from ..codec import CODECS
+from ..data import DATASETS
+from ..errors import ComputeShareError
+from ..models import MODELS
+from ..transport import DEFAULT_PORT
+from ..worker import DEVICE_CHOICES
+from . import commands
+from .progress import setup_logging
+
+log = logging.getLogger(__name__)
+
+EXIT_CODES = """exit codes:
+  0  success
+  1  unexpected error (a bug: please report it with -vv output)
+  2  bad arguments or settings
+  3  hub unreachable (wrong address, hub not running, firewall)
+  4  port already in use
+  5  refused by the hub (wrong PIN, session full or finished, different model)
+  6  dataset not available offline
+  130 interrupted (Ctrl-C)"""
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv: debug)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _session_args(p: argparse.ArgumentParser, rounds: int) -> None:
+    p.add_argument("--rounds", type=int, default=rounds, help="global batches to train (default %(default)s)")
+    p.add_argument("--batch-size", type=int, default=32, help="samples per worker and round (default %(default)s)")
+    p.add_argument("--dataset", default="mnist-sample", choices=DATASETS, help="default %(default)s (bundled, offline)")
+    p.add_argument("--model", default="simplenet", choices=MODELS, help="default %(default)s")
+    p.add_argument("--lr", type=float, default=0.01, help="base learning rate, scaled by the number of workers (default %(default)s)")
+    p.add_argument("--codec", default="zstd", choices=CODECS, help="wire codec for gradients and weights (default %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="initial weights and data order (default %(default)s)")
+    p.add_argument("--eval-every", type=int, default=100, help="rounds between test evaluations (default %(default)s)")
+    p.add_argument("--out", default=None, help="output folder (default ./computeshare-run)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="computeshare", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Pool the machines you have to train one PyTorch model over the LAN.",
+        epilog=EXIT_CODES)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    fmt = argparse.RawDescriptionHelpFormatter
+
+    host = sub.add_parser("host", help="run a hub (parameter server) until training is done",
+                          formatter_class=fmt, epilog=EXIT_CODES)
+    host.add_argument("--pin", help="session PIN workers must type (default: a random 6-digit PIN, printed)")
+    host.add_argument("--workers", type=int, default=2, help="number of shards = workers expected (default %(default)s)")
+    _session_args(host, rounds=600)
+    host.add_argument("--bind", default="0.0.0.0", help="address to listen on (default %(default)s: all)")
+    host.add_argument("--port", type=int, default=DEFAULT_PORT, help="request port; events use port+1 (default %(default)s)")
+    host.add_argument("--resume", action="store_true", help="continue the session saved in --out from its last checkpoint")
+    _common(host)
+
+    join = sub.add_parser("join", help="join a hub as a worker", formatter_class=fmt, epilog=EXIT_CODES)
+    join.add_argument("address", help="hub address: HOST, HOST:PORT or tcp://HOST:PORT")
+    join.add_argument("--pin", help="the PIN the hub shows (or set COMPUTESHARE_PIN)")
+    join.add_argument("--device", default="auto", choices=DEVICE_CHOICES, help="default %(default)s: CUDA, then MPS, then CPU")
+    join.add_argument("--name", default=None, help="worker name shown on the hub (default: this machine's name)")
+    join.add_argument("--threads", type=int, default=0, help="CPU threads for torch (default: torch's choice)")
+    join.add_argument("--give-up", type=float, default=120.0, help="seconds without an answer before giving up (default %(default)s)")
+    _common(join)
+
+    demo = sub.add_parser("demo", help="hub plus local workers on this machine, offline",
+                          formatter_class=fmt, epilog=EXIT_CODES)
+    demo.add_argument("--workers", type=int, default=2, help="local worker processes (default %(default)s)")
+    _session_args(demo, rounds=600)
+    _common(demo)
+
+    ev = sub.add_parser("evaluate", help="print the test accuracy of a saved model",
+                        formatter_class=fmt, epilog=EXIT_CODES)
+    ev.add_argument("model_file", help="a trained_model.pth")
+    ev.add_argument("--dataset", default=None, choices=DATASETS, help="default: from session.json beside the file, else mnist-sample")
+    ev.add_argument("--model", default=None, choices=MODELS, help="default: from session.json beside the file, else simplenet")
+    ev.add_argument("--json", action="store_true", help="print a JSON object instead of a sentence")
+    _common(ev)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``computeshare`` console script."""
+    args = build_parser().parse_args(argv)
+    setup_logging(args.verbose)
+    try:
+        return getattr(commands, args.command)(args)
+    except ComputeShareError as exc:
+        if args.verbose >= 2:
+            log.exception("failed")
+        print(f"computeshare {args.command}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"computeshare {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

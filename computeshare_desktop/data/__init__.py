@@ -1,0 +1,16 @@
+"""Dataset factory: uniform in-memory uint8 arrays for mnist-sample and torchvision datasets."""
+
+from computeshare_desktop.data.arrays import ArrayDataset
+from computeshare_desktop.data.factory import clear_cache, default_cache_dir, load_dataset
+from computeshare_desktop.data.info import DATASETS, DatasetInfo, dataset_info, normalize
+
+__all__ = [
+    "DATASETS",
+    "ArrayDataset",
+    "DatasetInfo",
+    "clear_cache",
+    "dataset_info",
+    "default_cache_dir",
+    "load_dataset",
+    "normalize",
+]

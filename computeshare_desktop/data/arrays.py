@@ -1,0 +1,48 @@
+"""An in-memory dataset: all images as one uint8 tensor, all labels as one int64 tensor."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from computeshare_desktop.data.info import DatasetInfo
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ArrayDataset:
+    """Images (N, C, H, W) uint8 contiguous, labels (N,) int64, and the dataset's info.
+
+    Tensors returned by ``load_dataset`` are shared with its in-memory cache: treat them as
+    read-only (clone before any in-place change). ``subset`` always returns fresh copies.
+    """
+
+    images: torch.Tensor
+    labels: torch.Tensor
+    info: DatasetInfo
+
+    def __post_init__(self) -> None:
+        if self.images.dtype != torch.uint8 or self.images.dim() != 4:
+            shape = tuple(self.images.shape)
+            raise ValueError(f"images must be uint8 N×C×H×W, got {self.images.dtype} {shape}")
+        if tuple(self.images.shape[1:]) != self.info.shape:
+            shape = tuple(self.images.shape[1:])
+            raise ValueError(f"images are {shape}, {self.info.name} is {self.info.shape}")
+        if not self.images.is_contiguous():
+            raise ValueError("images must be contiguous")
+        if self.labels.dtype != torch.int64 or self.labels.shape != (self.images.shape[0],):
+            raise ValueError(f"labels must be int64 of shape ({self.images.shape[0]},)")
+
+    def __len__(self) -> int:
+        """Number of examples."""
+        return int(self.labels.shape[0])
+
+    def subset(self, indices: torch.Tensor) -> ArrayDataset:
+        """Return the examples at ``indices`` (int64 positions or a bool mask) as new tensors."""
+        indices = torch.as_tensor(indices)
+        if indices.dim() != 1:
+            raise ValueError(f"indices must be 1-D, got shape {tuple(indices.shape)}")
+        if indices.dtype != torch.bool:
+            indices = indices.to(torch.int64)
+        images = self.images[indices].contiguous()
+        return ArrayDataset(images, self.labels[indices].clone(), self.info)

@@ -1,0 +1,306 @@
+"""The hub's protocol core: frames in, replies and events out. No sockets, no clock.
+
+The transport hands every request to ``handle(peer, frames, now)`` and calls ``tick(now)``
+often; both return the replies to send. Long-polls (PULL) are parked here and answered when
+a new version is published or their wait runs out, which is why replies can come out of
+``tick`` and out of other peers' requests.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+
+from ..codec import get_codec
+from ..data import ArrayDataset
+from ..errors import RemoteProtocolError
+from ..protocol import RejectCode, SessionState, TO_HUB, auth, decode, encode
+from ..protocol.messages import (Ack, Auth, Bye, Done, Hello, Model, Ping, Pong, Pull, Push,
+                                 Reject, Shard, ShardData, Waiting, Welcome)
+from ..protocol.tensors import tensor_to_frame
+from ..protocol.wire import Frame
+from ..sampling import shard_indices
+from .config import HubConfig
+from .membership import Member, Membership
+from .pairing import Pairing
+from .rounds import Contribution, DeadlinePolicy, Round
+from .trainer import ParameterServer
+
+log = logging.getLogger(__name__)
+
+MAX_SHARD_CHUNK_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """Frames to send to one peer."""
+
+    peer: bytes
+    frames: list[Frame]
+
+
+@dataclass(slots=True)
+class _Parked:
+    token: str
+    after: int
+    expires: float
+
+
+class HubCore:
+    """Pairing, membership, shards, synchronous rounds and the optimizer step."""
+
+    def __init__(self, config: HubConfig, *, pin: str, session_id: str, salt: str,
+                 train_set: ArrayDataset, server: ParameterServer, fingerprint: str) -> None:
+        self.config = config
+        self.session_id = session_id
+        self.server = server
+        self.fingerprint = fingerprint
+        self.train_set = train_set
+        self.pairing = Pairing(pin, session_id, salt)
+        self.members = Membership(config.workers, config.heartbeat_timeout_s)
+        self.deadlines = DeadlinePolicy(config.deadline_floor_s, config.deadline_factor)
+        self.state = SessionState.DONE if server.version >= config.rounds else SessionState.WAITING
+        self.round = Round(server.version, 0.0)
+        self.max_frame = server.codec.max_encoded_bytes(server.numel)
+        self._parked: dict[bytes, _Parked] = {}
+        self._shards: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._events: list[dict[str, Any]] = []
+        self._told: set[int] = set()  # workers that have been told the session is done
+
+    # ----------------------------------------------------------------- entry points
+    def handle(self, peer: bytes, frames: Sequence[Frame], now: float) -> list[Reply]:
+        """Process one request; return every reply it releases."""
+        self.round.bytes_in += sum(len(f) for f in frames)
+        out: list[Reply] = []
+        try:
+            msg, body = decode(frames, max_frame_bytes=self.max_frame, expect=TO_HUB)
+            reply = self._dispatch(peer, msg, body, now, out)
+        except RemoteProtocolError as exc:
+            reply = self._reject(exc, peer, now)
+        if reply is not None:
+            out.insert(0, self._reply(peer, *reply))
+        return out
+
+    def tick(self, now: float) -> list[Reply]:
+        """Reap silent workers, close overdue rounds, answer expired long-polls."""
+        out: list[Reply] = []
+        for member in self.members.reap(now):
+            self._event("worker_left", worker=member.summary(), reason="silent")
+        self._maybe_start(now, out)
+        self._maybe_close(now, out)
+        for peer, parked in list(self._parked.items()):
+            if parked.expires <= now:
+                del self._parked[peer]
+                out.append(self._reply(peer, Waiting(self.server.version, self.state.value)))
+        return out
+
+    def drain_events(self) -> list[dict[str, Any]]:
+        """Events since the last call (round closed, worker joined/left, state changed)."""
+        events, self._events = self._events, []
+        return events
+
+    @property
+    def done(self) -> bool:
+        return self.state is SessionState.DONE
+
+    def all_told(self) -> bool:
+        """True when every live worker has been told that the session is done."""
+        return all(m.worker_id in self._told for m in self.members.members())
+
+    # ----------------------------------------------------------------- dispatch
+    def _dispatch(self, peer: bytes, msg: Any, body: list[Frame], now: float,
+                  out: list[Reply]) -> tuple[Any, ...] | None:
+        if isinstance(msg, Hello):
+            return (self.pairing.challenge(msg, now),)
+        if isinstance(msg, Auth):
+            return (self._auth(msg, now),)
+        member = self.members.get(msg.token, now)
+        if member is None:
+            raise RemoteProtocolError(RejectCode.UNKNOWN_WORKER, "join again")
+        if isinstance(msg, Bye):
+            self.members.remove(member.token, "said goodbye")
+            self._event("worker_left", worker=member.summary(), reason="left")
+            self._maybe_close(now, out)
+            return (Ack(self.server.version),)
+        if self.done:
+            self._told.add(member.worker_id)
+            return (Done(self.server.version),)
+        if isinstance(msg, Ping):
+            return (Pong(self.server.version, self.state.value),)
+        if isinstance(msg, Shard):
+            return self._shard(member, msg)
+        if isinstance(msg, Pull):
+            return self._pull(peer, member, msg, now, out)
+        return self._push(member, msg, body, now, out)
+
+    def _auth(self, msg: Auth, now: float) -> Any:
+        self.pairing.verify(msg, now)
+        if self.done:
+            raise RemoteProtocolError(RejectCode.SESSION_DONE, "training has finished")
+        token = auth.new_token()
+        member = self.members.admit(token, msg.name, msg.device, now)
+        if member is None:
+            raise RemoteProtocolError(RejectCode.SESSION_FULL,
+                                      f"all {self.config.workers} shards are taken")
+        self._event("worker_joined", worker=member.summary())
+        c = self.config
+        return Welcome(
+            proof=self.pairing.hub_proof(msg, token), session_id=self.session_id,
+            worker_id=member.worker_id, token=token, shard=member.shard,
+            num_shards=c.workers, shard_size=len(self._shard_data(member.shard)[1]),
+            dataset=c.dataset, model=c.model, fingerprint=self.fingerprint,
+            batch_size=c.batch_size, seed=c.seed, rounds=c.rounds, codec=c.codec,
+            state=self.state.value, version=self.server.version)
+
+    def _shard(self, member: Member, msg: Shard) -> tuple[Any, ...]:
+        images, labels = self._shard_data(member.shard)
+        per_image = max(1, images[0].numel()) if len(images) else 1
+        limit = max(1, MAX_SHARD_CHUNK_BYTES // per_image)
+        if not (0 <= msg.offset <= len(labels) and 0 <= msg.count <= limit):
+            raise RemoteProtocolError(RejectCode.BAD_RANGE,
+                                      f"offset {msg.offset}, count {msg.count} (max {limit})")
+        chunk = slice(msg.offset, msg.offset + msg.count)
+        part = images[chunk]
+        return (ShardData(offset=msg.offset, total=len(labels), image_shape=list(part.shape)),
+                tensor_to_frame(part), tensor_to_frame(labels[chunk]))
+
+    def _shard_data(self, shard: int) -> tuple[torch.Tensor, torch.Tensor]:
+        if shard not in self._shards:
+            idx = shard_indices(len(self.train_set), self.config.workers, shard, self.config.seed)
+            self._shards[shard] = (self.train_set.images[idx].contiguous(),
+                                   self.train_set.labels[idx].contiguous())
+        return self._shards[shard]
+
+    def _pull(self, peer: bytes, member: Member, msg: Pull, now: float,
+              out: list[Reply]) -> tuple[Any, ...] | None:
+        if msg.fingerprint != self.fingerprint:
+            self.members.remove(member.token, "different model architecture")
+            raise RemoteProtocolError(RejectCode.ARCH_MISMATCH,
+                                      f"hub model {self.fingerprint}, worker {msg.fingerprint}")
+        if not member.ready:
+            member.ready = True
+            self._maybe_start(now, out)
+        if self.state is SessionState.TRAINING and self.server.version > msg.after:
+            return self._model_for(member)
+        wait_ms = min(max(msg.wait_ms, 0), self.config.long_poll_ms)
+        self._parked[peer] = _Parked(member.token, msg.after, now + wait_ms / 1000)
+        return None
+
+    def _model_for(self, member: Member) -> tuple[Any, ...]:
+        member.fetched_version = self.server.version
+        return (Model(self.server.version, self.server.codec.id.value, self.server.numel),
+                self.server.snapshot())
+
+    def _push(self, member: Member, msg: Push, body: list[Frame], now: float,
+              out: list[Reply]) -> tuple[Any, ...]:
+        try:
+            self._accept(member, msg, body, now)
+        except RemoteProtocolError:
+            member.rejected += 1
+            self.round.rejected += 1
+            raise
+        self._maybe_close(now, out)
+        return (Ack(self.server.version),)
+
+    def _accept(self, member: Member, msg: Push, body: list[Frame], now: float) -> None:
+        version = self.server.version
+        if self.state is not SessionState.TRAINING:
+            raise RemoteProtocolError(RejectCode.NOT_TRAINING, self.state.value)
+        if msg.version < version:
+            raise RemoteProtocolError(RejectCode.STALE, f"current version is {version}")
+        if msg.version > version:
+            raise RemoteProtocolError(RejectCode.BAD_VERSION, f"current version is {version}")
+        if member.worker_id in self.round.contributions:
+            raise RemoteProtocolError(RejectCode.DUPLICATE, f"already pushed for {version}")
+        if msg.numel != self.server.numel:
+            raise RemoteProtocolError(RejectCode.BAD_SHAPE,
+                                      f"{msg.numel} values, model has {self.server.numel}")
+        if not (0 < msg.samples <= 1_000_000):
+            raise RemoteProtocolError(RejectCode.MALFORMED, f"samples={msg.samples}")
+        grad = get_codec(msg.codec).decode(body[0], msg.numel)
+        if not (math.isfinite(msg.loss) and bool(torch.isfinite(grad).all())):
+            raise RemoteProtocolError(RejectCode.NOT_FINITE, "gradient or loss is NaN/inf")
+        self.round.add(Contribution(member.worker_id, grad, msg.samples, msg.loss,
+                                    max(0.0, msg.compute_ms) / 1000))
+        member.pushed += 1
+        member.samples += msg.samples
+        member.last_loss = msg.loss
+
+    # ----------------------------------------------------------------- rounds
+    def _expected(self) -> set[int]:
+        return {m.worker_id for m in self.members.members() if m.ready}
+
+    def _maybe_start(self, now: float, out: list[Reply]) -> None:
+        ready = len(self._expected())
+        if self.state is SessionState.WAITING and ready >= self.config.workers:
+            self.state = SessionState.TRAINING
+            self.round = Round(self.server.version, now)
+            log.info("[hub v%d] %d workers ready: training starts", self.server.version, ready)
+            self._event("state", state=self.state.value)
+            self._release(out)
+
+    def _maybe_close(self, now: float, out: list[Reply]) -> None:
+        rnd = self.round
+        if self.state is not SessionState.TRAINING or not rnd.contributions:
+            return
+        complete = rnd.complete(self._expected())
+        if not complete and now < self.deadlines.deadline(rnd.opened_at):
+            return
+        if complete:
+            self.deadlines.record(now - rnd.opened_at)
+        else:
+            log.warning("[hub v%d] deadline: closing with %d of %d workers", rnd.version,
+                        len(rnd.contributions), len(self._expected() | rnd.contributions.keys()))
+        grad, loss = rnd.average()
+        self.server.step(grad, len(rnd.contributions))
+        self._event("round", round=rnd.version + 1, version=self.server.version, loss=loss,
+                    contributors=len(rnd.contributions), rejected=rnd.rejected,
+                    bytes_in=rnd.bytes_in, bytes_out=rnd.bytes_out,
+                    seconds=now - rnd.opened_at, complete=complete,
+                    compute_s=max(c.compute_s for c in rnd.contributions.values()),
+                    workers=[m.summary() for m in self.members.members()])
+        self.round = Round(self.server.version, now)
+        if self.server.version >= self.config.rounds:
+            self.state = SessionState.DONE
+            log.info("[hub v%d] all %d rounds done", self.server.version, self.config.rounds)
+            self._event("state", state=self.state.value)
+        self._release(out)
+
+    def _release(self, out: list[Reply]) -> None:
+        """Answer every parked long-poll that the new version or state satisfies."""
+        for peer, parked in list(self._parked.items()):
+            member = self.members.get_quiet(parked.token)
+            if self.done:
+                reply: tuple[Any, ...] = (Done(self.server.version),)
+                if member is not None:
+                    self._told.add(member.worker_id)
+            elif member is None:
+                reply = (Reject(RejectCode.UNKNOWN_WORKER.value, "join again", -1, 0.0),)
+            elif self.server.version > parked.after:
+                reply = self._model_for(member)
+            else:
+                continue
+            del self._parked[peer]
+            out.append(self._reply(peer, *reply))
+
+    # ----------------------------------------------------------------- helpers
+    def _reply(self, peer: bytes, msg: Any, *frames: Frame) -> Reply:
+        encoded = encode(msg, frames)
+        self.round.bytes_out += sum(len(f) for f in encoded)
+        return Reply(peer, encoded)
+
+    def _reject(self, exc: RemoteProtocolError, peer: bytes, now: float) -> tuple[Any, ...]:
+        code = exc.code if isinstance(exc.code, RejectCode) else RejectCode.MALFORMED
+        if code not in (RejectCode.STALE, RejectCode.DUPLICATE):
+            log.warning("[hub v%d] rejected %s from peer %s: %s", self.server.version,
+                        code.value, peer.hex()[:8], exc.detail)
+        retry = self.pairing.lockout.retry_after(now) if code is RejectCode.LOCKED_OUT else 0.0
+        self._event("rejected", code=code.value, detail=exc.detail)
+        return (Reject(code.value, exc.detail[:200], self.server.version, retry),)
+
+    def _event(self, kind: str, **data: Any) -> None:
+        self._events.append({"kind": kind, **data})

@@ -1,0 +1,100 @@
+"""Who is in the session: tokens, shards, heartbeats. Pure: the caller passes ``now``."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Member:
+    """One worker as the hub sees it."""
+
+    worker_id: int
+    token: str
+    name: str
+    device: str
+    shard: int
+    joined_at: float
+    last_seen: float
+    ready: bool = False  # has asked for a model: rounds wait for it from now on
+    fetched_version: int = -1
+    pushed: int = 0
+    rejected: int = 0
+    samples: int = 0
+    compute_s: float = 0.0
+    last_loss: float = float("nan")
+    pushed_versions: set[int] = field(default_factory=set)
+
+    def summary(self) -> dict[str, object]:
+        """What progress events say about this worker."""
+        return {"id": self.worker_id, "name": self.name, "device": self.device,
+                "shard": self.shard, "pushed": self.pushed, "rejected": self.rejected,
+                "samples": self.samples, "ready": self.ready}
+
+
+class Membership:
+    """Admits workers onto free shards and reaps the silent ones."""
+
+    def __init__(self, num_shards: int, heartbeat_timeout_s: float) -> None:
+        self.num_shards = num_shards
+        self.timeout = heartbeat_timeout_s
+        self._by_token: dict[str, Member] = {}
+        self._next_id = 1
+
+    def __len__(self) -> int:
+        return len(self._by_token)
+
+    def members(self) -> list[Member]:
+        """Live members, by worker id."""
+        return sorted(self._by_token.values(), key=lambda m: m.worker_id)
+
+    def free_shard(self) -> int | None:
+        """The lowest shard no live member holds, or None when all are taken."""
+        taken = {m.shard for m in self._by_token.values()}
+        return next((s for s in range(self.num_shards) if s not in taken), None)
+
+    def admit(self, token: str, name: str, device: str, now: float) -> Member | None:
+        """Add a worker on the lowest free shard; None when the session is full."""
+        shard = self.free_shard()
+        if shard is None:
+            return None
+        member = Member(self._next_id, token, name, device, shard, now, now)
+        self._next_id += 1
+        self._by_token[token] = member
+        log.info("worker %d (%s, %s) joined on shard %d", member.worker_id, name, device, shard)
+        return member
+
+    def get(self, token: str, now: float) -> Member | None:
+        """The member holding ``token``, marked as seen now; None if unknown."""
+        member = self._by_token.get(token)
+        if member is not None:
+            member.last_seen = now
+        return member
+
+    def get_quiet(self, token: str) -> Member | None:
+        """The member holding ``token`` without marking it as seen."""
+        return self._by_token.get(token)
+
+    def remove(self, token: str, reason: str) -> Member | None:
+        """Drop a member and free its shard."""
+        member = self._by_token.pop(token, None)
+        if member is not None:
+            log.info("worker %d (%s) left: %s; shard %d is free", member.worker_id,
+                     member.name, reason, member.shard)
+        return member
+
+    def reap(self, now: float) -> list[Member]:
+        """Remove and return the members silent for longer than the heartbeat timeout."""
+        dead = [m for m in self._by_token.values() if now - m.last_seen > self.timeout]
+        for member in dead:
+            self.remove(member.token, f"silent for {now - member.last_seen:.1f} s")
+        return dead
+
+    def next_expiry(self) -> float | None:
+        """When the next member would be declared dead if it stays silent."""
+        if not self._by_token:
+            return None
+        return min(m.last_seen for m in self._by_token.values()) + self.timeout

@@ -1,0 +1,159 @@
+"""A hub session: the protocol core plus evaluation, metrics, checkpoints and the model file.
+
+Still no sockets: the transport feeds ``handle``/``tick`` and sends what they return.
+Evaluation of the test split runs on a background thread (torch releases the GIL), so a
+slow evaluation never holds up the rounds or the replies.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+
+from .. import __version__
+from ..data import dataset_info, load_dataset
+from ..evaluation import evaluate
+from ..models import build_model, fingerprint
+from ..protocol import PROTOCOL_VERSION, auth
+from ..protocol.wire import Frame
+from .config import HubConfig
+from .core import HubCore, Reply
+from .outputs import OutputDir
+from .trainer import ParameterServer
+
+log = logging.getLogger(__name__)
+
+EventSink = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class HubResult:
+    """How a session ended."""
+
+    accuracy: float
+    loss: float
+    version: int
+    model_path: Path
+    seconds: float
+
+
+class HubSession:
+    """Runs one training session of the hub."""
+
+    def __init__(self, config: HubConfig, *, pin: str, out_dir: str | Path,
+                 resume: bool = False, on_event: EventSink | None = None) -> None:
+        self.out = OutputDir(out_dir)
+        self.sinks: list[EventSink] = [on_event] if on_event else []
+        meta = self.out.read_session() if resume else {}
+        if resume:
+            config = HubConfig.from_json(meta["config"])
+        self.config = config
+        self.info = dataset_info(config.dataset)
+        self.test_set = load_dataset(config.dataset, "test")
+        model = build_model(config.model, self.info, seed=config.seed)
+        self.server = ParameterServer(model, base_lr=config.lr, momentum=config.momentum,
+                                      codec=config.codec)
+        if resume:
+            self._restore()
+        self.session_id = meta.get("session_id") or auth.new_nonce()[:16]
+        salt = meta.get("salt") or auth.new_salt()
+        self.core = HubCore(config, pin=pin, session_id=self.session_id, salt=salt,
+                            train_set=load_dataset(config.dataset, "train"),
+                            server=self.server, fingerprint=fingerprint(model))
+        self.out.write_session({"config": config.to_json(), "session_id": self.session_id,
+                                "salt": salt, "fingerprint": self.core.fingerprint,
+                                "protocol": PROTOCOL_VERSION, "computeshare": __version__,
+                                "parameters": self.server.numel})
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hub-eval")
+        self._evals: list[tuple[int, Future[tuple[float, float]]]] = []
+        self.started = time.monotonic()
+        self.last_eval: tuple[int, float, float] | None = None
+
+    def _restore(self) -> None:
+        state = self.out.load_checkpoint()
+        if state is None:
+            log.warning("no checkpoint in %s: starting from version 0", self.out.path)
+            return
+        self.server.restore(state)
+        log.info("resumed from checkpoint at version %d", self.server.version)
+
+    # ----------------------------------------------------------------- driven by transport
+    def handle(self, peer: bytes, frames: Sequence[Frame], now: float) -> list[Reply]:
+        """Process one request (see HubCore.handle)."""
+        replies = self.core.handle(peer, frames, now)
+        self._after()
+        return replies
+
+    def tick(self, now: float) -> list[Reply]:
+        """Periodic work (see HubCore.tick) plus finished evaluations."""
+        replies = self.core.tick(now)
+        self._after()
+        self._collect_evals(block=False)
+        return replies
+
+    @property
+    def done(self) -> bool:
+        return self.core.done
+
+    def finish(self) -> HubResult:
+        """Final evaluation and the saved model; call once ``done`` is true."""
+        self._collect_evals(block=True)
+        version = self.server.version
+        if self.last_eval is None or self.last_eval[0] != version:
+            self._record_eval(version, *evaluate(self.server.model, self.test_set))
+        _, accuracy, loss = self.last_eval  # type: ignore[misc]
+        if self.config.checkpoint_every:
+            self.out.save_checkpoint(self.server.state())
+        path = self.out.save_model(self.server.model.state_dict())
+        result = HubResult(accuracy, loss, version, path, time.monotonic() - self.started)
+        self._emit({"kind": "finished", "accuracy": accuracy, "loss": loss,
+                    "version": version, "model_path": str(path), "seconds": result.seconds})
+        self._pool.shutdown(wait=True)
+        return result
+
+    def close(self) -> None:
+        """Stop the evaluation thread (idempotent)."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    # ----------------------------------------------------------------- internals
+    def _after(self) -> None:
+        for event in self.core.drain_events():
+            if event["kind"] == "round":
+                self._on_round(event)
+            self._emit(event)
+
+    def _on_round(self, event: dict[str, Any]) -> None:
+        record = {k: event[k] for k in ("round", "version", "loss", "contributors", "rejected",
+                                        "bytes_in", "bytes_out", "seconds", "compute_s")}
+        self.out.append_metric({"type": "round", **record})
+        version, c = event["version"], self.config
+        if c.eval_every and version % c.eval_every == 0 and version < c.rounds:
+            snapshot = copy.deepcopy(self.server.model)
+            self._evals.append((version, self._pool.submit(evaluate, snapshot, self.test_set)))
+        if c.checkpoint_every and version % c.checkpoint_every == 0:
+            self.out.save_checkpoint(self.server.state())
+
+    def _collect_evals(self, block: bool) -> None:
+        while self._evals and (block or self._evals[0][1].done()):
+            version, future = self._evals.pop(0)
+            self._record_eval(version, *future.result())
+
+    def _record_eval(self, version: int, accuracy: float, loss: float) -> None:
+        self.last_eval = (version, accuracy, loss)
+        final = version >= self.config.rounds
+        self.out.append_metric({"type": "eval", "version": version, "accuracy": accuracy,
+                                "test_loss": loss, "final": final})
+        log.info("[hub v%d] test accuracy %.2f%%", version, 100 * accuracy)
+        self._emit({"kind": "eval", "version": version, "accuracy": accuracy, "loss": loss,
+                    "final": final})
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        for sink in self.sinks:
+            sink(event)

@@ -1,0 +1,208 @@
+"""The messages of the hub/worker protocol, as frozen dataclasses.
+
+Each message class names its wire type (``TYPE``) and how many binary frames follow its
+header (``FRAMES``). Field types are deliberately few (int, float, str, bool, list[int]) so
+that ``wire.py`` can validate every header strictly from the annotations alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import ClassVar
+
+
+class MsgType(str, Enum):
+    """Message types; the value travels as the header's ``t`` field."""
+
+    HELLO = "hello"  # worker -> hub: start pairing
+    CHALLENGE = "challenge"  # hub -> worker: nonce to prove the PIN against
+    AUTH = "auth"  # worker -> hub: PIN proof
+    WELCOME = "welcome"  # hub -> worker: membership, shard and session configuration
+    SHARD = "shard"  # worker -> hub: ask for a chunk of the data shard
+    SHARD_DATA = "shard_data"  # hub -> worker: images and labels of that chunk
+    PULL = "pull"  # worker -> hub: long-poll for a model newer than `after`
+    MODEL = "model"  # hub -> worker: encoded weights of one version
+    WAITING = "waiting"  # hub -> worker: nothing newer yet (long-poll ran out)
+    PUSH = "push"  # worker -> hub: encoded gradient computed on `version`
+    ACK = "ack"  # hub -> worker: request accepted
+    PING = "ping"  # worker -> hub: heartbeat
+    PONG = "pong"  # hub -> worker: heartbeat answer
+    BYE = "bye"  # worker -> hub: leaving; free my shard
+    DONE = "done"  # hub -> worker: the session has finished; stop
+    REJECT = "reject"  # hub -> worker: refusal with a code
+
+
+class SessionState(str, Enum):
+    """Where a hub session stands."""
+
+    WAITING = "waiting"  # waiting for the expected workers
+    TRAINING = "training"  # rounds are running
+    DONE = "done"  # finished; the model is saved
+
+
+@dataclass(frozen=True, slots=True)
+class Hello:
+    TYPE: ClassVar[MsgType] = MsgType.HELLO
+    FRAMES: ClassVar[int] = 0
+    client_nonce: str
+
+
+@dataclass(frozen=True, slots=True)
+class Challenge:
+    TYPE: ClassVar[MsgType] = MsgType.CHALLENGE
+    FRAMES: ClassVar[int] = 0
+    session_id: str
+    hub_nonce: str
+    salt: str  # hex salt of the PIN key derivation
+
+
+@dataclass(frozen=True, slots=True)
+class Auth:
+    TYPE: ClassVar[MsgType] = MsgType.AUTH
+    FRAMES: ClassVar[int] = 0
+    hub_nonce: str
+    client_nonce: str
+    proof: str  # hex HMAC proving knowledge of the PIN
+    name: str
+    device: str
+
+
+@dataclass(frozen=True, slots=True)
+class Welcome:
+    TYPE: ClassVar[MsgType] = MsgType.WELCOME
+    FRAMES: ClassVar[int] = 0
+    proof: str  # hex HMAC proving the hub knows the PIN too
+    session_id: str
+    worker_id: int
+    token: str
+    shard: int
+    num_shards: int
+    shard_size: int
+    dataset: str
+    model: str
+    fingerprint: str
+    batch_size: int
+    seed: int
+    rounds: int
+    codec: str
+    state: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    TYPE: ClassVar[MsgType] = MsgType.SHARD
+    FRAMES: ClassVar[int] = 0
+    token: str
+    offset: int
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShardData:
+    TYPE: ClassVar[MsgType] = MsgType.SHARD_DATA
+    FRAMES: ClassVar[int] = 2  # uint8 images (N, C, H, W), int64 labels (N,)
+    offset: int
+    total: int
+    image_shape: list[int]
+
+
+@dataclass(frozen=True, slots=True)
+class Pull:
+    TYPE: ClassVar[MsgType] = MsgType.PULL
+    FRAMES: ClassVar[int] = 0
+    token: str
+    after: int  # the newest version the worker has; -1 for none
+    wait_ms: int  # how long the hub may hold the request
+    fingerprint: str
+
+
+@dataclass(frozen=True, slots=True)
+class Model:
+    TYPE: ClassVar[MsgType] = MsgType.MODEL
+    FRAMES: ClassVar[int] = 1
+    version: int
+    codec: str
+    numel: int
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    TYPE: ClassVar[MsgType] = MsgType.WAITING
+    FRAMES: ClassVar[int] = 0
+    version: int
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class Push:
+    TYPE: ClassVar[MsgType] = MsgType.PUSH
+    FRAMES: ClassVar[int] = 1
+    token: str
+    version: int
+    codec: str
+    numel: int
+    loss: float
+    samples: int
+    compute_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    TYPE: ClassVar[MsgType] = MsgType.ACK
+    FRAMES: ClassVar[int] = 0
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Ping:
+    TYPE: ClassVar[MsgType] = MsgType.PING
+    FRAMES: ClassVar[int] = 0
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class Pong:
+    TYPE: ClassVar[MsgType] = MsgType.PONG
+    FRAMES: ClassVar[int] = 0
+    version: int
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class Bye:
+    TYPE: ClassVar[MsgType] = MsgType.BYE
+    FRAMES: ClassVar[int] = 0
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    TYPE: ClassVar[MsgType] = MsgType.DONE
+    FRAMES: ClassVar[int] = 0
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    TYPE: ClassVar[MsgType] = MsgType.REJECT
+    FRAMES: ClassVar[int] = 0
+    code: str
+    detail: str
+    version: int  # the hub's current version (what STALE needs); -1 when irrelevant
+    retry_after: float  # seconds before retrying (LOCKED_OUT); 0 otherwise
+
+
+MESSAGE_CLASSES: dict[MsgType, type] = {
+    cls.TYPE: cls
+    for cls in (
+        Hello, Challenge, Auth, Welcome, Shard, ShardData, Pull, Model, Waiting,
+        Push, Ack, Ping, Pong, Bye, Done, Reject,
+    )
+}
+
+assert set(MESSAGE_CLASSES) == set(MsgType), "every message type needs a class"
+
+TO_HUB = frozenset({MsgType.HELLO, MsgType.AUTH, MsgType.SHARD, MsgType.PULL,
+                    MsgType.PUSH, MsgType.PING, MsgType.BYE})

@@ -1,0 +1,50 @@
+"""Raw tensor frames: decoded from dtype, shape and bytes only, sizes checked first."""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from ..errors import RemoteProtocolError
+from .codes import RejectCode
+
+DTYPES: dict[str, torch.dtype] = {"uint8": torch.uint8, "int64": torch.int64,
+                                  "float32": torch.float32}
+_NP = {"uint8": np.dtype("<u1"), "int64": np.dtype("<i8"), "float32": np.dtype("<f4")}
+
+
+def tensor_to_frame(tensor: torch.Tensor) -> bytes:
+    """Little-endian bytes of a CPU tensor whose dtype is in DTYPES."""
+    return tensor.detach().cpu().contiguous().numpy().astype(
+        _NP[_name(tensor.dtype)], copy=False).tobytes()
+
+
+def _name(dtype: torch.dtype) -> str:
+    for name, d in DTYPES.items():
+        if d == dtype:
+            return name
+    raise ValueError(f"unsupported dtype {dtype}")
+
+
+def frame_to_tensor(frame: bytes | memoryview, dtype: str, shape: Sequence[int],
+                    max_bytes: int) -> torch.Tensor:
+    """Decode one frame into a new tensor of ``dtype`` and ``shape``.
+
+    Raises:
+        RemoteProtocolError: BAD_SHAPE when the sizes disagree, TOO_LARGE over ``max_bytes``.
+    """
+    if dtype not in DTYPES:
+        raise RemoteProtocolError(RejectCode.BAD_SHAPE, f"dtype {dtype!r} not allowed")
+    if any(type(d) is not int or d < 0 for d in shape):
+        raise RemoteProtocolError(RejectCode.BAD_SHAPE, f"bad shape {list(shape)}")
+    nbytes = math.prod(shape) * _NP[dtype].itemsize
+    if nbytes > max_bytes:
+        raise RemoteProtocolError(RejectCode.TOO_LARGE, f"{nbytes} bytes > cap {max_bytes}")
+    if len(frame) != nbytes:
+        raise RemoteProtocolError(RejectCode.BAD_SHAPE,
+                                  f"frame has {len(frame)} bytes, shape needs {nbytes}")
+    array = np.frombuffer(frame, dtype=_NP[dtype]).reshape(tuple(shape))
+    return torch.from_numpy(array.copy())

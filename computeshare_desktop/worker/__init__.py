@@ -1,0 +1,8 @@
+"""The worker core: device choice, gradient computation and the protocol loop (no zmq)."""
+
+from .compute import GradientComputer
+from .device import DEVICE_CHOICES, DeviceChoice, pick_device
+from .session import Channel, WorkerOptions, WorkerResult, WorkerSession
+
+__all__ = ["Channel", "DEVICE_CHOICES", "DeviceChoice", "GradientComputer", "WorkerOptions",
+           "WorkerResult", "WorkerSession", "pick_device"]

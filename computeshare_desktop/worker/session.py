@@ -1,0 +1,305 @@
+"""The worker's protocol loop: pair, fetch the shard, then pull / compute / push until done.
+
+Sockets stay outside: the session talks through a ``Channel`` (request -> reply frames,
+``TimeoutError`` on silence) made by a factory, so the loop runs the same over ZeroMQ, in
+tests, or over any future transport. Retry policy lives here: a silent hub is retried with
+exponential back-off (Lazy Pirate) until ``give_up_s`` has passed since its last answer; a
+hub that forgot us (it restarted) is joined again with the same PIN.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol, Sequence
+
+import torch
+
+from ..codec import get_codec
+from ..data import dataset_info
+from ..errors import HubUnreachableError, RejectedError
+from ..models import build_model, fingerprint
+from ..protocol import MEANINGS, RejectCode, auth, decode, encode
+from ..protocol.messages import (Ack, Auth, Bye, Challenge, Done, Hello, Model, Ping, Pull,
+                                 Push, Reject, Shard, ShardData, Waiting, Welcome)
+from ..protocol.tensors import frame_to_tensor
+from .compute import GradientComputer
+from .device import DeviceChoice
+
+log = logging.getLogger(__name__)
+
+EventSink = Callable[[dict[str, Any]], None]
+SHARD_CHUNK = 4096  # images per SHARD request; the hub caps it further by bytes
+MAX_REPLY_FRAME = 256 * 1024 * 1024
+
+
+class Channel(Protocol):
+    """A request/reply link to the hub."""
+
+    def request(self, frames: Sequence[bytes], timeout_s: float) -> list[bytes]: ...
+    def close(self) -> None: ...
+
+
+class _Rejoin(Exception):
+    """The hub no longer knows us: pair again."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerOptions:
+    """How a worker behaves; the CLI and the GUI fill these in."""
+
+    pin: str
+    name: str
+    request_timeout_s: float = 5.0  # a reply later than the long-poll plus this is lost
+    first_contact_s: float = 15.0  # give up this soon if the hub never answered at all
+    give_up_s: float = 120.0  # give up after this long without any answer
+    heartbeat_s: float = 1.0
+    pull_wait_ms: int = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerResult:
+    """How a worker's session ended."""
+
+    pushed: int
+    rejected: int
+    version: int
+    seconds: float
+
+
+class WorkerSession:
+    """One worker: pairs with the hub and trains until the hub says it is done."""
+
+    def __init__(self, channel_factory: Callable[[], Channel], options: WorkerOptions,
+                 device: DeviceChoice, on_event: EventSink | None = None) -> None:
+        self.factory = channel_factory
+        self.channel = channel_factory()
+        self.opts = options
+        self.device = device
+        self.sinks: list[EventSink] = [on_event] if on_event else []
+        self.stop = threading.Event()
+        self.welcome: Welcome | None = None
+        self.pushed = self.rejected = 0
+        self.version = -1
+        self._last_answer: float | None = None
+        self._first_try: float | None = None
+        self._keys: dict[str, bytes] = {}
+        self._computer: GradientComputer | None = None
+        self._beat: threading.Thread | None = None
+
+    # ----------------------------------------------------------------- public
+    def run(self) -> WorkerResult:
+        """Train until the session ends; raises RejectedError or HubUnreachableError."""
+        started = time.monotonic()
+        try:
+            while not self.stop.is_set():
+                try:
+                    self._join()
+                    self._load_shard()
+                    if self._train():
+                        break
+                except _Rejoin:
+                    log.warning("the hub no longer knows this worker: joining again")
+                    self._emit("rejoin")
+        finally:
+            self._leave()
+        self._emit("done", pushed=self.pushed, rejected=self.rejected, version=self.version)
+        return WorkerResult(self.pushed, self.rejected, self.version, time.monotonic() - started)
+
+    # ----------------------------------------------------------------- phases
+    def _join(self) -> None:
+        while True:
+            nonce = auth.new_nonce()
+            challenge = self._call(Hello(nonce), expect=Challenge)
+            key = self._key(challenge.salt)
+            proof = auth.worker_proof(key, challenge.session_id, challenge.hub_nonce, nonce,
+                                      self.opts.name)
+            msg = Auth(challenge.hub_nonce, nonce, proof, self.opts.name,
+                       self.device.description)
+            try:
+                welcome = self._call(msg, expect=Welcome)
+            except RejectedError as exc:
+                if exc.code is RejectCode.UNKNOWN_CHALLENGE:
+                    continue
+                raise
+            expected = auth.hub_proof(key, challenge.session_id, challenge.hub_nonce, nonce,
+                                      welcome.token)
+            if not auth.proofs_equal(expected, welcome.proof):
+                raise RejectedError(RejectCode.BAD_PIN, "the hub could not prove it knows the PIN")
+            self.welcome = welcome
+            log.info("joined session %s as worker %d on shard %d of %d", welcome.session_id,
+                     welcome.worker_id, welcome.shard, welcome.num_shards)
+            self._emit("joined", worker_id=welcome.worker_id, shard=welcome.shard,
+                       num_shards=welcome.num_shards, dataset=welcome.dataset,
+                       model=welcome.model, rounds=welcome.rounds,
+                       device=self.device.description)
+            self._start_heartbeat()
+            return
+
+    def _load_shard(self) -> None:
+        w = self.welcome
+        assert w is not None
+        info = dataset_info(w.dataset)
+        model = build_model(w.model, info)
+        if fingerprint(model) != w.fingerprint:
+            raise RejectedError(RejectCode.ARCH_MISMATCH,
+                                "this machine builds a different model: update ComputeShare")
+        images, labels = [], []
+        while sum(len(x) for x in labels) < w.shard_size:
+            offset = sum(len(x) for x in labels)
+            msg, body = self._call_frames(Shard(w.token, offset, SHARD_CHUNK), ShardData)
+            n = msg.image_shape[0] if msg.image_shape else 0
+            if msg.offset != offset or n == 0 or len(msg.image_shape) != 4:
+                raise RejectedError(RejectCode.MALFORMED, "unexpected shard chunk from hub")
+            cap = 4 * 1024 * 1024 * 16
+            images.append(frame_to_tensor(body[0], "uint8", msg.image_shape, cap))
+            labels.append(frame_to_tensor(body[1], "int64", [n], cap))
+            self._emit("shard", received=offset + n, total=w.shard_size)
+        self._computer = GradientComputer(
+            model, info, self.device.device, torch.cat(images), torch.cat(labels),
+            shard=w.shard, seed=w.seed, batch_size=w.batch_size)
+
+    def _train(self) -> bool:
+        """Pull, compute, push; True when the session is over."""
+        w, computer = self.welcome, self._computer
+        assert w is not None and computer is not None
+        codec = get_codec(w.codec)
+        after = -1
+        while not self.stop.is_set():
+            pull = Pull(w.token, after, self.opts.pull_wait_ms, w.fingerprint)
+            msg, body = self._call_frames(pull, (Model, Waiting))
+            if isinstance(msg, Done):
+                return True
+            if isinstance(msg, Waiting):
+                continue
+            weights = codec.decode(body[0], msg.numel)
+            grad, loss, samples, seconds = computer.compute(weights, msg.version)
+            push = Push(w.token, msg.version, codec.id.value, grad.numel(), loss, samples,
+                        seconds * 1000)
+            accepted = self._push(push, codec.encode(grad))
+            if accepted is None:
+                return True
+            after = self.version = msg.version
+            self._emit("round", version=msg.version, loss=loss, compute_s=seconds,
+                       accepted=accepted, pushed=self.pushed, rejected=self.rejected)
+        return True
+
+    def _push(self, push: Push, payload: bytes) -> bool | None:
+        """Send a gradient; True if applied, False if refused, None when the session is over."""
+        try:
+            reply, _ = self._call_frames(push, Ack, frames=[payload])
+        except RejectedError as exc:
+            if exc.code is RejectCode.DUPLICATE:  # our earlier try arrived; its reply was lost
+                self.pushed += 1
+                return True
+            if exc.code in (RejectCode.STALE, RejectCode.NOT_TRAINING, RejectCode.NOT_FINITE,
+                            RejectCode.BAD_VERSION):
+                self.rejected += 1
+                log.info("push for version %d refused: %s", push.version, exc.code.value)
+                return False
+            raise
+        if isinstance(reply, Done):
+            return None
+        self.pushed += 1
+        return True
+
+    def _leave(self) -> None:
+        self.stop.set()
+        if self._beat is not None:
+            self._beat.join(timeout=5)
+        if self.welcome is not None and self._last_answer is not None:
+            try:  # tell the hub our shard is free; it will notice anyway if this is lost
+                self.channel.request(encode(Bye(self.welcome.token)), timeout_s=1.0)
+            except (TimeoutError, OSError):
+                pass
+        self.channel.close()
+
+    # ----------------------------------------------------------------- plumbing
+    def _key(self, salt: str) -> bytes:
+        if salt not in self._keys:
+            self._keys[salt] = auth.derive_key(self.opts.pin, salt)
+        return self._keys[salt]
+
+    def _call(self, msg: Any, expect: type) -> Any:
+        return self._call_frames(msg, expect)[0]
+
+    def _call_frames(self, msg: Any, expect: type | tuple[type, ...],
+                     frames: Sequence[bytes] = ()) -> tuple[Any, list[bytes]]:
+        """One request with Lazy Pirate retries; rejects become exceptions."""
+        timeout = self.opts.request_timeout_s
+        if isinstance(msg, Pull):
+            timeout += msg.wait_ms / 1000
+        reply, body = decode(self._request(encode(msg, frames), timeout),
+                             max_frame_bytes=MAX_REPLY_FRAME)
+        if isinstance(reply, Reject):
+            self._on_reject(reply)
+        if isinstance(reply, Done) and not isinstance(msg, (Hello, Auth)):
+            return reply, body
+        if not isinstance(reply, expect):
+            raise RejectedError(RejectCode.MALFORMED, f"unexpected reply {type(reply).__name__}")
+        return reply, body
+
+    def _on_reject(self, reply: Reject) -> None:
+        try:
+            code = RejectCode(reply.code)
+        except ValueError:
+            code = RejectCode.MALFORMED
+        if code is RejectCode.UNKNOWN_WORKER:
+            raise _Rejoin()
+        if code is RejectCode.LOCKED_OUT:
+            wait = min(max(reply.retry_after, 1.0), 60.0)
+            log.warning("the hub has paused pairing after wrong PINs; waiting %.0f s", wait)
+            self.stop.wait(wait)
+            raise RejectedError(RejectCode.UNKNOWN_CHALLENGE, "retry after lock-out")
+        raise RejectedError(code, reply.detail or MEANINGS[code])
+
+    def _request(self, frames: list[bytes], timeout_s: float) -> list[bytes]:
+        backoff = 0.25
+        while True:
+            try:
+                reply = self.channel.request(frames, timeout_s)
+                self._last_answer = time.monotonic()
+                return reply
+            except TimeoutError:
+                self._check_give_up()
+                log.warning("no answer from the hub; retrying in %.1f s", backoff)
+                self._emit("hub_silent", retry_in=backoff)
+                if self.stop.wait(backoff):
+                    raise HubUnreachableError("stopped while waiting for the hub") from None
+                backoff = min(backoff * 2, 5.0)
+
+    def _check_give_up(self) -> None:
+        now = time.monotonic()
+        if self._last_answer is None:
+            self._first_try = self._first_try or now
+            if now - self._first_try > self.opts.first_contact_s:
+                raise HubUnreachableError("the hub does not answer: check the address and "
+                                          "that the hub is running")
+        elif now - self._last_answer > self.opts.give_up_s:
+            raise HubUnreachableError(f"the hub has been silent for {self.opts.give_up_s:.0f} s")
+
+    def _start_heartbeat(self) -> None:
+        if self._beat is None or not self._beat.is_alive():
+            self._beat = threading.Thread(target=self._heartbeat, name="worker-heartbeat",
+                                          daemon=True)
+            self._beat.start()
+
+    def _heartbeat(self) -> None:
+        channel = self.factory()
+        try:
+            while not self.stop.wait(self.opts.heartbeat_s):
+                token = self.welcome.token if self.welcome else None
+                if token is None:
+                    continue
+                try:
+                    channel.request(encode(Ping(token)), timeout_s=self.opts.request_timeout_s)
+                except TimeoutError:
+                    pass
+        finally:
+            channel.close()
+
+    def _emit(self, kind: str, **data: Any) -> None:
+        for sink in self.sinks:
+            sink({"kind": kind, **data})
