@@ -85,6 +85,7 @@ class WorkerSession:
         self.version = -1
         self._last_answer: float | None = None
         self._first_try: float | None = None
+        self._full_since: float | None = None
         self._keys: dict[str, bytes] = {}
         self._computer: GradientComputer | None = None
         self._beat: threading.Thread | None = None
@@ -123,6 +124,8 @@ class WorkerSession:
             except RejectedError as exc:
                 if exc.code is RejectCode.UNKNOWN_CHALLENGE:
                     continue
+                if exc.code is RejectCode.SESSION_FULL and self._wait_for_shard():
+                    continue
                 raise
             expected = auth.hub_proof(key, challenge.session_id, challenge.hub_nonce, nonce,
                                       welcome.token)
@@ -137,6 +140,16 @@ class WorkerSession:
                        device=self.device.description)
             self._start_heartbeat()
             return
+
+    def _wait_for_shard(self) -> bool:
+        """A full session may free a shard (a worker died): wait, within give_up_s."""
+        now = time.monotonic()
+        self._full_since = self._full_since or now
+        if now - self._full_since > self.opts.give_up_s:
+            return False
+        log.warning("the session is full; waiting for a shard to free up")
+        self._emit("session_full")
+        return not self.stop.wait(2.0)
 
     def _load_shard(self) -> None:
         w = self.welcome
@@ -178,13 +191,17 @@ class WorkerSession:
             grad, loss, samples, seconds = computer.compute(weights, msg.version)
             push = Push(w.token, msg.version, codec.id.value, grad.numel(), loss, samples,
                         seconds * 1000)
-            accepted = self._push(push, codec.encode(grad))
+            accepted = self._push(push, self.encode_gradient(codec, grad, msg.version))
             if accepted is None:
                 return True
             after = self.version = msg.version
             self._emit("round", version=msg.version, loss=loss, compute_s=seconds,
                        accepted=accepted, pushed=self.pushed, rejected=self.rejected)
         return True
+
+    def encode_gradient(self, codec: Any, grad: torch.Tensor, version: int) -> bytes:
+        """The payload of a push (a seam for fault-injection tests)."""
+        return codec.encode(grad)
 
     def _push(self, push: Push, payload: bytes) -> bool | None:
         """Send a gradient; True if applied, False if refused, None when the session is over."""
@@ -274,7 +291,7 @@ class WorkerSession:
         now = time.monotonic()
         if self._last_answer is None:
             self._first_try = self._first_try or now
-            if now - self._first_try > self.opts.first_contact_s:
+            if now - self._first_try > min(self.opts.first_contact_s, self.opts.give_up_s):
                 raise HubUnreachableError("the hub does not answer: check the address and "
                                           "that the hub is running")
         elif now - self._last_answer > self.opts.give_up_s:

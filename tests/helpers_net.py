@@ -1,0 +1,173 @@
+"""Shared helpers for tests that run a real hub on loopback (threads or processes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import zmq
+
+from computeshare_desktop.hub import HubConfig, HubResult, HubSession
+from computeshare_desktop.transport import EVENT_TOPIC, HubServer, ReqChannel
+from computeshare_desktop.worker import WorkerOptions, WorkerSession, pick_device
+
+PIN = "246810"
+
+
+def wait_for(predicate: Callable[[], Any], timeout_s: float, what: str) -> Any:
+    """Poll ``predicate`` until truthy; fail the test with ``what`` on timeout."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+class RunningHub:
+    """A HubSession served by a HubServer on 127.0.0.1 in a background thread."""
+
+    def __init__(self, out_dir: Path, **config: Any) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.session = HubSession(HubConfig(**config), pin=PIN, out_dir=out_dir,
+                                  on_event=self.events.append)
+        self.server = HubServer(self.session, host="127.0.0.1", port=0)
+        self.address = f"tcp://127.0.0.1:{self.server.port}"
+        self.stop = threading.Event()
+        self.result: HubResult | None = None
+        self.thread = threading.Thread(target=self._run, name="test-hub")
+        self.thread.start()
+
+    def _run(self) -> None:
+        self.result = self.server.serve(self.stop, linger_s=3.0)
+
+    def rounds(self) -> list[dict[str, Any]]:
+        return [e for e in list(self.events) if e["kind"] == "round"]
+
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in list(self.events) if e["kind"] == kind]
+
+    def join(self, timeout_s: float = 120) -> HubResult | None:
+        self.thread.join(timeout_s)
+        assert not self.thread.is_alive(), "hub did not finish"
+        return self.result
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(10)
+        self.server.close()
+        self.session.close()
+
+
+class WorkerThread:
+    """A real WorkerSession on the CPU in a background thread."""
+
+    def __init__(self, address: str, name: str, *, pin: str = PIN,
+                 session_cls: type[WorkerSession] = WorkerSession, **options: Any) -> None:
+        opts = WorkerOptions(pin=pin, name=name, **options)
+        self.events: list[dict[str, Any]] = []
+        self.session = session_cls(lambda: ReqChannel(address), opts, pick_device("cpu"),
+                                   on_event=self.events.append)
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name=f"test-worker-{name}")
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.result = self.session.run()
+        except BaseException as exc:  # surfaced by join()
+            self.error = exc
+
+    def join(self, timeout_s: float = 120) -> Any:
+        self.thread.join(timeout_s)
+        assert not self.thread.is_alive(), "worker did not finish"
+        return self.result
+
+    def close(self) -> None:
+        self.session.stop.set()
+        self.thread.join(15)
+
+
+class Raw:
+    """A bare REQ socket for sending hand-made (or hostile) frames."""
+
+    def __init__(self, address: str) -> None:
+        self.channel = ReqChannel(address)
+
+    def send(self, frames: list[bytes], timeout_s: float = 5.0) -> list[bytes]:
+        return self.channel.request(frames, timeout_s)
+
+    def close(self) -> None:
+        self.channel.close()
+
+
+class EventListener:
+    """SUB socket on the hub's event port, collecting events in a thread."""
+
+    def __init__(self, port: int) -> None:
+        self.events: list[dict[str, Any]] = []
+        self._stop = threading.Event()
+        self._ctx = zmq.Context()
+        self._sock = self._ctx.socket(zmq.SUB)
+        self._sock.setsockopt(zmq.LINGER, 0)
+        self._sock.setsockopt(zmq.SUBSCRIBE, EVENT_TOPIC)
+        self._sock.connect(f"tcp://127.0.0.1:{port}")
+        self._thread = threading.Thread(target=self._run, name="test-events")
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            if self._sock.poll(50):
+                msg = self._sock.recv()
+                self.events.append(json.loads(msg[len(EVENT_TOPIC) + 1:]))
+
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in list(self.events) if e["kind"] == kind]
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self._sock.close(0)
+        self._ctx.term()
+
+
+def free_port_pair() -> int:
+    """A port P such that P and P+1 are free on 127.0.0.1 right now."""
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port >= 65535:
+            continue
+        with socket.socket() as s2:
+            try:
+                s2.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free port pair")
+
+
+def cli(*args: str, env: dict[str, str] | None = None, **kwargs: Any) -> subprocess.Popen[str]:
+    """Start ``computeshare ARGS`` as a real process."""
+    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    return subprocess.Popen([sys.executable, "-m", "computeshare_desktop.cli", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=full_env, **kwargs)
+
+
+def metrics(out_dir: Path) -> list[dict[str, Any]]:
+    """The records of metrics.jsonl (empty if not there yet)."""
+    path = out_dir / "metrics.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
