@@ -63,8 +63,9 @@ def proofs_equal(a: str, b: str) -> bool:
 class Lockout:
     """Exponential back-off after repeated wrong PINs (pure: the caller passes `now`).
 
-    The first ``free_attempts`` failures cost nothing; each later one locks pairing for
-    ``base_s * 2**k`` seconds, capped at ``max_s``. A success resets the count.
+    ``free_attempts`` tries come without waiting: the wrong PIN that uses up the last of them
+    locks pairing for ``base_s`` seconds, and each further one doubles the lock, capped at
+    ``max_s``. A success resets the count.
     """
 
     def __init__(self, free_attempts: int = 5, base_s: float = 1.0, max_s: float = 300.0):
@@ -82,8 +83,9 @@ class Lockout:
         """Record one wrong PIN."""
         self.failures += 1
         extra = self.failures - self.free_attempts
-        if extra > 0:
-            self.locked_until = now + min(self.max_s, self.base_s * 2 ** (extra - 1))
+        if extra >= 0:
+            # min(): 2**extra as a float overflows after ~1000 failures (days at max_s each).
+            self.locked_until = now + min(self.max_s, self.base_s * 2 ** min(extra, 64))
 
     def succeeded(self) -> None:
         """Record a right PIN."""

@@ -43,7 +43,14 @@ def _check_float(value: Any) -> bool:
 
 
 def _check_str(value: Any) -> bool:
-    return type(value) is str and len(value) <= MAX_STR_CHARS
+    if type(value) is not str or len(value) > MAX_STR_CHARS:
+        return False
+    try:
+        # JSON can spell lone surrogates (\ud800), which no later .encode() accepts.
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _check_bool(value: Any) -> bool:

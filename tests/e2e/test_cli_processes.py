@@ -1,0 +1,168 @@
+"""The real ``computeshare`` commands as processes on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+import torch
+
+from helpers_net import EventListener, cli, free_port_pair, metrics, wait_for
+
+pytestmark = pytest.mark.slow
+PIN = "135790"
+
+
+def finish(proc: subprocess.Popen[str], timeout_s: float = 180) -> tuple[int, str, str]:
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        raise AssertionError(f"process timed out\nstdout:{out}\nstderr:{err}") from None
+    return proc.returncode, out, err
+
+
+def kill_all(*procs: subprocess.Popen[str]) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
+def host(out, port, *extra):
+    return cli("host", "--pin", PIN, "--bind", "127.0.0.1", "--port", str(port), "--out",
+               str(out), "--quiet", *extra)
+
+
+def join(port, name, *extra):
+    return cli("join", f"127.0.0.1:{port}", "--pin", PIN, "--device", "cpu", "--quiet",
+               "--threads", "1", "--name", name, *extra)
+
+
+def test_host_two_joins_then_evaluate_agrees(tmp_path):
+    port = free_port_pair()
+    hub = host(tmp_path, port, "--workers", "2", "--rounds", "80", "--eval-every", "40")
+    workers = [join(port, f"w{i}") for i in range(2)]
+    try:
+        code, out, err = finish(hub)
+        assert code == 0, err
+        for w in workers:
+            wcode, wout, werr = finish(w, 60)
+            assert wcode == 0, werr
+            assert "session finished" in wout
+    finally:
+        kill_all(hub, *workers)
+    final = float(re.search(r"final test accuracy: ([\d.]+)%", out).group(1))
+    state = torch.load(tmp_path / "trained_model.pth", weights_only=True)
+    assert isinstance(state, dict) and all(isinstance(v, torch.Tensor) for v in state.values())
+    records = metrics(tmp_path)
+    rounds = [r for r in records if r["type"] == "round"]
+    evals = [r for r in records if r["type"] == "eval"]
+    assert [r["round"] for r in rounds] == list(range(1, 81))
+    assert {"loss", "contributors", "rejected", "bytes_in", "bytes_out", "seconds",
+            "version"} <= rounds[0].keys()
+    assert evals[-1]["final"] and evals[-1]["version"] == 80
+    session = json.loads((tmp_path / "session.json").read_text())
+    assert session["config"]["rounds"] == 80 and "pin" not in json.dumps(session).lower()
+    code, eout, eerr = finish(cli("evaluate", str(tmp_path / "trained_model.pth"), "--json"))
+    assert code == 0, eerr
+    accuracy = json.loads(eout)["accuracy"]
+    assert accuracy == pytest.approx(evals[-1]["accuracy"], abs=1e-9)
+    assert accuracy * 100 == pytest.approx(final, abs=0.006)
+    assert accuracy > 0.8
+
+
+def test_killed_worker_round_closes_at_deadline_and_replacement_takes_shard(tmp_path):
+    port = free_port_pair()
+    hub = host(tmp_path, port, "--workers", "2", "--rounds", "1500", "--eval-every", "0")
+    events = EventListener(port + 1)
+    w1, w2 = join(port, "steady"), join(port, "doomed")
+    replacement = None
+    try:
+        wait_for(lambda: len([r for r in metrics(tmp_path) if r["type"] == "round"]) >= 20,
+                 90, "20 rounds")
+        joined = {e["worker"]["name"]: e["worker"] for e in events.of_kind("worker_joined")}
+        doomed_shard = joined["doomed"]["shard"]
+        w2.send_signal(signal.SIGKILL)
+        killed_at = len([r for r in metrics(tmp_path) if r["type"] == "round"])
+        left = wait_for(lambda: [e for e in events.of_kind("worker_left")
+                                 if e["worker"]["name"] == "doomed"], 30, "worker reaped")
+        assert left[0]["reason"] == "silent"
+        replacement = join(port, "replacement")
+        new = wait_for(lambda: [e["worker"] for e in events.of_kind("worker_joined")
+                                if e["worker"]["name"] == "replacement"], 60, "replacement")
+        assert new[0]["shard"] == doomed_shard
+        code, out, err = finish(hub, 240)
+        assert code == 0, err
+        assert finish(replacement, 60)[0] == 0
+        assert finish(w1, 60)[0] == 0
+    finally:
+        events.close()
+        kill_all(hub, w1, w2, *([replacement] if replacement else []))
+    rounds = [r for r in metrics(tmp_path) if r["type"] == "round"]
+    assert [r["round"] for r in rounds] == list(range(1, 1501))
+    after_kill = rounds[killed_at:]
+    deadline_rounds = [r for r in after_kill[:5] if r["contributors"] == 1 and r["seconds"] >= 1.9]
+    assert deadline_rounds, "no round closed at its deadline after the kill"
+    assert rounds[-1]["contributors"] == 2  # the replacement trained to the end
+
+
+def test_hub_killed_then_resumed_workers_reconnect(tmp_path):
+    port = free_port_pair()
+    args = ("--workers", "2", "--rounds", "400", "--eval-every", "0")
+    hub = host(tmp_path, port, *args)
+    workers = [join(port, f"w{i}") for i in range(2)]
+    hub2 = None
+    try:
+        wait_for(lambda: (tmp_path / "checkpoint.pt").exists() and len(metrics(tmp_path)) >= 60,
+                 90, "a checkpoint")
+        hub.send_signal(signal.SIGKILL)
+        hub.communicate()
+        saved = torch.load(tmp_path / "checkpoint.pt", weights_only=True)["version"]
+        assert saved >= 50
+        hub2 = host(tmp_path, port, "--resume")
+        code, out, err = finish(hub2, 240)
+        assert code == 0, err
+        for w in workers:
+            assert finish(w, 60)[0] == 0
+    finally:
+        kill_all(hub, *workers, *([hub2] if hub2 else []))
+    rounds = [r for r in metrics(tmp_path) if r["type"] == "round"]
+    resumed = [r["version"] for r in rounds if r["version"] > saved]
+    assert resumed[-1] == 400
+    assert sorted(set(resumed)) == list(range(saved + 1, 401))  # no version lost after resume
+    assert "final test accuracy" in out
+
+
+def test_cli_errors_are_one_line_with_exit_codes(tmp_path):
+    port = free_port_pair()
+    code, out, err = finish(cli("join", f"127.0.0.1:{port}", "--pin", "1", "--give-up", "2",
+                                "--device", "cpu"), 60)
+    assert code == 3 and "does not answer" in err and "Traceback" not in err
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", port))
+        blocker.listen()
+        code, out, err = finish(host(tmp_path / "busy", port), 60)
+    assert code == 4 and "in use" in err and "Traceback" not in err
+    code, _, err = finish(cli("host", "--rounds", "zero"), 30)
+    assert code == 2 and "invalid int value" in err
+    code, _, err = finish(cli("host", "--rounds", "0", "--out", str(tmp_path / "x")), 30)
+    assert code == 2 and "rounds must be at least 1" in err
+    code, _, err = finish(cli("evaluate", str(tmp_path / "missing.pth")), 30)
+    assert code == 2 and "cannot read" in err
+    hub = host(tmp_path / "pin", port, "--workers", "1", "--rounds", "5")
+    try:
+        time.sleep(0.5)
+        code, out, err = finish(cli("join", f"127.0.0.1:{port}", "--pin", "999999",
+                                    "--device", "cpu", "--give-up", "20"), 60)
+        assert code == 5 and "BAD_PIN" in err and "Traceback" not in err
+    finally:
+        kill_all(hub)
+    assert os.path.exists(tmp_path / "pin" / "session.json")

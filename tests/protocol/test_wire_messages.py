@@ -1,0 +1,290 @@
+"""Wire format: every message round trips; every kind of bad header gets its reject code."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any
+
+import pytest
+
+from computeshare_desktop.errors import LocalProtocolError, RemoteProtocolError
+from computeshare_desktop.protocol import (MESSAGE_CLASSES, PROTOCOL_VERSION, TO_HUB, MsgType,
+                                           RejectCode, decode, encode, wire)
+from computeshare_desktop.protocol.messages import (Ack, Auth, Bye, Challenge, Done, Hello,
+                                                    Model, Ping, Pong, Pull, Push, Reject, Shard,
+                                                    ShardData, Waiting, Welcome)
+
+HEX32 = "0123456789abcdef" * 2
+
+EXAMPLES: dict[MsgType, Any] = {
+    MsgType.HELLO: Hello(client_nonce=HEX32),
+    MsgType.CHALLENGE: Challenge(session_id="s1", hub_nonce=HEX32, salt=HEX32),
+    MsgType.AUTH: Auth(hub_nonce=HEX32, client_nonce=HEX32, proof=HEX32 * 2, name="laptop",
+                       device="cpu"),
+    MsgType.WELCOME: Welcome(proof=HEX32 * 2, session_id="s1", worker_id=3, token=HEX32,
+                             shard=1, num_shards=2, shard_size=2000, dataset="mnist-sample",
+                             model="simplenet", fingerprint="f" * 16, batch_size=32, seed=0,
+                             rounds=600, codec="zstd", state="waiting", version=0),
+    MsgType.SHARD: Shard(token=HEX32, offset=1024, count=512),
+    MsgType.SHARD_DATA: ShardData(offset=0, total=2000, image_shape=[512, 1, 28, 28]),
+    MsgType.PULL: Pull(token=HEX32, after=-1, wait_ms=2000, fingerprint="f" * 16),
+    MsgType.MODEL: Model(version=41, codec="raw", numel=21840),
+    MsgType.WAITING: Waiting(version=41, state="training"),
+    MsgType.PUSH: Push(token=HEX32, version=41, codec="zstd", numel=21840, loss=2.302585,
+                       samples=32, compute_ms=12.5),
+    MsgType.ACK: Ack(version=42),
+    MsgType.PING: Ping(token=HEX32),
+    MsgType.PONG: Pong(version=42, state="training"),
+    MsgType.BYE: Bye(token=HEX32),
+    MsgType.DONE: Done(version=600),
+    MsgType.REJECT: Reject(code="STALE", detail="current version is 42", version=42,
+                           retry_after=0.0),
+}
+
+
+def example_frames(mtype: MsgType) -> list[bytes]:
+    """Valid encoded frames of the example message of ``mtype``."""
+    cls = MESSAGE_CLASSES[mtype]
+    body = [bytes([i]) * (10 + i) for i in range(cls.FRAMES)]
+    return encode(EXAMPLES[mtype], body)
+
+
+def header(obj: Any, *, version: int = PROTOCOL_VERSION) -> bytes:
+    """A header frame carrying ``obj`` as its JSON."""
+    return wire.MAGIC + bytes([version]) + json.dumps(obj).encode()
+
+
+def fields_of(mtype: MsgType) -> dict[str, Any]:
+    msg = EXAMPLES[mtype]
+    return {"t": mtype.value, **{f.name: getattr(msg, f.name) for f in dataclasses.fields(msg)}}
+
+
+def rejected(frames: list[bytes], **kwargs: Any) -> RejectCode:
+    with pytest.raises(RemoteProtocolError) as info:
+        decode(frames, **kwargs)
+    return info.value.code
+
+
+def test_examples_cover_every_message_type() -> None:
+    assert set(EXAMPLES) == set(MESSAGE_CLASSES) == set(MsgType)
+    assert all(type(EXAMPLES[t]) is MESSAGE_CLASSES[t] for t in MsgType)
+
+
+@pytest.mark.parametrize("mtype", list(MsgType), ids=lambda t: t.value)
+def test_round_trip(mtype: MsgType) -> None:
+    frames = example_frames(mtype)
+    assert frames[0][:3] == b"CS\x01"
+    msg, body = decode(frames)
+    assert msg == EXAMPLES[mtype]
+    assert type(msg) is MESSAGE_CLASSES[mtype]
+    assert [bytes(b) for b in body] == frames[1:]
+    assert len(body) == MESSAGE_CLASSES[mtype].FRAMES
+
+
+def test_round_trip_memoryview_frames() -> None:
+    frames = [memoryview(f) for f in example_frames(MsgType.PUSH)]
+    msg, body = decode(frames)
+    assert msg == EXAMPLES[MsgType.PUSH]
+    assert bytes(body[0]) == bytes(frames[1])
+
+
+def test_round_trip_keeps_non_finite_floats_for_the_receiver_to_judge() -> None:
+    push = dataclasses.replace(EXAMPLES[MsgType.PUSH], loss=float("nan"),
+                               compute_ms=float("inf"))
+    msg, _ = decode(encode(push, [b"x"]))
+    assert math.isnan(msg.loss) and msg.compute_ms == math.inf
+    assert not wire.finite(msg.loss, msg.compute_ms)
+    assert wire.finite(1.0, -2.5, 0.0)
+
+
+def test_round_trip_limits_exactly() -> None:
+    """The largest values the schema allows survive: 2**53 ints, 256-char strings, 8 dims."""
+    shard_data = ShardData(offset=2**53, total=-(2**53), image_shape=[2**31] * 8)
+    assert decode(encode(shard_data, [b"", b""]))[0] == shard_data
+    hello = Hello(client_nonce="é" * wire.MAX_STR_CHARS)
+    assert decode(encode(hello))[0] == hello
+
+
+# ----------------------------------------------------------------- header-level rejections
+def test_empty_message_is_malformed() -> None:
+    assert rejected([]) is RejectCode.MALFORMED
+
+
+@pytest.mark.parametrize("head", [b"", b"C", b"CS", b"XX\x01{}", b"cs\x01{}", b"\x00S\x01{}"])
+def test_wrong_magic_is_malformed(head: bytes) -> None:
+    assert rejected([head]) is RejectCode.MALFORMED
+
+
+@pytest.mark.parametrize("version", [0, 2, 255])
+def test_other_protocol_version(version: int) -> None:
+    frames = example_frames(MsgType.HELLO)
+    frames[0] = frames[0][:2] + bytes([version]) + frames[0][3:]
+    with pytest.raises(RemoteProtocolError) as info:
+        decode(frames)
+    assert info.value.code is RejectCode.VERSION_MISMATCH
+    assert str(version) in info.value.detail
+
+
+@pytest.mark.parametrize("body", [b"", b"{", b"{'t': 'ping'}", b"\xff\xfe{}", b"nul",
+                                  b'{"t":"ping","token":"a"} trailing', b"\x00"])
+def test_non_json_is_malformed(body: bytes) -> None:
+    assert rejected([b"CS\x01" + body]) is RejectCode.MALFORMED
+
+
+@pytest.mark.parametrize("value", [[], [1, 2], "ping", 3, 2.5, None, True])
+def test_json_that_is_not_an_object_is_malformed(value: Any) -> None:
+    assert rejected([header(value)]) is RejectCode.MALFORMED
+
+
+@pytest.mark.parametrize("opening,closing", [(b"[", b"]"), (b'{"a":', b"}")])
+def test_deep_nesting_is_malformed_not_recursion_error(opening: bytes, closing: bytes) -> None:
+    depth = (wire.MAX_HEADER_BYTES - 3) // (len(opening) + len(closing))
+    frame = b"CS\x01" + opening * depth + closing * depth
+    assert len(frame) <= wire.MAX_HEADER_BYTES and depth > 500
+    assert rejected([frame]) is RejectCode.MALFORMED
+    assert rejected([b"CS\x01" + opening * depth]) is RejectCode.MALFORMED
+
+
+def test_5000_levels_are_rejected_too_large_or_malformed(monkeypatch: pytest.MonkeyPatch) -> None:
+    frame = b"CS\x01" + b"[" * 5000 + b"]" * 5000
+    assert rejected([frame]) is RejectCode.TOO_LARGE  # 10 kB: over the header cap first
+    monkeypatch.setattr(wire, "MAX_HEADER_BYTES", 1 << 20)
+    assert rejected([frame]) is RejectCode.MALFORMED  # with no cap: the parser's own limit
+    assert rejected([b"CS\x01" + b"[" * 200_000]) is RejectCode.MALFORMED
+
+
+@pytest.mark.parametrize("t", ["nope", "", None, 5, ["ping"], {"t": "ping"}, "PING"])
+def test_unknown_type_is_malformed(t: Any) -> None:
+    obj = {"t": t, "token": "a"}
+    assert rejected([header(obj)]) is RejectCode.MALFORMED
+    assert rejected([header({"token": "a"})]) is RejectCode.MALFORMED  # no "t" at all
+
+
+@pytest.mark.parametrize("mtype", list(MsgType), ids=lambda t: t.value)
+def test_missing_field_is_malformed(mtype: MsgType) -> None:
+    obj = fields_of(mtype)
+    body = example_frames(mtype)[1:]
+    for name in [k for k in obj if k != "t"]:
+        partial = {k: v for k, v in obj.items() if k != name}
+        assert rejected([header(partial), *body]) is RejectCode.MALFORMED, name
+
+
+@pytest.mark.parametrize("mtype", list(MsgType), ids=lambda t: t.value)
+def test_extra_field_is_malformed(mtype: MsgType) -> None:
+    obj = {**fields_of(mtype), "extra": 1}
+    assert rejected([header(obj), *example_frames(mtype)[1:]]) is RejectCode.MALFORMED
+    # the untouched header decodes, so the extra field alone made the difference
+    assert decode([header(fields_of(mtype)), *example_frames(mtype)[1:]])[0] == EXAMPLES[mtype]
+
+
+@pytest.mark.parametrize("mtype,name,value", [
+    (MsgType.ACK, "version", True),  # bool where int
+    (MsgType.ACK, "version", 1.0),  # float where int
+    (MsgType.ACK, "version", "1"),
+    (MsgType.ACK, "version", None),
+    (MsgType.ACK, "version", 2**53 + 1),  # outside the exact-double range
+    (MsgType.ACK, "version", -(2**53) - 1),
+    (MsgType.PUSH, "loss", "1.0"),
+    (MsgType.PUSH, "loss", True),  # bool where float
+    (MsgType.PUSH, "loss", [1.0]),
+    (MsgType.HELLO, "client_nonce", "x" * (wire.MAX_STR_CHARS + 1)),  # str too long
+    (MsgType.HELLO, "client_nonce", 5),
+    (MsgType.HELLO, "client_nonce", "\ud800"),  # lone surrogate: valid JSON, not text
+    (MsgType.SHARD_DATA, "image_shape", [1] * (wire.MAX_LIST_ITEMS + 1)),  # list too long
+    (MsgType.SHARD_DATA, "image_shape", [1, -1]),
+    (MsgType.SHARD_DATA, "image_shape", [1, True]),
+    (MsgType.SHARD_DATA, "image_shape", [1, 2.0]),
+    (MsgType.SHARD_DATA, "image_shape", [2**31 + 1]),
+    (MsgType.SHARD_DATA, "image_shape", "1,28,28"),
+    (MsgType.SHARD_DATA, "image_shape", {"0": 1}),
+])
+def test_wrong_field_type_is_malformed(mtype: MsgType, name: str, value: Any) -> None:
+    obj = {**fields_of(mtype), name: value}
+    body = example_frames(mtype)[1:]
+    with pytest.raises(RemoteProtocolError) as info:
+        decode([header(obj), *body])
+    assert info.value.code is RejectCode.MALFORMED
+    assert name in info.value.detail
+
+
+def test_int_is_accepted_where_float_is_expected() -> None:
+    obj = {**fields_of(MsgType.PUSH), "loss": 2, "compute_ms": 0}
+    msg, _ = decode([header(obj), b"g"])
+    assert msg.loss == 2 and msg.compute_ms == 0
+
+
+@pytest.mark.parametrize("mtype", list(MsgType), ids=lambda t: t.value)
+def test_wrong_number_of_binary_frames_is_malformed(mtype: MsgType) -> None:
+    frames = example_frames(mtype)
+    need = MESSAGE_CLASSES[mtype].FRAMES
+    assert rejected(frames + [b"extra"]) is RejectCode.MALFORMED
+    if need:
+        assert rejected(frames[:-1]) is RejectCode.MALFORMED
+
+
+def test_header_over_the_cap_is_too_large() -> None:
+    obj = {**fields_of(MsgType.PING), "token": "a"}
+    base = header(obj)
+    padded = base[:-1] + b" " * (wire.MAX_HEADER_BYTES - len(base)) + b"}"
+    assert len(padded) == wire.MAX_HEADER_BYTES
+    assert decode([padded])[0] == Ping(token="a")  # exactly at the cap: fine
+    over = padded[:-1] + b" }"
+    assert rejected([over]) is RejectCode.TOO_LARGE
+    assert rejected([b"\x00" * (wire.MAX_HEADER_BYTES + 1)]) is RejectCode.TOO_LARGE
+
+
+def test_binary_frame_over_the_cap_is_too_large() -> None:
+    frames = encode(EXAMPLES[MsgType.PUSH], [b"\x00" * 1000])
+    assert decode(frames, max_frame_bytes=1000)[1][0] == b"\x00" * 1000
+    with pytest.raises(RemoteProtocolError) as info:
+        decode(frames, max_frame_bytes=999)
+    assert info.value.code is RejectCode.TOO_LARGE
+    assert "1000" in info.value.detail
+    frames = encode(EXAMPLES[MsgType.SHARD_DATA], [b"", b"\x01" * 11])
+    assert rejected(frames, max_frame_bytes=10) is RejectCode.TOO_LARGE
+
+
+def test_expect_filters_message_types() -> None:
+    for mtype in MsgType:
+        frames = example_frames(mtype)
+        if mtype in TO_HUB:
+            assert decode(frames, expect=TO_HUB)[0] == EXAMPLES[mtype]
+        else:
+            assert rejected(frames, expect=TO_HUB) is RejectCode.MALFORMED
+    assert rejected(example_frames(MsgType.PING), expect=frozenset()) is RejectCode.MALFORMED
+
+
+def test_to_hub_is_exactly_the_worker_requests() -> None:
+    assert TO_HUB == {MsgType.HELLO, MsgType.AUTH, MsgType.SHARD, MsgType.PULL, MsgType.PUSH,
+                      MsgType.PING, MsgType.BYE}
+
+
+# ----------------------------------------------------------------- encoding our own messages
+@pytest.mark.parametrize("message,frames,code", [
+    (Ack(version=True), (), RejectCode.MALFORMED),  # type: ignore[arg-type]
+    (Ack(version=1.5), (), RejectCode.MALFORMED),  # type: ignore[arg-type]
+    (Ack(version=2**60), (), RejectCode.MALFORMED),
+    (Hello(client_nonce="x" * 257), (), RejectCode.MALFORMED),
+    (Hello(client_nonce="\udc80"), (), RejectCode.MALFORMED),
+    (ShardData(0, 0, [1] * 9), (b"", b""), RejectCode.MALFORMED),
+    (Ack(version=1), (b"unexpected",), RejectCode.MALFORMED),
+    (Push("t", 0, "raw", 1, 0.0, 1, 0.0), (), RejectCode.MALFORMED),
+    ({"t": "ack", "version": 1}, (), RejectCode.MALFORMED),
+    (object(), (), RejectCode.MALFORMED),
+])
+def test_encoding_an_invalid_message_raises_local_error(message: Any, frames: tuple[bytes, ...],
+                                                        code: RejectCode) -> None:
+    with pytest.raises(LocalProtocolError) as info:
+        encode(message, frames)
+    assert info.value.code is code
+
+
+def test_encoding_a_header_over_the_cap_raises_too_large() -> None:
+    # 17 strings of 256 characters: every field is valid, the header as a whole is not
+    big = Welcome(*(["é" * 256] * 2), 1, "t", 0, 1, 1, *(["é" * 256] * 3), 1, 1, 1,
+                  *(["é" * 256] * 2), 0)
+    with pytest.raises(LocalProtocolError) as info:
+        encode(big)
+    assert info.value.code is RejectCode.TOO_LARGE
