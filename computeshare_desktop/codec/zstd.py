@@ -3,13 +3,12 @@
 Shuffling puts the four bytes of every float in four planes (all exponents together), which
 is what lets a general compressor find redundancy in float data (about 1.1-1.2x on gradients).
 Decompression is bounded twice over: the frame's declared size is checked before anything
-is allocated, and the output is read through a stream capped at ``numel * 4 + 1`` bytes,
-because ``max_output_size`` alone does not stop a frame that declares its size.
+is allocated, and the output is read through a stream, a chunk at a time, until it passes
+``numel * 4`` bytes, because ``max_output_size`` alone does not stop a frame that declares its
+size (and one read of ``numel * 4 + 1`` would allocate that much for a lying ``numel``).
 """
 
 from __future__ import annotations
-
-import io
 
 import numpy as np
 import torch
@@ -20,6 +19,7 @@ from ..protocol.codes import RejectCode
 from .base import Codec, CodecId
 
 _MAX_WINDOW = 1 << 24
+_READ_CHUNK = 1 << 20
 
 
 class ZstdCodec(Codec):
@@ -36,15 +36,17 @@ class ZstdCodec(Codec):
         return zstandard.ZstdCompressor(level=self.level).compress(planes)
 
     def decode(self, data: bytes | memoryview, numel: int) -> torch.Tensor:
+        if type(numel) is not int or numel < 0:
+            raise RemoteProtocolError(RejectCode.BAD_SHAPE, f"numel={numel!r}")
         expected = 4 * numel
         if len(data) > self.max_encoded_bytes(numel):
             raise RemoteProtocolError(RejectCode.TOO_LARGE, f"{len(data)} compressed bytes")
-        planes = self._inflate(bytes(data), expected)
+        planes = self._inflate(data, expected)
         values = np.frombuffer(planes, dtype=np.uint8).reshape(4, numel).T.copy()
-        return torch.from_numpy(values.view("<f4").reshape(numel).astype(np.float32))
+        return torch.from_numpy(values.view("<f4").reshape(numel).astype(np.float32, copy=False))
 
     @staticmethod
-    def _inflate(data: bytes, expected: int) -> bytes:
+    def _inflate(data: bytes | memoryview, expected: int) -> bytearray:
         try:
             declared = zstandard.frame_content_size(data)
         except zstandard.ZstdError as exc:
@@ -54,9 +56,9 @@ class ZstdCodec(Codec):
         dctx = zstandard.ZstdDecompressor(max_window_size=_MAX_WINDOW)
         out = bytearray()
         try:
-            with dctx.stream_reader(io.BytesIO(data)) as reader:
+            with dctx.stream_reader(data) as reader:
                 while len(out) <= expected:
-                    chunk = reader.read(expected + 1 - len(out))
+                    chunk = reader.read(min(_READ_CHUNK, expected + 1 - len(out)))
                     if not chunk:
                         break
                     out += chunk
@@ -66,7 +68,7 @@ class ZstdCodec(Codec):
             raise RemoteProtocolError(RejectCode.TOO_LARGE, "inflates past its cap")
         if len(out) != expected:
             raise RemoteProtocolError(RejectCode.BAD_SHAPE, f"inflates to {len(out)} bytes")
-        return bytes(out)
+        return out
 
     def max_encoded_bytes(self, numel: int) -> int:
         raw = 4 * numel

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import torch
 
 from .. import __version__
 from ..data import dataset_info, load_dataset
@@ -132,7 +131,7 @@ class HubSession:
     def _on_round(self, event: dict[str, Any]) -> None:
         record = {k: event[k] for k in ("round", "version", "loss", "contributors", "rejected",
                                         "bytes_in", "bytes_out", "seconds", "compute_s")}
-        self.out.append_metric({"type": "round", **record})
+        self.out.append_metric({"type": "round", **record, "elapsed_s": self._elapsed()})
         version, c = event["version"], self.config
         if c.eval_every and version % c.eval_every == 0 and version < c.rounds:
             snapshot = copy.deepcopy(self.server.model)
@@ -149,10 +148,13 @@ class HubSession:
         self.last_eval = (version, accuracy, loss)
         final = version >= self.config.rounds
         self.out.append_metric({"type": "eval", "version": version, "accuracy": accuracy,
-                                "test_loss": loss, "final": final})
+                                "test_loss": loss, "final": final, "elapsed_s": self._elapsed()})
         log.info("[hub v%d] test accuracy %.2f%%", version, 100 * accuracy)
         self._emit({"kind": "eval", "version": version, "accuracy": accuracy, "loss": loss,
                     "final": final})
+
+    def _elapsed(self) -> float:
+        return round(time.monotonic() - self.started, 4)
 
     def _emit(self, event: dict[str, Any]) -> None:
         for sink in self.sinks:

@@ -57,7 +57,9 @@ def hub_proof(key: bytes, session_id: str, hub_nonce: str, client_nonce: str,
 
 def proofs_equal(a: str, b: str) -> bool:
     """Constant-time comparison of two hex proofs."""
-    return hmac.compare_digest(a.encode("ascii", "replace"), b.encode("ascii", "replace"))
+    # "replace" would map every non-ASCII character to "?"; surrogatepass never raises.
+    return hmac.compare_digest(a.encode("utf-8", "surrogatepass"),
+                               b.encode("utf-8", "surrogatepass"))
 
 
 class Lockout:

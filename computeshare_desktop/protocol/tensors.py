@@ -14,6 +14,7 @@ from .codes import RejectCode
 DTYPES: dict[str, torch.dtype] = {"uint8": torch.uint8, "int64": torch.int64,
                                   "float32": torch.float32}
 _NP = {"uint8": np.dtype("<u1"), "int64": np.dtype("<i8"), "float32": np.dtype("<f4")}
+MAX_DIMS = 8  # the most dimensions a frame may declare (numpy stops at 64)
 
 
 def tensor_to_frame(tensor: torch.Tensor) -> bytes:
@@ -38,13 +39,17 @@ def frame_to_tensor(frame: bytes | memoryview, dtype: str, shape: Sequence[int],
     """
     if dtype not in DTYPES:
         raise RemoteProtocolError(RejectCode.BAD_SHAPE, f"dtype {dtype!r} not allowed")
-    if any(type(d) is not int or d < 0 for d in shape):
-        raise RemoteProtocolError(RejectCode.BAD_SHAPE, f"bad shape {list(shape)}")
+    if len(shape) > MAX_DIMS or any(type(d) is not int or d < 0 for d in shape):
+        raise RemoteProtocolError(RejectCode.BAD_SHAPE, f"bad shape {list(shape)[:MAX_DIMS]}")
     nbytes = math.prod(shape) * _NP[dtype].itemsize
     if nbytes > max_bytes:
         raise RemoteProtocolError(RejectCode.TOO_LARGE, f"{nbytes} bytes > cap {max_bytes}")
     if len(frame) != nbytes:
         raise RemoteProtocolError(RejectCode.BAD_SHAPE,
                                   f"frame has {len(frame)} bytes, shape needs {nbytes}")
-    array = np.frombuffer(frame, dtype=_NP[dtype]).reshape(tuple(shape))
+    try:
+        array = np.frombuffer(frame, dtype=_NP[dtype]).reshape(tuple(shape))
+    except ValueError:
+        # An empty shape such as (0, 2**62, 2**62) needs no bytes, yet numpy cannot build it.
+        raise RemoteProtocolError(RejectCode.BAD_SHAPE, f"bad shape {list(shape)}") from None
     return torch.from_numpy(array.copy())

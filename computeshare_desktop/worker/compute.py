@@ -28,7 +28,8 @@ class GradientComputer:
         self.seed = seed
         self.batch_size = batch_size
 
-    def compute(self, weights: torch.Tensor, version: int) -> tuple[torch.Tensor, float, int, float]:
+    def compute(self, weights: torch.Tensor,
+                version: int) -> tuple[torch.Tensor, float, int, float]:
         """Return ``(flat gradient on CPU, loss, samples, seconds)`` for model ``version``."""
         start = time.perf_counter()
         with torch.no_grad():

@@ -1,0 +1,66 @@
+"""The house rules of the package layout, checked on the source (an import-linter in brief).
+
+One package per side effect: zmq only in transport/, zeroconf only in discovery/, PySide6
+only in gui/; nothing on the network path may unpickle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import computeshare_desktop
+
+ROOT = Path(computeshare_desktop.__file__).parent
+ONLY_IN = {"zmq": "transport", "zeroconf": "discovery", "PySide6": "gui", "pyqtgraph": "gui"}
+NEVER = {"pickle", "dill", "cloudpickle", "marshal", "shelve"}
+TORCH_LOAD_ALLOWED = {"hub/outputs.py", "cli/commands.py"}  # files the user chose, never peers
+
+
+def _modules() -> list[tuple[str, ast.Module]]:
+    return [(p.relative_to(ROOT).as_posix(), ast.parse(p.read_text(), str(p)))
+            for p in sorted(ROOT.rglob("*.py"))]
+
+
+def _imports(tree: ast.Module) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_side_effect_libraries_stay_in_their_package():
+    offenders = [(rel, lib) for rel, tree in _modules() for lib in _imports(tree)
+                 if lib in ONLY_IN and rel.split("/")[0] != ONLY_IN[lib]]
+    assert offenders == []
+
+
+def test_nothing_unpickles():
+    offenders = [(rel, lib) for rel, tree in _modules() for lib in _imports(tree) & NEVER]
+    calls = [rel for rel, tree in _modules() for node in ast.walk(tree)
+             if isinstance(node, ast.Attribute) and node.attr in ("recv_pyobj", "loads")
+             and isinstance(node.value, ast.Name) and node.value.id == "pickle"]
+    assert offenders == [] and calls == []
+
+
+def test_torch_load_only_reads_files_the_user_chose():
+    users = {rel for rel, tree in _modules() for node in ast.walk(tree)
+             if isinstance(node, ast.Attribute) and node.attr == "load"
+             and isinstance(node.value, ast.Name) and node.value.id == "torch"}
+    assert users <= TORCH_LOAD_ALLOWED
+
+
+def test_cores_do_not_import_transport_or_ui():
+    cores = ("protocol", "codec", "hub", "worker", "data", "models")
+    offenders = []
+    for rel, tree in _modules():
+        if rel.split("/")[0] not in cores:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level >= 1 and node.module:
+                if node.module.split(".")[0] in ("transport", "cli", "gui", "discovery"):
+                    offenders.append((rel, node.module))
+    assert offenders == []
