@@ -35,6 +35,12 @@ def _config(args: argparse.Namespace, workers: int) -> HubConfig:
 def _serve(session: HubSession, server: HubServer, bar: RoundBar) -> HubResult:
     try:
         result = server.serve()
+    except KeyboardInterrupt:
+        if not session.done:
+            session.out.save_checkpoint(session.server.state())
+            print(f"\nstopped at version {session.server.version}; continue with "
+                  f"computeshare host --resume --out {session.out.path}", file=sys.stderr)
+        raise
     finally:
         bar.close()
         server.close()

@@ -159,11 +159,11 @@ class HubCore:
     def _shard(self, member: Member, msg: Shard) -> tuple[Any, ...]:
         images, labels = self._shard_data(member.shard)
         per_image = max(1, images[0].numel()) if len(images) else 1
-        limit = max(1, MAX_SHARD_CHUNK_BYTES // per_image)
-        if not (0 <= msg.offset <= len(labels) and 0 <= msg.count <= limit):
+        if not (0 <= msg.offset < len(labels) and msg.count > 0):
             raise RemoteProtocolError(RejectCode.BAD_RANGE,
-                                      f"offset {msg.offset}, count {msg.count} (max {limit})")
-        chunk = slice(msg.offset, msg.offset + msg.count)
+                                      f"offset {msg.offset}, count {msg.count} of {len(labels)}")
+        count = min(msg.count, max(1, MAX_SHARD_CHUNK_BYTES // per_image))  # bounded reply
+        chunk = slice(msg.offset, msg.offset + count)
         part = images[chunk]
         return (ShardData(offset=msg.offset, total=len(labels), image_shape=list(part.shape)),
                 tensor_to_frame(part), tensor_to_frame(labels[chunk]))

@@ -311,7 +311,8 @@ class WorkerSession:
                 if token is None:
                     continue
                 try:
-                    channel.request(encode(Ping(token)), timeout_s=self.opts.request_timeout_s)
+                    channel.request(encode(Ping(token)),
+                                    timeout_s=min(2.0, self.opts.request_timeout_s))
                 except TimeoutError:
                     pass
         finally:
