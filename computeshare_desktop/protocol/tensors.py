@@ -13,7 +13,8 @@ from .codes import RejectCode
 
 DTYPES: dict[str, torch.dtype] = {"uint8": torch.uint8, "int64": torch.int64,
                                   "float32": torch.float32}
-_NP = {"uint8": np.dtype("<u1"), "int64": np.dtype("<i8"), "float32": np.dtype("<f4")}
+_NP: dict[str, np.dtype] = {"uint8": np.dtype("<u1"), "int64": np.dtype("<i8"),
+                            "float32": np.dtype("<f4")}
 MAX_DIMS = 8  # the most dimensions a frame may declare (numpy stops at 64)
 
 
