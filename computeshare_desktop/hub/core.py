@@ -70,6 +70,7 @@ class HubCore:
         self._shards: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         self._events: list[dict[str, Any]] = []
         self._told: set[int] = set()  # workers that have been told the session is done
+        self._opened: dict[int, float] = {}  # when recent versions were published
 
     # ----------------------------------------------------------------- entry points
     def handle(self, peer: bytes, frames: Sequence[Frame], now: float) -> list[Reply]:
@@ -89,6 +90,7 @@ class HubCore:
         """Reap silent workers, close overdue rounds, answer expired long-polls."""
         out: list[Reply] = []
         for member in self.members.reap(now):
+            self.deadlines.forget(member.worker_id)
             self._event("worker_left", worker=member.summary(), reason="silent")
         self._maybe_start(now, out)
         self._maybe_close(now, out)
@@ -123,6 +125,7 @@ class HubCore:
             raise RemoteProtocolError(RejectCode.UNKNOWN_WORKER, "join again")
         if isinstance(msg, Bye):
             self.members.remove(member.token, "said goodbye")
+            self.deadlines.forget(member.worker_id)
             self._event("worker_left", worker=member.summary(), reason="left")
             self._maybe_close(now, out)
             return (Ack(self.server.version),)
@@ -179,6 +182,7 @@ class HubCore:
               out: list[Reply]) -> tuple[Any, ...] | None:
         if msg.fingerprint != self.fingerprint:
             self.members.remove(member.token, "different model architecture")
+            self._event("worker_left", worker=member.summary(), reason="arch_mismatch")
             raise RemoteProtocolError(RejectCode.ARCH_MISMATCH,
                                       f"hub model {self.fingerprint}, worker {msg.fingerprint}")
         if not member.ready:
@@ -211,34 +215,48 @@ class HubCore:
         if self.state is not SessionState.TRAINING:
             raise RemoteProtocolError(RejectCode.NOT_TRAINING, self.state.value)
         if msg.version < version:
+            opened = self._opened.get(msg.version)
+            if opened is not None:  # late, but it tells how slow this worker is
+                self.deadlines.observe(member.worker_id, now - opened)
             raise RemoteProtocolError(RejectCode.STALE, f"current version is {version}")
         if msg.version > version:
             raise RemoteProtocolError(RejectCode.BAD_VERSION, f"current version is {version}")
-        if member.worker_id in self.round.contributions:
-            raise RemoteProtocolError(RejectCode.DUPLICATE, f"already pushed for {version}")
+        if member.shard in self.round.contributions:  # per shard: a rejoin is no new batch
+            raise RemoteProtocolError(RejectCode.DUPLICATE, f"shard already pushed for {version}")
         if msg.numel != self.server.numel:
             raise RemoteProtocolError(RejectCode.BAD_SHAPE,
                                       f"{msg.numel} values, model has {self.server.numel}")
-        if not (0 < msg.samples <= 1_000_000):
-            raise RemoteProtocolError(RejectCode.MALFORMED, f"samples={msg.samples}")
+        if not (0 < msg.samples <= self.config.batch_size):
+            raise RemoteProtocolError(RejectCode.MALFORMED,
+                                      f"samples={msg.samples}, batch size {self.config.batch_size}")
+        if not (math.isfinite(msg.loss * msg.samples) and math.isfinite(msg.compute_ms)):
+            raise RemoteProtocolError(RejectCode.NOT_FINITE, "loss or compute time is not finite")
         grad = get_codec(msg.codec).decode(body[0], msg.numel)
-        if not (math.isfinite(msg.loss) and bool(torch.isfinite(grad).all())):
-            raise RemoteProtocolError(RejectCode.NOT_FINITE, "gradient or loss is NaN/inf")
-        self.round.add(Contribution(member.worker_id, grad, msg.samples, msg.loss,
-                                    max(0.0, msg.compute_ms) / 1000))
+        if not bool(torch.isfinite(grad).all()):
+            raise RemoteProtocolError(RejectCode.NOT_FINITE, "gradient contains NaN/inf")
+        compute_s = min(max(0.0, msg.compute_ms) / 1000, 1e6)
+        self.round.add(Contribution(member.worker_id, member.shard, grad, msg.samples, msg.loss,
+                                    compute_s), now)
+        self.deadlines.observe(member.worker_id, now - self.round.opened_at)
         member.pushed += 1
         member.samples += msg.samples
+        member.compute_s += compute_s
         member.last_loss = msg.loss
 
     # ----------------------------------------------------------------- rounds
-    def _expected(self) -> set[int]:
-        return {m.worker_id for m in self.members.members() if m.ready}
+    def _ready(self) -> list[Member]:
+        return [m for m in self.members.members() if m.ready]
+
+    def _open_round(self, now: float) -> None:
+        self.round = Round(self.server.version, now)
+        self._opened[self.server.version] = now
+        self._opened.pop(self.server.version - 256, None)
 
     def _maybe_start(self, now: float, out: list[Reply]) -> None:
-        ready = len(self._expected())
+        ready = len(self._ready())
         if self.state is SessionState.WAITING and ready >= self.config.workers:
             self.state = SessionState.TRAINING
-            self.round = Round(self.server.version, now)
+            self._open_round(now)
             log.info("[hub v%d] %d workers ready: training starts", self.server.version, ready)
             self._event("state", state=self.state.value)
             self._release(out)
@@ -247,14 +265,17 @@ class HubCore:
         rnd = self.round
         if self.state is not SessionState.TRAINING or not rnd.contributions:
             return
-        complete = rnd.complete(self._expected())
-        if not complete and now < self.deadlines.deadline(rnd.opened_at):
-            return
-        if complete:
-            self.deadlines.record(now - rnd.opened_at)
-        else:
-            log.warning("[hub v%d] deadline: closing with %d of %d workers", rnd.version,
-                        len(rnd.contributions), len(self._expected() | rnd.contributions.keys()))
+        ready = self._ready()
+        complete = rnd.complete({m.shard for m in ready})
+        if not complete:
+            assert rnd.first_push_at is not None
+            deadline = self.deadlines.deadline(rnd.opened_at, rnd.first_push_at,
+                                               {m.worker_id for m in ready})
+            if now < deadline:
+                return
+            shards = {m.shard for m in ready} | rnd.contributions.keys()
+            log.warning("[hub v%d] deadline: closing with %d of %d shards", rnd.version,
+                        len(rnd.contributions), len(shards))
         grad, loss = rnd.average()
         self.server.step(grad, len(rnd.contributions))
         self._event("round", round=rnd.version + 1, version=self.server.version, loss=loss,
@@ -263,7 +284,7 @@ class HubCore:
                     seconds=now - rnd.opened_at, complete=complete,
                     compute_s=max(c.compute_s for c in rnd.contributions.values()),
                     workers=[m.summary() for m in self.members.members()])
-        self.round = Round(self.server.version, now)
+        self._open_round(now)
         if self.server.version >= self.config.rounds:
             self.state = SessionState.DONE
             log.info("[hub v%d] all %d rounds done", self.server.version, self.config.rounds)

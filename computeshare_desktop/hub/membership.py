@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
 
@@ -26,13 +26,13 @@ class Member:
     samples: int = 0
     compute_s: float = 0.0
     last_loss: float = float("nan")
-    pushed_versions: set[int] = field(default_factory=set)
 
     def summary(self) -> dict[str, object]:
         """What progress events say about this worker."""
         return {"id": self.worker_id, "name": self.name, "device": self.device,
                 "shard": self.shard, "pushed": self.pushed, "rejected": self.rejected,
-                "samples": self.samples, "ready": self.ready}
+                "samples": self.samples, "ready": self.ready,
+                "compute_s": round(self.compute_s, 3)}
 
 
 class Membership:

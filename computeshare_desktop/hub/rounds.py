@@ -14,6 +14,7 @@ class Contribution:
     """One accepted gradient."""
 
     worker_id: int
+    shard: int
     grad: torch.Tensor  # flat float32, finite
     samples: int
     loss: float
@@ -26,18 +27,21 @@ class Round:
 
     version: int
     opened_at: float
-    contributions: dict[int, Contribution] = field(default_factory=dict)
+    contributions: dict[int, Contribution] = field(default_factory=dict)  # by shard
+    first_push_at: float | None = None
     rejected: int = 0
     bytes_in: int = 0
     bytes_out: int = 0
 
-    def add(self, contribution: Contribution) -> None:
-        """Record a gradient; callers reject duplicates before calling."""
-        self.contributions[contribution.worker_id] = contribution
+    def add(self, contribution: Contribution, now: float) -> None:
+        """Record a gradient; callers reject a second one for the same shard before."""
+        self.contributions[contribution.shard] = contribution
+        if self.first_push_at is None:
+            self.first_push_at = now
 
-    def complete(self, expected: set[int]) -> bool:
-        """True when every expected worker has pushed (and at least one has)."""
-        return bool(self.contributions) and expected <= self.contributions.keys()
+    def complete(self, expected_shards: set[int]) -> bool:
+        """True when every expected shard has a gradient (and at least one has)."""
+        return bool(self.contributions) and expected_shards <= self.contributions.keys()
 
     def average(self) -> tuple[torch.Tensor, float]:
         """Sample-weighted mean gradient and loss of the contributions.
@@ -45,7 +49,7 @@ class Round:
         Weighting by samples makes N equal batches of b exactly the gradient of one batch
         of N*b, which is what the linear scaling rule assumes.
         """
-        items = sorted(self.contributions.values(), key=lambda c: c.worker_id)
+        items = sorted(self.contributions.values(), key=lambda c: c.shard)
         total = sum(c.samples for c in items)
         grad = torch.zeros_like(items[0].grad)
         for c in items:
@@ -55,28 +59,34 @@ class Round:
 
 
 class DeadlinePolicy:
-    """How long a round waits for a worker that has not pushed.
+    """How long a round waits for a worker that has not pushed yet.
 
-    The wait adapts to the session: ``factor`` times the median duration of recent rounds
-    that every expected worker completed, never less than ``floor_s``. A dead or stuck
-    worker costs at most that much once; after the heartbeat timeout it is no longer expected.
+    It learns each worker's latency (round opening to its push arriving, stale pushes
+    included) and waits ``factor`` times the slowest expected worker's median latency, never
+    less than ``floor_s`` after the opening nor ``floor_s`` after the round's first push. So
+    a steady slow worker is always waited for, while a dead or stuck one costs at most that
+    once: after the heartbeat timeout it is no longer expected at all.
     """
 
     def __init__(self, floor_s: float, factor: float, history: int = 20) -> None:
         self.floor_s = floor_s
         self.factor = factor
-        self._durations: deque[float] = deque(maxlen=history)
+        self.history = history
+        self._latency: dict[int, deque[float]] = {}
 
-    def record(self, duration_s: float) -> None:
-        """Remember how long a complete round took."""
-        self._durations.append(duration_s)
+    def observe(self, worker_id: int, latency_s: float) -> None:
+        """Remember how long a worker took from a round's opening to its push."""
+        self._latency.setdefault(worker_id, deque(maxlen=self.history)).append(latency_s)
 
-    def wait_s(self) -> float:
-        """The current allowance after a round opens."""
-        if not self._durations:
-            return self.floor_s
-        return max(self.floor_s, self.factor * statistics.median(self._durations))
+    def forget(self, worker_id: int) -> None:
+        """Drop a worker that left."""
+        self._latency.pop(worker_id, None)
 
-    def deadline(self, opened_at: float) -> float:
+    def wait_s(self, expected: set[int]) -> float:
+        """The allowance after a round opens, for these expected workers."""
+        known = [statistics.median(self._latency[w]) for w in expected if w in self._latency]
+        return max([self.floor_s, *(self.factor * lat for lat in known)])
+
+    def deadline(self, opened_at: float, first_push_at: float, expected: set[int]) -> float:
         """When a round opened at ``opened_at`` closes with whatever it has."""
-        return opened_at + self.wait_s()
+        return max(opened_at + self.wait_s(expected), first_push_at + self.floor_s)

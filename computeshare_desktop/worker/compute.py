@@ -20,6 +20,7 @@ class GradientComputer:
                  batch_size: int) -> None:
         self.model = model.to(device).train()
         self.params = [p for p in self.model.parameters() if p.requires_grad]
+        self.numel = sum(p.numel() for p in self.params)
         self.info = info
         self.device = device
         self.images = images.to(device)

@@ -187,6 +187,9 @@ class WorkerSession:
                 return True
             if isinstance(msg, Waiting):
                 continue
+            if msg.numel != computer.numel or msg.codec != codec.id.value:
+                raise RejectedError(RejectCode.BAD_SHAPE, f"hub sent {msg.numel} {msg.codec} "
+                                    f"values for a model of {computer.numel}")
             weights = codec.decode(body[0], msg.numel)
             grad, loss, samples, seconds = computer.compute(weights, msg.version)
             push = Push(w.token, msg.version, codec.id.value, grad.numel(), loss, samples,

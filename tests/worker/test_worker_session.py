@@ -42,7 +42,7 @@ def test_full_session_waits_for_a_shard_then_gives_up(hub):
 
 
 def test_vanished_hub_makes_worker_give_up(hub):
-    worker = WorkerThread(hub.address, "orphan", give_up_s=2.0, request_timeout_s=0.5)
+    worker = WorkerThread(hub.address, "orphan", give_up_s=5.0, request_timeout_s=0.5)
     try:
         wait_for(lambda: hub.session.server.version >= 3, 60, "training")
         hub.close()
