@@ -27,14 +27,20 @@ class DatasetUnavailableError(ComputeShareError):
     exit_code = 6
 
 
-class ProtocolError(ComputeShareError):
-    """Base of wire-protocol errors; carries a reject code (see protocol.codes)."""
+class CodedError(ComputeShareError):
+    """An error that carries a reject code (see protocol.codes) and a detail."""
+
+    prefix = ""
 
     def __init__(self, code: object, detail: str = "") -> None:
         self.code = code
         self.detail = detail
         name = getattr(code, "name", str(code))
-        super().__init__(f"{name}: {detail}" if detail else name)
+        super().__init__(self.prefix + (f"{name}: {detail}" if detail else name))
+
+
+class ProtocolError(CodedError):
+    """Base of wire-protocol errors."""
 
 
 class RemoteProtocolError(ProtocolError):
@@ -57,13 +63,8 @@ class PortInUseError(ComputeShareError):
     exit_code = 4
 
 
-class RejectedError(ComputeShareError):
+class RejectedError(CodedError):
     """The hub refused us with a reject code (wrong PIN, session full, mismatch...)."""
 
     exit_code = 5
-
-    def __init__(self, code: object, detail: str = "") -> None:
-        self.code = code
-        self.detail = detail
-        name = getattr(code, "name", str(code))
-        super().__init__(f"hub refused: {name}" + (f" ({detail})" if detail else ""))
+    prefix = "hub refused: "
