@@ -347,7 +347,7 @@ def _replay_round(server: ParameterServer, workers: list[GradientComputer], vers
             note(c, "worker: encode gradient", t)
             decode = functools.partial(codec.decode, payload, NUMEL)
             note(c, "hub: decode gradient", _timed(decode)[1])
-        rnd.add(Contribution(worker_id, grad, samples, loss, 0.0))
+        rnd.add(Contribution(worker_id, worker_id - 1, grad, samples, loss, 0.0), 0.0)
     (grad, loss), t_avg = _timed(rnd.average)
     _, t_step = _timed(functools.partial(server.step, grad, len(rnd.contributions)))
     for c in CODECS:
