@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import secrets
 import socket
 import subprocess
 import sys
@@ -19,7 +18,9 @@ from ..errors import ConfigError
 from ..evaluation import evaluate as evaluate_model
 from ..hub import HubConfig, HubResult, HubSession
 from ..models import build_model
-from ..transport import DEFAULT_PORT, HubServer, ReqChannel
+from ..protocol.auth import new_pin
+from ..protocol.pake import key_fingerprint
+from ..transport import DEFAULT_PORT, HubServer, ZmqConnector, identity_path, load_or_create
 from ..worker import WorkerOptions, WorkerSession, pick_device
 from .progress import RoundBar
 
@@ -53,33 +54,37 @@ def _serve(session: HubSession, server: HubServer, bar: RoundBar) -> HubResult:
 
 def host(args: argparse.Namespace) -> int:
     """Run a hub until done."""
-    pin = args.pin or f"{secrets.randbelow(10**6):06d}"
-    if not pin.strip():
-        raise ConfigError("the PIN must not be empty")
+    pin = args.pin or new_pin()
+    if len(pin.strip()) < 4:
+        raise ConfigError("the PIN must have at least 4 characters")
     out = Path(args.out or "computeshare-run")
     config = _config(args, args.workers)
     bar = RoundBar(config.rounds, quiet=args.quiet)
-    session = HubSession(config, pin=pin, out_dir=out, resume=args.resume,
-                         on_event=bar.hub_event)
-    server = HubServer(session, host=args.bind, port=args.port)
+    identity = load_or_create(identity_path("hub"))
+    session = HubSession(config, pin=pin, hub_key=identity.public, out_dir=out,
+                         resume=args.resume, on_event=bar.hub_event)
+    server = HubServer(session, identity, host=args.bind, port=args.port)
     if bar.bar is not None:
         bar.bar.total = session.config.rounds
         bar.bar.update(session.server.version)
     name = socket.gethostname()
-    print(f"hub listening on {args.bind}:{server.port} (events on {server.pub_port}); "
-          f"session PIN: {pin}\n  on each worker: computeshare join {name}:{server.port} "
-          f"--pin {pin}", flush=True)
+    print(f"hub listening on {args.bind}:{server.port} (events {server.pub_port}, pairing "
+          f"{server.pair_port}); hub key {key_fingerprint(identity.public)}\n"
+          f"session PIN: {pin}\n"
+          f"  on each worker: computeshare join {name}:{server.port} --pin {pin}", flush=True)
     _serve(session, server, bar)
     return 0
 
 
-def _address(text: str) -> str:
-    if "://" in text:
-        return text
-    host_part, _, port = text.rpartition(":") if ":" in text else (text, "", "")
-    if not port.isdigit():
+def _address(text: str) -> tuple[str, int]:
+    """(host, port) from HOST, HOST:PORT or tcp://HOST:PORT."""
+    rest = text.split("://", 1)[1] if "://" in text else text
+    host_part, sep, port = rest.rpartition(":")
+    if not sep:
+        host_part, port = rest, str(DEFAULT_PORT)
+    if not host_part or not port.isdigit() or not 0 < int(port) < 65534:
         raise ConfigError(f"bad hub address {text!r}: use HOST, HOST:PORT or tcp://HOST:PORT")
-    return f"tcp://{host_part or '127.0.0.1'}:{port}"
+    return host_part, int(port)
 
 
 def join(args: argparse.Namespace) -> int:
@@ -87,18 +92,17 @@ def join(args: argparse.Namespace) -> int:
     pin = args.pin or os.environ.get(PIN_ENV)
     if not pin:
         raise ConfigError(f"a PIN is needed: --pin PIN or {PIN_ENV}")
-    text = args.address if ":" in args.address else f"{args.address}:{DEFAULT_PORT}"
-    address = _address(text)
+    host_name, port = _address(args.address)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
     if device.note:
         print(f"note: {device.note}", file=sys.stderr)
-    options = WorkerOptions(pin=pin, name=args.name or socket.gethostname(),
-                            give_up_s=args.give_up)
+    name = args.name or socket.gethostname()
+    options = WorkerOptions(pin=pin, name=name, give_up_s=args.give_up)
     bar = RoundBar(0, quiet=args.quiet, desc="worker")
-    worker = WorkerSession(lambda: ReqChannel(address), options, device,
-                           on_event=bar.worker_event)
+    connector = ZmqConnector(host_name, port, load_or_create(identity_path("worker", name)))
+    worker = WorkerSession(connector, options, device, on_event=bar.worker_event)
     try:
         result = worker.run()
     finally:
@@ -110,12 +114,14 @@ def join(args: argparse.Namespace) -> int:
 
 def demo(args: argparse.Namespace) -> int:
     """A hub plus ``--workers`` local worker processes on loopback."""
-    pin = f"{secrets.randbelow(10**6):06d}"
+    pin = new_pin()
     out = Path(args.out or "computeshare-demo")
     config = _config(args, args.workers)
     bar = RoundBar(config.rounds, quiet=args.quiet)
-    session = HubSession(config, pin=pin, out_dir=out, on_event=bar.hub_event)
-    server = HubServer(session, host="127.0.0.1", port=0)
+    identity = load_or_create(identity_path("hub"))
+    session = HubSession(config, pin=pin, hub_key=identity.public, out_dir=out,
+                         on_event=bar.hub_event)
+    server = HubServer(session, identity, host="127.0.0.1", port=0)
     threads = max(1, (os.cpu_count() or 1) // max(1, args.workers))
     env = {**os.environ, PIN_ENV: pin}
     cmd = [sys.executable, "-m", "computeshare_desktop.cli", "join",

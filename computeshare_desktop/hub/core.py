@@ -18,21 +18,23 @@ import torch
 from ..codec import get_codec
 from ..data import ArrayDataset
 from ..errors import RemoteProtocolError
-from ..protocol import RejectCode, SessionState, TO_HUB, auth, decode, encode
-from ..protocol.messages import (Ack, Auth, Bye, Done, Hello, Model, Ping, Pong, Pull, Push,
-                                 Reject, Shard, ShardData, Waiting, Welcome)
+from ..protocol import TO_HUB, TO_PAIRING, RejectCode, SessionState, auth, decode, encode
+from ..protocol.messages import (Ack, Bye, Done, Join, Model, Ping, Pong, Pull, Push, Reject,
+                                 Shard, ShardData, Waiting, Welcome)
 from ..protocol.tensors import tensor_to_frame
 from ..protocol.wire import Frame
 from ..sampling import shard_indices
 from .config import HubConfig
+from .allowlist import Allowlist
 from .membership import Member, Membership
-from .pairing import Pairing
+from .pairing import PairingDesk
 from .rounds import Contribution, DeadlinePolicy, Round
 from .trainer import ParameterServer
 
 log = logging.getLogger(__name__)
 
 MAX_SHARD_CHUNK_BYTES = 4 * 1024 * 1024
+MAX_PAIRING_FRAME = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,14 +55,16 @@ class _Parked:
 class HubCore:
     """Pairing, membership, shards, synchronous rounds and the optimizer step."""
 
-    def __init__(self, config: HubConfig, *, pin: str, session_id: str, salt: str,
-                 train_set: ArrayDataset, server: ParameterServer, fingerprint: str) -> None:
+    def __init__(self, config: HubConfig, *, pin: str, session_id: str, hub_key: str,
+                 train_set: ArrayDataset, server: ParameterServer, fingerprint: str,
+                 allowlist: Allowlist | None = None) -> None:
         self.config = config
         self.session_id = session_id
         self.server = server
         self.fingerprint = fingerprint
         self.train_set = train_set
-        self.pairing = Pairing(pin, session_id, salt)
+        self.allowlist = allowlist if allowlist is not None else Allowlist()
+        self.pairing = PairingDesk(pin, session_id, hub_key, self.allowlist)
         self.members = Membership(config.workers, config.heartbeat_timeout_s)
         self.deadlines = DeadlinePolicy(config.deadline_floor_s, config.deadline_factor)
         self.state = SessionState.DONE if server.version >= config.rounds else SessionState.WAITING
@@ -73,18 +77,52 @@ class HubCore:
         self._opened: dict[int, float] = {}  # when recent versions were published
 
     # ----------------------------------------------------------------- entry points
-    def handle(self, peer: bytes, frames: Sequence[Frame], now: float) -> list[Reply]:
-        """Process one request; return every reply it releases."""
+    def handle(self, peer: bytes, frames: Sequence[Frame], now: float,
+               peer_key: str | None) -> list[Reply]:
+        """Process one request from the encrypted socket; return every reply it releases.
+
+        ``peer_key`` is the sender's CURVE public key as the transport authenticated it;
+        only keys on the allowlist get past this point (a kicked key is refused at once,
+        even on a connection that was open before the kick).
+        """
         self.round.bytes_in += sum(len(f) for f in frames)
         out: list[Reply] = []
         try:
+            if peer_key is None or peer_key not in self.allowlist:
+                raise RemoteProtocolError(RejectCode.NOT_PAIRED, "pair with the PIN first")
             msg, body = decode(frames, max_frame_bytes=self.max_frame, expect=TO_HUB)
-            reply = self._dispatch(peer, msg, body, now, out)
+            reply = self._dispatch(peer, peer_key, msg, body, now, out)
         except RemoteProtocolError as exc:
             reply = self._reject(exc, peer, now)
         if reply is not None:
             out.insert(0, self._reply(peer, *reply))
         return out
+
+    def handle_pairing(self, peer: bytes, frames: Sequence[Frame], now: float) -> list[Reply]:
+        """Process one request from the (unencrypted) pairing socket."""
+        try:
+            msg, _ = decode(frames, max_frame_bytes=MAX_PAIRING_FRAME, expect=TO_PAIRING)
+            reply: tuple[Any, ...] = (self.pairing.handle(msg, now),)
+        except RemoteProtocolError as exc:
+            reply = self._reject(exc, peer, now)
+            if exc.code is RejectCode.LOCKED_OUT or exc.code is RejectCode.BAD_PIN:
+                self._event("pairing_refused", code=exc.code.value,
+                            failures=self.pairing.lockout.failures,
+                            retry_after=self.pairing.lockout.retry_after(now))
+        return [Reply(peer, encode(*reply))]
+
+    def kick(self, worker_id: int) -> bool:
+        """Remove a worker and revoke its key at once (other workers on that key go too)."""
+        member = next((m for m in self.members.members() if m.worker_id == worker_id), None)
+        if member is None:
+            return False
+        self.allowlist.remove(member.key)
+        for other in self.members.members():
+            if other.key == member.key:
+                self.members.remove(other.token, "kicked")
+                self.deadlines.forget(other.worker_id)
+                self._event("worker_left", worker=other.summary(), reason="kicked")
+        return True
 
     def tick(self, now: float) -> list[Reply]:
         """Reap silent workers, close overdue rounds, answer expired long-polls."""
@@ -114,14 +152,12 @@ class HubCore:
         return all(m.worker_id in self._told for m in self.members.members())
 
     # ----------------------------------------------------------------- dispatch
-    def _dispatch(self, peer: bytes, msg: Any, body: list[Frame], now: float,
+    def _dispatch(self, peer: bytes, peer_key: str, msg: Any, body: list[Frame], now: float,
                   out: list[Reply]) -> tuple[Any, ...] | None:
-        if isinstance(msg, Hello):
-            return (self.pairing.challenge(msg, now),)
-        if isinstance(msg, Auth):
-            return (self._auth(msg, now),)
+        if isinstance(msg, Join):
+            return (self._join(msg, peer_key, now),)
         member = self.members.get(msg.token, now)
-        if member is None:
+        if member is None or member.key != peer_key:  # a token only works with its key
             raise RemoteProtocolError(RejectCode.UNKNOWN_WORKER, "join again")
         if isinstance(msg, Bye):
             self.members.remove(member.token, "said goodbye")
@@ -140,19 +176,18 @@ class HubCore:
             return self._pull(peer, member, msg, now, out)
         return self._push(member, msg, body, now, out)
 
-    def _auth(self, msg: Auth, now: float) -> Any:
-        self.pairing.verify(msg, now)
+    def _join(self, msg: Join, peer_key: str, now: float) -> Any:
         if self.done:
             raise RemoteProtocolError(RejectCode.SESSION_DONE, "training has finished")
         token = auth.new_token()
-        member = self.members.admit(token, msg.name, msg.device, now)
+        member = self.members.admit(token, msg.name, msg.device, now, key=peer_key)
         if member is None:
             raise RemoteProtocolError(RejectCode.SESSION_FULL,
                                       f"all {self.config.workers} shards are taken")
         self._event("worker_joined", worker=member.summary())
         c = self.config
         return Welcome(
-            proof=self.pairing.hub_proof(msg, token), session_id=self.session_id,
+            session_id=self.session_id,
             worker_id=member.worker_id, token=token, shard=member.shard,
             num_shards=c.workers, shard_size=len(self._shard_data(member.shard)[1]),
             dataset=c.dataset, model=c.model, fingerprint=self.fingerprint,
@@ -319,7 +354,8 @@ class HubCore:
         if code not in (RejectCode.STALE, RejectCode.DUPLICATE):
             log.warning("[hub v%d] rejected %s from peer %s: %s", self.server.version,
                         code.value, peer.hex()[:8], exc.detail)
-        retry = self.pairing.lockout.retry_after(now) if code is RejectCode.LOCKED_OUT else 0.0
+        retry = (self.pairing.lockout.retry_after(now) if code is RejectCode.LOCKED_OUT
+                 else 1.0 if code is RejectCode.BUSY else 0.0)
         self._event("rejected", code=code.value, detail=exc.detail)
         return (Reject(code.value, exc.detail[:200], self.server.version, retry),)
 

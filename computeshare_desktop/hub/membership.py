@@ -19,6 +19,7 @@ class Member:
     shard: int
     joined_at: float
     last_seen: float
+    key: str = ""  # the CURVE public key it authenticated with
     ready: bool = False  # has asked for a model: rounds wait for it from now on
     fetched_version: int = -1
     pushed: int = 0
@@ -56,12 +57,13 @@ class Membership:
         taken = {m.shard for m in self._by_token.values()}
         return next((s for s in range(self.num_shards) if s not in taken), None)
 
-    def admit(self, token: str, name: str, device: str, now: float) -> Member | None:
+    def admit(self, token: str, name: str, device: str, now: float,
+              key: str = "") -> Member | None:
         """Add a worker on the lowest free shard; None when the session is full."""
         shard = self.free_shard()
         if shard is None:
             return None
-        member = Member(self._next_id, token, name, device, shard, now, now)
+        member = Member(self._next_id, token, name, device, shard, now, now, key=key)
         self._next_id += 1
         self._by_token[token] = member
         log.info("worker %d (%s, %s) joined on shard %d", member.worker_id, name, device, shard)

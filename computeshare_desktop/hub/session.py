@@ -23,11 +23,14 @@ from ..models import build_model, fingerprint
 from ..protocol import PROTOCOL_VERSION, auth
 from ..protocol.wire import Frame
 from .config import HubConfig
+from .allowlist import Allowlist
 from .core import HubCore, Reply
 from .outputs import OutputDir
 from .trainer import ParameterServer
 
 log = logging.getLogger(__name__)
+
+ALLOWLIST_FILE = "allowed_workers.json"
 
 EventSink = Callable[[dict[str, Any]], None]
 
@@ -46,7 +49,7 @@ class HubResult:
 class HubSession:
     """Runs one training session of the hub."""
 
-    def __init__(self, config: HubConfig, *, pin: str, out_dir: str | Path,
+    def __init__(self, config: HubConfig, *, pin: str, hub_key: str, out_dir: str | Path,
                  resume: bool = False, on_event: EventSink | None = None) -> None:
         self.out = OutputDir(out_dir)
         self.sinks: list[EventSink] = [on_event] if on_event else []
@@ -62,12 +65,15 @@ class HubSession:
         if resume:
             self._restore()
         self.session_id = meta.get("session_id") or auth.new_nonce()[:16]
-        salt = meta.get("salt") or auth.new_salt()
-        self.core = HubCore(config, pin=pin, session_id=self.session_id, salt=salt,
+        allowlist = Allowlist(self.out.path / ALLOWLIST_FILE)
+        if not resume:
+            allowlist.clear()  # a new session starts with nobody paired
+        self.core = HubCore(config, pin=pin, session_id=self.session_id, hub_key=hub_key,
                             train_set=load_dataset(config.dataset, "train"),
-                            server=self.server, fingerprint=fingerprint(model))
+                            server=self.server, fingerprint=fingerprint(model),
+                            allowlist=allowlist)
         self.out.write_session({"config": config.to_json(), "session_id": self.session_id,
-                                "salt": salt, "fingerprint": self.core.fingerprint,
+                                "hub_key": hub_key, "fingerprint": self.core.fingerprint,
                                 "protocol": PROTOCOL_VERSION, "computeshare": __version__,
                                 "parameters": self.server.numel})
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hub-eval")
@@ -84,11 +90,24 @@ class HubSession:
         log.info("resumed from checkpoint at version %d", self.server.version)
 
     # ----------------------------------------------------------------- driven by transport
-    def handle(self, peer: bytes, frames: Sequence[Frame], now: float) -> list[Reply]:
+    def handle(self, peer: bytes, frames: Sequence[Frame], now: float,
+               peer_key: str | None) -> list[Reply]:
         """Process one request (see HubCore.handle)."""
-        replies = self.core.handle(peer, frames, now)
+        replies = self.core.handle(peer, frames, now, peer_key)
         self._after()
         return replies
+
+    def handle_pairing(self, peer: bytes, frames: Sequence[Frame], now: float) -> list[Reply]:
+        """Process one pairing request (see HubCore.handle_pairing)."""
+        replies = self.core.handle_pairing(peer, frames, now)
+        self._after()
+        return replies
+
+    def kick(self, worker_id: int) -> bool:
+        """Remove a worker and revoke its key (see HubCore.kick)."""
+        kicked = self.core.kick(worker_id)
+        self._after()
+        return kicked
 
     def tick(self, now: float) -> list[Reply]:
         """Periodic work (see HubCore.tick) plus finished evaluations."""

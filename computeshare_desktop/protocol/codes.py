@@ -12,7 +12,9 @@ class RejectCode(str, Enum):
     VERSION_MISMATCH = "VERSION_MISMATCH"  # the peer speaks another protocol version
     BAD_PIN = "BAD_PIN"  # the PIN proof did not verify
     LOCKED_OUT = "LOCKED_OUT"  # too many wrong PINs: pairing is paused for retry_after s
-    UNKNOWN_CHALLENGE = "UNKNOWN_CHALLENGE"  # the challenge expired, was used, or never existed
+    UNKNOWN_CHALLENGE = "UNKNOWN_CHALLENGE"  # the pairing run expired, was used, or never existed
+    NOT_PAIRED = "NOT_PAIRED"  # this key is not (or no longer) allowed: pair with the PIN
+    BUSY = "BUSY"  # too many pairings at once: retry after retry_after s
     UNKNOWN_WORKER = "UNKNOWN_WORKER"  # the token is not (or no longer) a member: join again
     SESSION_FULL = "SESSION_FULL"  # every shard is taken by a live worker
     SESSION_DONE = "SESSION_DONE"  # training is over: stop
@@ -33,7 +35,9 @@ MEANINGS: dict[RejectCode, str] = {
     RejectCode.VERSION_MISMATCH: "the hub speaks another protocol version: update ComputeShare",
     RejectCode.BAD_PIN: "wrong PIN",
     RejectCode.LOCKED_OUT: "too many wrong PINs; pairing is paused",
-    RejectCode.UNKNOWN_CHALLENGE: "the pairing challenge expired; try again",
+    RejectCode.UNKNOWN_CHALLENGE: "the pairing attempt expired; try again",
+    RejectCode.NOT_PAIRED: "this machine is not paired with the hub (or was removed)",
+    RejectCode.BUSY: "the hub is busy pairing other machines; try again shortly",
     RejectCode.UNKNOWN_WORKER: "the hub does not know this worker (it may have restarted)",
     RejectCode.SESSION_FULL: "the session already has all the workers it expects",
     RejectCode.SESSION_DONE: "the session has finished",

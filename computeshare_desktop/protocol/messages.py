@@ -15,9 +15,11 @@ from typing import ClassVar
 class MsgType(str, Enum):
     """Message types; the value travels as the header's ``t`` field."""
 
-    HELLO = "hello"  # worker -> hub: start pairing
-    CHALLENGE = "challenge"  # hub -> worker: nonce to prove the PIN against
-    AUTH = "auth"  # worker -> hub: PIN proof
+    PAIR_START = "pair_start"  # worker -> hub (pairing socket): SPAKE2 message A
+    PAIR_REPLY = "pair_reply"  # hub -> worker: SPAKE2 message B
+    PAIR_FINISH = "pair_finish"  # worker -> hub: worker key + key confirmation
+    PAIRED = "paired"  # hub -> worker: hub key + key confirmation
+    JOIN = "join"  # worker -> hub (encrypted socket): take a shard
     WELCOME = "welcome"  # hub -> worker: membership, shard and session configuration
     SHARD = "shard"  # worker -> hub: ask for a chunk of the data shard
     SHARD_DATA = "shard_data"  # hub -> worker: images and labels of that chunk
@@ -42,28 +44,43 @@ class SessionState(str, Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class Hello:
-    TYPE: ClassVar[MsgType] = MsgType.HELLO
+class PairStart:
+    TYPE: ClassVar[MsgType] = MsgType.PAIR_START
     FRAMES: ClassVar[int] = 0
-    client_nonce: str
+    msg_a: str  # SPAKE2 message, hex
+    name: str
 
 
 @dataclass(frozen=True, slots=True)
-class Challenge:
-    TYPE: ClassVar[MsgType] = MsgType.CHALLENGE
+class PairReply:
+    TYPE: ClassVar[MsgType] = MsgType.PAIR_REPLY
     FRAMES: ClassVar[int] = 0
+    pair_id: str
+    msg_b: str  # SPAKE2 message, hex
+
+
+@dataclass(frozen=True, slots=True)
+class PairFinish:
+    TYPE: ClassVar[MsgType] = MsgType.PAIR_FINISH
+    FRAMES: ClassVar[int] = 0
+    pair_id: str
+    worker_key: str  # the worker's long-term CURVE public key, Z85
+    proof: str  # key confirmation covering worker_key and name
+
+
+@dataclass(frozen=True, slots=True)
+class Paired:
+    TYPE: ClassVar[MsgType] = MsgType.PAIRED
+    FRAMES: ClassVar[int] = 0
+    hub_key: str  # the hub's long-term CURVE public key, Z85
     session_id: str
-    hub_nonce: str
-    salt: str  # hex salt of the PIN key derivation
+    proof: str  # key confirmation covering hub_key and session_id
 
 
 @dataclass(frozen=True, slots=True)
-class Auth:
-    TYPE: ClassVar[MsgType] = MsgType.AUTH
+class Join:
+    TYPE: ClassVar[MsgType] = MsgType.JOIN
     FRAMES: ClassVar[int] = 0
-    hub_nonce: str
-    client_nonce: str
-    proof: str  # hex HMAC proving knowledge of the PIN
     name: str
     device: str
 
@@ -72,7 +89,6 @@ class Auth:
 class Welcome:
     TYPE: ClassVar[MsgType] = MsgType.WELCOME
     FRAMES: ClassVar[int] = 0
-    proof: str  # hex HMAC proving the hub knows the PIN too
     session_id: str
     worker_id: int
     token: str
@@ -197,12 +213,14 @@ class Reject:
 MESSAGE_CLASSES: dict[MsgType, type] = {
     cls.TYPE: cls
     for cls in (
-        Hello, Challenge, Auth, Welcome, Shard, ShardData, Pull, Model, Waiting,
+        PairStart, PairReply, PairFinish, Paired, Join, Welcome, Shard, ShardData, Pull, Model,
+        Waiting,
         Push, Ack, Ping, Pong, Bye, Done, Reject,
     )
 }
 
 assert set(MESSAGE_CLASSES) == set(MsgType), "every message type needs a class"
 
-TO_HUB = frozenset({MsgType.HELLO, MsgType.AUTH, MsgType.SHARD, MsgType.PULL,
-                    MsgType.PUSH, MsgType.PING, MsgType.BYE})
+TO_HUB = frozenset({MsgType.JOIN, MsgType.SHARD, MsgType.PULL, MsgType.PUSH, MsgType.PING,
+                    MsgType.BYE})
+TO_PAIRING = frozenset({MsgType.PAIR_START, MsgType.PAIR_FINISH})

@@ -12,6 +12,7 @@ from typing import Sequence
 
 import zmq
 
+from .keys import Identity
 from .sockets import configure
 
 log = logging.getLogger(__name__)
@@ -24,9 +25,13 @@ class ChannelTimeout(TimeoutError):
 class ReqChannel:
     """Request/reply to one hub address, e.g. ``tcp://192.168.1.20:7341``."""
 
-    def __init__(self, address: str, *, max_message_bytes: int | None = None) -> None:
+    def __init__(self, address: str, *, max_message_bytes: int | None = None,
+                 server_key: str | None = None, identity: Identity | None = None) -> None:
+        """With ``server_key`` and ``identity`` the channel is CURVE-encrypted and the hub
+        is authenticated by its public key (a different server cannot answer)."""
         self.address = address
         self.max_message_bytes = max_message_bytes
+        self.curve = (server_key, identity) if server_key and identity else None
         self.ctx = zmq.Context()
         self.sock: zmq.Socket | None = None
         self.bytes_sent = 0
@@ -37,6 +42,11 @@ class ReqChannel:
             kwargs = {} if self.max_message_bytes is None else {
                 "max_message_bytes": self.max_message_bytes}
             self.sock = configure(self.ctx.socket(zmq.REQ), **kwargs)
+            if self.curve is not None:
+                server_key, identity = self.curve
+                self.sock.curve_serverkey = server_key.encode()
+                self.sock.curve_publickey = identity.public.encode()
+                self.sock.curve_secretkey = identity.secret.encode()
             self.sock.connect(self.address)
         return self.sock
 
@@ -66,3 +76,28 @@ class ReqChannel:
         """Close for good (idempotent)."""
         self.reset()
         self.ctx.term()
+
+
+class ZmqConnector:
+    """Makes a worker's channels to one hub: ports P (requests) and P+2 (pairing)."""
+
+    def __init__(self, host: str, port: int, identity: Identity, *,
+                 pair_port: int | None = None) -> None:
+        self.host = host
+        self.port = port
+        self.pair_port = pair_port or port + 2
+        self.identity = identity
+
+    @property
+    def public_key(self) -> str:
+        """This worker's long-term public key."""
+        return self.identity.public
+
+    def pairing(self) -> ReqChannel:
+        """The unencrypted channel for the SPAKE2 handshake (small messages only)."""
+        return ReqChannel(f"tcp://{self.host}:{self.pair_port}", max_message_bytes=4096)
+
+    def channel(self, server_key: str) -> ReqChannel:
+        """The encrypted, mutually authenticated request channel."""
+        return ReqChannel(f"tcp://{self.host}:{self.port}", server_key=server_key,
+                          identity=self.identity)

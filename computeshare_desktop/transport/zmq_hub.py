@@ -1,51 +1,110 @@
-"""The hub's sockets: a ROUTER for requests and a PUB for events. Thin by design.
+"""The hub's sockets. Thin by design: all decisions live in ``HubSession``.
 
-All decisions live in ``HubSession``; this loop only moves frames and time. REQ clients
-put an empty delimiter frame after their identity; DEALER clients may not. Both work.
+* requests: ROUTER, CURVE server; the ZAP handler admits only allowlisted worker keys,
+  and the key of every message (its ``User-Id``) goes to the core, which checks it again.
+* events: PUB, CURVE server with the same allowlist, so only paired peers can listen.
+* pairing: a plain ROUTER with a tiny message cap; SPAKE2 protects what crosses it.
+
+Ports are consecutive: requests P, events P+1, pairing P+2.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import queue
 import threading
 import time
 from typing import Any
 
 import zmq
+from zmq.auth.thread import ThreadAuthenticator
 
+from ..errors import PortInUseError
 from ..hub import HubResult, HubSession
+from .keys import Identity
 from .sockets import DEFAULT_PORT, bind, configure
 
 log = logging.getLogger(__name__)
 
 POLL_MS = 20
 EVENT_TOPIC = b"cs.event"
+ZAP_DOMAIN = "computeshare"
+MAX_PAIRING_MESSAGE = 4096
+
+
+class _AllowlistProvider:
+    """ZAP credentials callback backed by the session's allowlist."""
+
+    def __init__(self, session: HubSession) -> None:
+        self.session = session
+
+    def callback(self, domain: str, key: bytes) -> bool:
+        return key.decode("ascii", "replace") in self.session.core.allowlist
 
 
 class HubServer:
     """Serves one HubSession until it is done (or ``stop`` is set)."""
 
-    def __init__(self, session: HubSession, *, host: str = "0.0.0.0", port: int = DEFAULT_PORT,
-                 pub_port: int | None = None) -> None:
+    def __init__(self, session: HubSession, identity: Identity, *, host: str = "0.0.0.0",
+                 port: int = DEFAULT_PORT) -> None:
         self.session = session
+        self.identity = identity
+        self.host = host
         self.ctx = zmq.Context()
-        self.router = configure(self.ctx.socket(zmq.ROUTER))
-        self.pub = configure(self.ctx.socket(zmq.PUB))
+        self.auth = ThreadAuthenticator(self.ctx, log=logging.getLogger(__name__ + ".zap"))
+        self.auth.start()
+        self.auth.configure_curve_callback(domain=ZAP_DOMAIN,
+                                           credentials_provider=_AllowlistProvider(session))
+        self._kicks: queue.Queue[int] = queue.Queue()
+        self._delimited: dict[bytes, bool] = {}
         try:
-            self.port = bind(self.router, host, port)
-            self.pub_port = bind(self.pub, host, (self.port + 1 if port else 0)
-                                 if pub_port is None else pub_port)
+            self.port = self._bind_all(port)
         except BaseException:
             self.close()
             raise
-        self._delimited: dict[bytes, bool] = {}
         session.sinks.append(self._publish)
 
+    # ----------------------------------------------------------------- sockets
+    def _curve_socket(self, kind: int) -> zmq.Socket:
+        sock = configure(self.ctx.socket(kind))
+        sock.curve_server = True
+        sock.curve_secretkey = self.identity.secret.encode()
+        sock.zap_domain = ZAP_DOMAIN.encode()
+        return sock
+
+    def _bind_all(self, port: int) -> int:
+        for _ in range(1 if port else 50):
+            self.router = self._curve_socket(zmq.ROUTER)
+            self.pub = self._curve_socket(zmq.PUB)
+            self.pairing = configure(self.ctx.socket(zmq.ROUTER),
+                                     max_message_bytes=MAX_PAIRING_MESSAGE)
+            try:
+                chosen = bind(self.router, self.host, port)
+                bind(self.pub, self.host, chosen + 1)
+                bind(self.pairing, self.host, chosen + 2)
+                return chosen
+            except PortInUseError:
+                for sock in (self.router, self.pub, self.pairing):
+                    sock.close(0)
+                if port:
+                    raise
+        raise PortInUseError("no three consecutive free ports found")
+
+    @property
+    def pub_port(self) -> int:
+        return self.port + 1
+
+    @property
+    def pair_port(self) -> int:
+        return self.port + 2
+
+    # ----------------------------------------------------------------- loop
     def serve(self, stop: threading.Event | None = None, linger_s: float = 5.0) -> HubResult | None:
         """Run until training is done and workers were told, or ``stop`` is set."""
         poller = zmq.Poller()
         poller.register(self.router, zmq.POLLIN)
+        poller.register(self.pairing, zmq.POLLIN)
         stop = stop or threading.Event()
         while not stop.is_set() and not self.session.done:
             self._step(poller)
@@ -57,26 +116,47 @@ class HubServer:
             self._step(poller)
         return result
 
+    def kick(self, worker_id: int) -> None:
+        """Ask the loop to remove a worker and revoke its key (thread-safe)."""
+        self._kicks.put(worker_id)
+
     def _step(self, poller: zmq.Poller) -> None:
         events = dict(poller.poll(POLL_MS))
-        while self.router in events:
-            try:
-                frames = self.router.recv_multipart(zmq.NOBLOCK)
-            except zmq.Again:
-                break
-            self._on_request(frames)
+        if self.pairing in events:
+            self._drain(self.pairing, self._on_pairing)
+        if self.router in events:
+            self._drain(self.router, self._on_request)
         for reply in self.session.tick(time.monotonic()):
             self._send(reply.peer, reply.frames)
+        while not self._kicks.empty():
+            if self.session.kick(self._kicks.get_nowait()):
+                self._restart_pub()
 
-    def _on_request(self, frames: list[bytes]) -> None:
-        peer = frames[0]
-        delimited = len(frames) >= 2 and frames[1] == b""
+    def _drain(self, sock: zmq.Socket, handler: Any, limit: int = 256) -> None:
+        for _ in range(limit):  # bounded, so one busy socket cannot starve the other
+            try:
+                frames = sock.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return
+            handler(frames)
+
+    def _on_request(self, frames: list[zmq.Frame]) -> None:
+        peer_key = frames[-1].get("User-Id") if len(frames) > 1 else None
+        peer, message, delimited = _split([f.bytes for f in frames])
+        self._delimited[peer] = delimited
         if len(self._delimited) > 4096:
             self._delimited.clear()
-        self._delimited[peer] = delimited
-        message = frames[2:] if delimited else frames[1:]
-        for reply in self.session.handle(peer, message, time.monotonic()):
+        for reply in self.session.handle(peer, message, time.monotonic(), peer_key):
             self._send(reply.peer, reply.frames)
+
+    def _on_pairing(self, frames: list[zmq.Frame]) -> None:
+        peer, message, delimited = _split([f.bytes for f in frames])
+        for reply in self.session.handle_pairing(peer, message, time.monotonic()):
+            envelope = [peer, b""] if delimited else [peer]
+            try:
+                self.pairing.send_multipart([*envelope, *reply.frames], zmq.NOBLOCK)
+            except zmq.ZMQError:
+                pass
 
     def _send(self, peer: bytes, frames: list[Any]) -> None:
         envelope = [peer, b""] if self._delimited.get(peer, True) else [peer]
@@ -85,6 +165,18 @@ class HubServer:
         except zmq.ZMQError as exc:  # peer gone or its queue full: it will retry
             log.debug("reply to %s dropped: %s", peer.hex()[:8], exc)
 
+    def _restart_pub(self) -> None:
+        """Drop every subscriber; the allowed ones reconnect through ZAP, a kicked one cannot."""
+        self.pub.close(0)
+        self.pub = self._curve_socket(zmq.PUB)
+        for _ in range(50):  # the old socket's port is released asynchronously
+            try:
+                bind(self.pub, self.host, self.pub_port)
+                return
+            except PortInUseError:
+                time.sleep(0.01)
+        log.error("could not rebind the event port %d after a kick", self.pub_port)
+
     def _publish(self, event: dict[str, Any]) -> None:
         try:
             self.pub.send(EVENT_TOPIC + b" " + json.dumps(event).encode(), zmq.NOBLOCK)
@@ -92,7 +184,16 @@ class HubServer:
             pass
 
     def close(self) -> None:
-        """Close the sockets and the context (idempotent)."""
-        self.router.close(0)
-        self.pub.close(0)
+        """Close the sockets, the authenticator and the context (idempotent)."""
+        for name in ("router", "pub", "pairing"):
+            sock = getattr(self, name, None)
+            if sock is not None:
+                sock.close(0)
+        self.auth.stop()
         self.ctx.term()
+
+
+def _split(frames: list[bytes]) -> tuple[bytes, list[bytes], bool]:
+    """(peer identity, message frames, whether a REQ-style empty delimiter was present)."""
+    delimited = len(frames) >= 2 and frames[1] == b""
+    return frames[0], frames[2:] if delimited else frames[1:], delimited

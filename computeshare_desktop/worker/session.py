@@ -21,9 +21,12 @@ from ..codec import get_codec
 from ..data import dataset_info
 from ..errors import HubUnreachableError, RejectedError
 from ..models import build_model, fingerprint
-from ..protocol import MEANINGS, RejectCode, auth, decode, encode
-from ..protocol.messages import (Ack, Auth, Bye, Challenge, Done, Hello, Model, Ping, Pull,
-                                 Push, Reject, Shard, ShardData, Waiting, Welcome)
+from ..errors import RemoteProtocolError
+from ..protocol import MEANINGS, RejectCode, decode, encode
+from ..protocol.messages import (Ack, Bye, Done, Join, Model, Paired, PairFinish, PairReply,
+                                 PairStart, Ping, Pull, Push, Reject, Shard, ShardData, Waiting,
+                                 Welcome)
+from ..protocol.pake import WorkerPairing, key_fingerprint
 from ..protocol.tensors import frame_to_tensor
 from .compute import GradientComputer
 from .device import DeviceChoice
@@ -40,6 +43,15 @@ class Channel(Protocol):
 
     def request(self, frames: Sequence[bytes], timeout_s: float) -> list[bytes]: ...
     def close(self) -> None: ...
+
+
+class Connector(Protocol):
+    """Makes the channels to one hub."""
+
+    @property
+    def public_key(self) -> str: ...
+    def pairing(self) -> Channel: ...
+    def channel(self, server_key: str) -> Channel: ...
 
 
 class _Rejoin(Exception):
@@ -72,10 +84,13 @@ class WorkerResult:
 class WorkerSession:
     """One worker: pairs with the hub and trains until the hub says it is done."""
 
-    def __init__(self, channel_factory: Callable[[], Channel], options: WorkerOptions,
-                 device: DeviceChoice, on_event: EventSink | None = None) -> None:
-        self.factory = channel_factory
-        self.channel = channel_factory()
+    def __init__(self, connector: Connector, options: WorkerOptions, device: DeviceChoice,
+                 on_event: EventSink | None = None, *, expected_key: str | None = None) -> None:
+        """``expected_key``: the hub key fingerprint a discovery advert announced, if any."""
+        self.connector = connector
+        self.expected_key = expected_key
+        self.hub_key: str | None = None
+        self.channel: Channel | None = None
         self.opts = options
         self.device = device
         self.sinks: list[EventSink] = [on_event] if on_event else []
@@ -86,7 +101,6 @@ class WorkerSession:
         self._last_answer: float | None = None
         self._first_try: float | None = None
         self._full_since: float | None = None
-        self._keys: dict[str, bytes] = {}
         self._computer: GradientComputer | None = None
         self._beat: threading.Thread | None = None
 
@@ -110,27 +124,49 @@ class WorkerSession:
         return WorkerResult(self.pushed, self.rejected, self.version, time.monotonic() - started)
 
     # ----------------------------------------------------------------- phases
-    def _join(self) -> None:
-        while True:
-            nonce = auth.new_nonce()
-            challenge = self._call(Hello(nonce), expect=Challenge)
-            key = self._key(challenge.salt)
-            proof = auth.worker_proof(key, challenge.session_id, challenge.hub_nonce, nonce,
-                                      self.opts.name)
-            msg = Auth(challenge.hub_nonce, nonce, proof, self.opts.name,
-                       self.device.description)
+    def _pair(self) -> None:
+        """Prove the PIN with SPAKE2 and swap long-term keys; pins the hub's key."""
+        channel = self.connector.pairing()
+        try:
+            while True:
+                run = WorkerPairing(self.opts.pin)
+                try:
+                    reply = self._call(PairStart(run.msg_a, self.opts.name), PairReply, channel)
+                    proof = run.finish(reply.pair_id, reply.msg_b, self.connector.public_key,
+                                       self.opts.name)
+                    paired = self._call(PairFinish(reply.pair_id, self.connector.public_key,
+                                                   proof), Paired, channel)
+                except RejectedError as exc:
+                    if exc.code is RejectCode.UNKNOWN_CHALLENGE:
+                        continue
+                    raise
+                break
             try:
-                welcome = self._call(msg, expect=Welcome)
+                run.verify_hub(paired.hub_key, paired.session_id, paired.proof)
+            except RemoteProtocolError as exc:
+                raise RejectedError(RejectCode.BAD_PIN, exc.detail) from None
+        finally:
+            channel.close()
+        if self.expected_key and key_fingerprint(paired.hub_key) != self.expected_key:
+            raise RejectedError(RejectCode.MALFORMED,
+                                "the hub's key does not match the advertised session")
+        self.hub_key = paired.hub_key
+        self.channel = self.connector.channel(paired.hub_key)
+        log.info("paired with session %s (hub key %s)", paired.session_id,
+                 key_fingerprint(paired.hub_key))
+        self._emit("paired", session_id=paired.session_id,
+                   hub_key=key_fingerprint(paired.hub_key))
+
+    def _join(self) -> None:
+        if self.hub_key is None:
+            self._pair()
+        while True:
+            try:
+                welcome = self._call(Join(self.opts.name, self.device.description), Welcome)
             except RejectedError as exc:
-                if exc.code is RejectCode.UNKNOWN_CHALLENGE:
-                    continue
                 if exc.code is RejectCode.SESSION_FULL and self._wait_for_shard():
                     continue
                 raise
-            expected = auth.hub_proof(key, challenge.session_id, challenge.hub_nonce, nonce,
-                                      welcome.token)
-            if not auth.proofs_equal(expected, welcome.proof):
-                raise RejectedError(RejectCode.BAD_PIN, "the hub could not prove it knows the PIN")
             self.welcome = welcome
             log.info("joined session %s as worker %d on shard %d of %d", welcome.session_id,
                      welcome.worker_id, welcome.shard, welcome.num_shards)
@@ -229,6 +265,8 @@ class WorkerSession:
         self.stop.set()
         if self._beat is not None:
             self._beat.join(timeout=5)
+        if self.channel is None:
+            return
         if self.welcome is not None and self._last_answer is not None:
             try:  # tell the hub our shard is free; it will notice anyway if this is lost
                 self.channel.request(encode(Bye(self.welcome.token)), timeout_s=1.0)
@@ -237,25 +275,23 @@ class WorkerSession:
         self.channel.close()
 
     # ----------------------------------------------------------------- plumbing
-    def _key(self, salt: str) -> bytes:
-        if salt not in self._keys:
-            self._keys[salt] = auth.derive_key(self.opts.pin, salt)
-        return self._keys[salt]
-
-    def _call(self, msg: Any, expect: type) -> Any:
-        return self._call_frames(msg, expect)[0]
+    def _call(self, msg: Any, expect: type, channel: Channel | None = None) -> Any:
+        return self._call_frames(msg, expect, channel=channel)[0]
 
     def _call_frames(self, msg: Any, expect: type | tuple[type, ...],
-                     frames: Sequence[bytes] = ()) -> tuple[Any, list[bytes]]:
+                     frames: Sequence[bytes] = (), channel: Channel | None = None,
+                     ) -> tuple[Any, list[bytes]]:
         """One request with Lazy Pirate retries; rejects become exceptions."""
         timeout = self.opts.request_timeout_s
         if isinstance(msg, Pull):
             timeout += msg.wait_ms / 1000
-        reply, body = decode(self._request(encode(msg, frames), timeout),
+        channel = channel or self.channel
+        assert channel is not None
+        reply, body = decode(self._request(channel, encode(msg, frames), timeout),
                              max_frame_bytes=MAX_REPLY_FRAME)
         if isinstance(reply, Reject):
             self._on_reject(reply)
-        if isinstance(reply, Done) and not isinstance(msg, (Hello, Auth)):
+        if isinstance(reply, Done) and not isinstance(msg, (PairStart, PairFinish, Join)):
             return reply, body
         if not isinstance(reply, expect):
             raise RejectedError(RejectCode.MALFORMED, f"unexpected reply {type(reply).__name__}")
@@ -268,18 +304,20 @@ class WorkerSession:
             code = RejectCode.MALFORMED
         if code is RejectCode.UNKNOWN_WORKER:
             raise _Rejoin()
-        if code is RejectCode.LOCKED_OUT:
-            wait = min(max(reply.retry_after, 1.0), 60.0)
-            log.warning("the hub has paused pairing after wrong PINs; waiting %.0f s", wait)
+        if code in (RejectCode.LOCKED_OUT, RejectCode.BUSY):
+            wait = min(max(reply.retry_after, 0.5), 60.0)
+            log.warning("%s; retrying in %.0f s", MEANINGS[code], wait)
+            self._emit("pairing_wait", code=code.value, retry_after=wait)
+            self._check_give_up()
             self.stop.wait(wait)
-            raise RejectedError(RejectCode.UNKNOWN_CHALLENGE, "retry after lock-out")
+            raise RejectedError(RejectCode.UNKNOWN_CHALLENGE, "retry")
         raise RejectedError(code, reply.detail or MEANINGS[code])
 
-    def _request(self, frames: list[bytes], timeout_s: float) -> list[bytes]:
+    def _request(self, channel: Channel, frames: list[bytes], timeout_s: float) -> list[bytes]:
         backoff = 0.25
         while True:
             try:
-                reply = self.channel.request(frames, timeout_s)
+                reply = channel.request(frames, timeout_s)
                 self._last_answer = time.monotonic()
                 return reply
             except TimeoutError:
@@ -307,7 +345,8 @@ class WorkerSession:
             self._beat.start()
 
     def _heartbeat(self) -> None:
-        channel = self.factory()
+        assert self.hub_key is not None
+        channel = self.connector.channel(self.hub_key)
         try:
             while not self.stop.wait(self.opts.heartbeat_s):
                 token = self.welcome.token if self.welcome else None

@@ -1,0 +1,60 @@
+"""The CURVE public keys allowed to talk to the hub: paired workers, minus kicked ones.
+
+Read from the ZAP authenticator's thread and written from the hub's loop: writers replace
+an immutable snapshot, so a reader never sees a half-updated set.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+class Allowlist:
+    """Public keys (Z85 text) with the name each was paired under."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
+        self._keys: dict[str, str] = {}
+        if path is not None and path.exists():
+            self._keys = {str(k): str(v) for k, v in json.loads(path.read_text()).items()}
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def clear(self) -> None:
+        """Revoke every key."""
+        self._keys = {}
+        self._save()
+
+    def name(self, key: str) -> str | None:
+        """The name a key was paired under."""
+        return self._keys.get(key)
+
+    def add(self, key: str, name: str) -> None:
+        """Allow ``key``."""
+        self._keys = {**self._keys, key: name}
+        self._save()
+
+    def remove(self, key: str) -> bool:
+        """Revoke ``key``; True if it was allowed."""
+        if key not in self._keys:
+            return False
+        self._keys = {k: v for k, v in self._keys.items() if k != key}
+        self._save()
+        return True
+
+    def _save(self) -> None:
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self._keys, indent=1, sort_keys=True))
+        os.replace(tmp, self.path)

@@ -1,0 +1,69 @@
+"""Long-term CURVE identities, one per role and name, kept per user with 0600 files."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+import zmq
+
+from ..errors import ConfigError
+
+HOME_ENV = "COMPUTESHARE_HOME"  # overrides the per-user data folder (tests, portable installs)
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """A CURVE key pair, Z85 text."""
+
+    public: str
+    secret: str
+
+    @classmethod
+    def generate(cls) -> "Identity":
+        """A fresh key pair from libzmq."""
+        public, secret = zmq.curve_keypair()
+        return cls(public.decode("ascii"), secret.decode("ascii"))
+
+
+def data_dir() -> Path:
+    """Where ComputeShare keeps this user's identities."""
+    override = os.environ.get(HOME_ENV)
+    return Path(override) if override else Path(platformdirs.user_data_dir("computeshare",
+                                                                          appauthor=False))
+
+
+def identity_path(role: str, name: str = "default") -> Path:
+    """The key file of a role ("hub" or "worker") and a name (one key per worker name)."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:64] or "default"
+    return data_dir() / "identity" / f"{role}-{safe}.key"
+
+
+def load_or_create(path: Path) -> Identity:
+    """Read a key file, or create one that only this user can read."""
+    if path.exists():
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if mode & 0o077:
+            raise ConfigError(f"{path} is readable by other users (mode {mode:o}): "
+                              f"chmod 600 it or delete it to make a new key")
+        try:
+            data = json.loads(path.read_text())
+            identity = Identity(str(data["public"]), str(data["secret"]))
+        except (OSError, ValueError, KeyError) as exc:
+            raise ConfigError(f"cannot read key file {path}: {exc}") from None
+        if zmq.curve_public(identity.secret.encode()).decode() != identity.public:
+            raise ConfigError(f"key file {path} is corrupt: delete it to make a new key")
+        return identity
+    identity = Identity.generate()
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path.parent, 0o700)
+    fd = os.open(path.with_suffix(".tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        json.dump({"public": identity.public, "secret": identity.secret}, fh)
+    os.replace(path.with_suffix(".tmp"), path)
+    return identity
