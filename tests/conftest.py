@@ -29,6 +29,19 @@ def _children() -> set[int]:
     return found
 
 
+@pytest.fixture(autouse=True, scope="session")
+def private_home(tmp_path_factory):
+    """Keys and identities go to a throwaway folder, never the user's own (subprocesses too)."""
+    home = tmp_path_factory.mktemp("computeshare-home")
+    old = os.environ.get("COMPUTESHARE_HOME")
+    os.environ["COMPUTESHARE_HOME"] = str(home)
+    yield home
+    if old is None:
+        os.environ.pop("COMPUTESHARE_HOME", None)
+    else:
+        os.environ["COMPUTESHARE_HOME"] = old
+
+
 @pytest.fixture(autouse=True)
 def no_leaked_threads_or_processes():
     """Fail a test that leaves a thread or a child process running (after a short grace)."""

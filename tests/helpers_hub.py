@@ -1,12 +1,17 @@
 """Helpers for driving ``HubCore`` directly: frames in, decoded replies out, a fake clock.
 
+A fake worker is a peer id plus a fixed fake CURVE public key derived from it. It pairs the
+way ``worker/session.py`` does, over ``hub.handle_pairing`` with a real ``WorkerPairing``,
+then sends JOIN and everything after it through ``hub.handle`` with that key, as the
+transport would after the CURVE handshake.
+
 Not a test module: tests import it by name (pyproject puts tests/ on pythonpath).
 """
 
 from __future__ import annotations
 
 import copy
-import functools
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -15,21 +20,39 @@ import torch
 from computeshare_desktop.codec import get_codec
 from computeshare_desktop.data import load_dataset
 from computeshare_desktop.hub import HubConfig, HubCore, Reply
+from computeshare_desktop.hub.allowlist import Allowlist
 from computeshare_desktop.hub.trainer import ParameterServer
 from computeshare_desktop.models import build_model, fingerprint
-from computeshare_desktop.protocol import RejectCode, auth, decode, encode
-from computeshare_desktop.protocol.messages import (Auth, Challenge, Hello, Ping, Pull, Push,
-                                                    Reject, Welcome)
+from computeshare_desktop.protocol import RejectCode, decode, encode
+from computeshare_desktop.protocol.messages import (Join, Paired, PairFinish, PairReply,
+                                                    PairStart, Ping, Pull, Push, Reject,
+                                                    Welcome)
+from computeshare_desktop.protocol.pake import WorkerPairing
 
 PIN = "123456"
+WRONG = "654321"
 SESSION_ID = "s1"
-SALT = auth.new_salt()  # one per test run: the scrypt key below is derived once
 T0 = 1000.0  # the fake clock starts here, so "0" never hides a missing `now`
 
+Z85_CHARS = ("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+             ".-:+=^!/*?&<>()[]{}@%$#")
 
-@functools.lru_cache(maxsize=None)
-def session_key(pin: str, salt: str = SALT) -> bytes:
-    return auth.derive_key(pin, salt)
+
+def z85(data: bytes) -> str:
+    """Z85-encode ``data`` (a multiple of 4 bytes), as zmq.utils.z85 does, without zmq."""
+    out = []
+    for i in range(0, len(data), 4):
+        value = int.from_bytes(data[i:i + 4], "big")
+        out += [Z85_CHARS[value // 85**k % 85] for k in range(4, -1, -1)]
+    return "".join(out)
+
+
+def fake_key(peer: bytes) -> str:
+    """The fixed fake CURVE public key of fake peer ``peer`` (40 Z85 characters)."""
+    return z85(hashlib.sha256(b"fake-curve-key:" + peer).digest())
+
+
+HUB_KEY = fake_key(b"the hub")
 
 
 def train_set() -> Any:
@@ -45,8 +68,8 @@ def make_hub(*, data: Any = None, **overrides: Any) -> HubCore:
     model = build_model(config.model, data.info, seed=config.seed)
     server = ParameterServer(model, base_lr=config.lr, momentum=config.momentum,
                              codec=config.codec)
-    return HubCore(config, pin=PIN, session_id=SESSION_ID, salt=SALT, train_set=data,
-                   server=server, fingerprint=fingerprint(model))
+    return HubCore(config, pin=PIN, session_id=SESSION_ID, hub_key=HUB_KEY, train_set=data,
+                   server=server, fingerprint=fingerprint(model), allowlist=Allowlist())
 
 
 @dataclass(frozen=True)
@@ -67,10 +90,16 @@ def decode_replies(replies: Sequence[Reply]) -> list[Out]:
     return out
 
 
-def send(hub: HubCore, peer: bytes, msg: Any, now: float, frames: Sequence[bytes] = ()
-         ) -> list[Out]:
+def send_frames(hub: HubCore, peer: bytes, frames: Sequence[Any], now: float,
+                key: str | None = None) -> list[Out]:
+    """Raw frames into the encrypted socket, from ``key`` (default: ``peer``'s own key)."""
+    return decode_replies(hub.handle(peer, frames, now, fake_key(peer) if key is None else key))
+
+
+def send(hub: HubCore, peer: bytes, msg: Any, now: float, frames: Sequence[bytes] = (), *,
+         key: str | None = None) -> list[Out]:
     """Encode ``msg`` (plus binary frames) and hand it to the hub; the decoded replies."""
-    return decode_replies(hub.handle(peer, encode(msg, frames), now))
+    return send_frames(hub, peer, encode(msg, frames), now, key)
 
 
 def only(outs: list[Out], peer: bytes | None = None) -> Any:
@@ -86,33 +115,53 @@ def reject_code(msg: Any) -> RejectCode:
     return RejectCode(msg.code)
 
 
-def challenge(hub: HubCore, peer: bytes, now: float, client_nonce: str | None = None
-              ) -> tuple[Challenge, str]:
-    nonce = client_nonce or auth.new_nonce()
-    msg = only(send(hub, peer, Hello(client_nonce=nonce), now))
-    assert isinstance(msg, Challenge)
-    return msg, nonce
+# ----------------------------------------------------------------- pairing
+def pairing_send(hub: HubCore, peer: bytes, msg: Any, now: float) -> Any:
+    """One message into the pairing socket; the single reply, which goes to ``peer``."""
+    return only(decode_replies(hub.handle_pairing(peer, encode(msg), now)), peer)
 
 
-def auth_message(ch: Challenge, client_nonce: str, *, pin: str = PIN, name: str = "w",
-                 device: str = "cpu") -> Auth:
-    proof = auth.worker_proof(session_key(pin, ch.salt), ch.session_id, ch.hub_nonce,
-                              client_nonce, name)
-    return Auth(hub_nonce=ch.hub_nonce, client_nonce=client_nonce, proof=proof, name=name,
-                device=device)
+def pair_start(hub: HubCore, peer: bytes, now: float, *, pin: str = PIN,
+               name: str | None = None) -> tuple[WorkerPairing, Any]:
+    """PAIR_START with a fresh run for ``pin``; the run and the hub's answer."""
+    run = WorkerPairing(pin)
+    return run, pairing_send(hub, peer, PairStart(run.msg_a, name or peer.decode()), now)
 
 
-def join(hub: HubCore, peer: bytes, now: float, *, pin: str = PIN, name: str | None = None
-         ) -> Any:
-    """HELLO then AUTH; the hub's answer to AUTH (a Welcome or a Reject)."""
-    ch, nonce = challenge(hub, peer, now)
-    return only(send(hub, peer, auth_message(ch, nonce, pin=pin, name=name or peer.decode()),
-                     now))
+def finish_message(run: WorkerPairing, reply: PairReply, key: str, name: str) -> PairFinish:
+    """The PAIR_FINISH a worker sends after ``reply``, proving ``key`` and ``name``."""
+    proof = run.finish(reply.pair_id, reply.msg_b, key, name)
+    return PairFinish(pair_id=reply.pair_id, worker_key=key, proof=proof)
 
 
+def pair(hub: HubCore, peer: bytes, now: float, *, pin: str = PIN, name: str | None = None,
+         key: str | None = None) -> Any:
+    """The whole pairing of ``peer``: the hub's last answer (Paired, checked, or a Reject)."""
+    name = name or peer.decode()
+    run, reply = pair_start(hub, peer, now, pin=pin, name=name)
+    if not isinstance(reply, PairReply):
+        return reply
+    msg = finish_message(run, reply, fake_key(peer) if key is None else key, name)
+    paired = pairing_send(hub, peer, msg, now)
+    if isinstance(paired, Paired):
+        run.verify_hub(paired.hub_key, paired.session_id, paired.proof)  # raises if forged
+    return paired
+
+
+def join(hub: HubCore, peer: bytes, now: float, *, pin: str = PIN, name: str | None = None,
+         device: str = "cpu") -> Any:
+    """Pair ``peer`` unless its key is allowed already, then JOIN; the hub's last answer."""
+    if fake_key(peer) not in hub.allowlist:
+        paired = pair(hub, peer, now, pin=pin, name=name)
+        if not isinstance(paired, Paired):
+            return paired
+    return only(send(hub, peer, Join(name or peer.decode(), device), now))
+
+
+# ----------------------------------------------------------------- workers
 @dataclass
 class Worker:
-    """A fake worker: its peer id and its Welcome."""
+    """A fake worker: its peer id and its Welcome (its key follows from the peer id)."""
 
     peer: bytes
     welcome: Welcome
@@ -121,6 +170,10 @@ class Worker:
     @property
     def token(self) -> str:
         return self.welcome.token
+
+    @property
+    def key(self) -> str:
+        return fake_key(self.peer)
 
     def pull(self, hub: HubCore, now: float, after: int = -1, wait_ms: int = 2000) -> list[Out]:
         return send(hub, self.peer, Pull(self.token, after, wait_ms, hub.fingerprint), now)
@@ -138,7 +191,7 @@ class Worker:
                    samples=samples, compute_ms=compute_ms)
         frames = encode(msg, [data])
         self.last_push_bytes = sum(len(f) for f in frames)
-        return decode_replies(hub.handle(self.peer, frames, now))
+        return send_frames(hub, self.peer, frames, now)
 
 
 def admit(hub: HubCore, peer: bytes, now: float) -> Worker:

@@ -15,7 +15,11 @@ from typing import Any, Callable
 import zmq
 
 from computeshare_desktop.hub import HubConfig, HubResult, HubSession
-from computeshare_desktop.transport import EVENT_TOPIC, HubServer, ReqChannel
+from computeshare_desktop.protocol import decode, encode
+from computeshare_desktop.protocol.messages import Paired, PairFinish, PairReply, PairStart
+from computeshare_desktop.protocol.pake import WorkerPairing
+from computeshare_desktop.transport import (EVENT_TOPIC, HubServer, Identity, ReqChannel,
+                                            ZmqConnector)
 from computeshare_desktop.worker import WorkerOptions, WorkerSession, pick_device
 
 PIN = "246810"
@@ -37,9 +41,11 @@ class RunningHub:
 
     def __init__(self, out_dir: Path, **config: Any) -> None:
         self.events: list[dict[str, Any]] = []
-        self.session = HubSession(HubConfig(**config), pin=PIN, out_dir=out_dir,
-                                  on_event=self.events.append)
-        self.server = HubServer(self.session, host="127.0.0.1", port=0)
+        self.identity = Identity.generate()
+        self.session = HubSession(HubConfig(**config), pin=PIN, hub_key=self.identity.public,
+                                  out_dir=out_dir, on_event=self.events.append)
+        self.server = HubServer(self.session, self.identity, host="127.0.0.1", port=0)
+        self.port = self.server.port
         self.address = f"tcp://127.0.0.1:{self.server.port}"
         self.stop = threading.Event()
         self.result: HubResult | None = None
@@ -70,11 +76,14 @@ class RunningHub:
 class WorkerThread:
     """A real WorkerSession on the CPU in a background thread."""
 
-    def __init__(self, address: str, name: str, *, pin: str = PIN,
-                 session_cls: type[WorkerSession] = WorkerSession, **options: Any) -> None:
+    def __init__(self, port: int, name: str, *, pin: str = PIN,
+                 session_cls: type[WorkerSession] = WorkerSession,
+                 identity: Identity | None = None, **options: Any) -> None:
         opts = WorkerOptions(pin=pin, name=name, **options)
         self.events: list[dict[str, Any]] = []
-        self.session = session_cls(lambda: ReqChannel(address), opts, pick_device("cpu"),
+        self.identity = identity or Identity.generate()
+        connector = ZmqConnector("127.0.0.1", port, self.identity)
+        self.session = session_cls(connector, opts, pick_device("cpu"),
                                    on_event=self.events.append)
         self.result: Any = None
         self.error: BaseException | None = None
@@ -97,11 +106,36 @@ class WorkerThread:
         self.thread.join(15)
 
 
-class Raw:
-    """A bare REQ socket for sending hand-made (or hostile) frames."""
+def pair(port: int, pin: str, name: str, identity: Identity,
+         host: str = "127.0.0.1") -> tuple[Paired | Any, str | None]:
+    """Run the SPAKE2 pairing by hand; (final reply, hub key if paired)."""
+    channel = ReqChannel(f"tcp://{host}:{port + 2}")
+    try:
+        run = WorkerPairing(pin)
+        reply, _ = decode(channel.request(encode(PairStart(run.msg_a, name)), 5.0))
+        if not isinstance(reply, PairReply):
+            return reply, None
+        proof = run.finish(reply.pair_id, reply.msg_b, identity.public, name)
+        paired, _ = decode(channel.request(encode(PairFinish(reply.pair_id, identity.public,
+                                                             proof)), 5.0))
+        if not isinstance(paired, Paired):
+            return paired, None
+        run.verify_hub(paired.hub_key, paired.session_id, paired.proof)
+        return paired, paired.hub_key
+    finally:
+        channel.close()
 
-    def __init__(self, address: str) -> None:
-        self.channel = ReqChannel(address)
+
+class Raw:
+    """A bare REQ socket for sending hand-made (or hostile) frames.
+
+    With ``identity`` and ``hub_key`` it speaks CURVE to the request port (as a paired
+    worker would); without, it talks plain TCP to ``address``.
+    """
+
+    def __init__(self, address: str, *, identity: Identity | None = None,
+                 hub_key: str | None = None) -> None:
+        self.channel = ReqChannel(address, identity=identity, server_key=hub_key)
 
     def send(self, frames: list[bytes], timeout_s: float = 5.0) -> list[bytes]:
         return self.channel.request(frames, timeout_s)
@@ -113,14 +147,19 @@ class Raw:
 class EventListener:
     """SUB socket on the hub's event port, collecting events in a thread."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, identity: Identity | None = None,
+                 hub_key: str | None = None, host: str = "127.0.0.1") -> None:
         self.events: list[dict[str, Any]] = []
         self._stop = threading.Event()
         self._ctx = zmq.Context()
         self._sock = self._ctx.socket(zmq.SUB)
         self._sock.setsockopt(zmq.LINGER, 0)
+        if identity is not None and hub_key is not None:
+            self._sock.curve_serverkey = hub_key.encode()
+            self._sock.curve_publickey = identity.public.encode()
+            self._sock.curve_secretkey = identity.secret.encode()
         self._sock.setsockopt(zmq.SUBSCRIBE, EVENT_TOPIC)
-        self._sock.connect(f"tcp://127.0.0.1:{port}")
+        self._sock.connect(f"tcp://{host}:{port}")
         self._thread = threading.Thread(target=self._run, name="test-events")
         self._thread.start()
 
@@ -140,21 +179,22 @@ class EventListener:
         self._ctx.term()
 
 
-def free_port_pair() -> int:
-    """A port P such that P and P+1 are free on 127.0.0.1 right now."""
+def free_ports() -> int:
+    """A port P such that P, P+1 and P+2 are free on 127.0.0.1 right now."""
     for _ in range(100):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        if port >= 65535:
+        if port >= 65533:
             continue
-        with socket.socket() as s2:
-            try:
-                s2.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
+        try:
+            for extra in (1, 2):
+                with socket.socket() as s2:
+                    s2.bind(("127.0.0.1", port + extra))
+        except OSError:
+            continue
         return port
-    raise RuntimeError("no free port pair")
+    raise RuntimeError("no three free consecutive ports")
 
 
 def cli(*args: str, env: dict[str, str] | None = None, **kwargs: Any) -> subprocess.Popen[str]:

@@ -7,22 +7,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from computeshare_desktop.protocol import MESSAGE_CLASSES, MsgType, encode
-from computeshare_desktop.protocol.messages import (Ack, Auth, Bye, Challenge, Done, Hello,
-                                                    Model, Ping, Pong, Pull, Push, Reject, Shard,
-                                                    ShardData, Waiting, Welcome)
+from computeshare_desktop.protocol import MESSAGE_CLASSES, PROTOCOL_VERSION, MsgType, encode
+from computeshare_desktop.protocol.messages import (Ack, Bye, Done, Join, Model, Paired,
+                                                    PairFinish, PairReply, PairStart, Ping, Pong,
+                                                    Pull, Push, Reject, Shard, ShardData,
+                                                    Waiting, Welcome)
+from computeshare_desktop.protocol.wire import MAGIC
 
+HEAD = MAGIC + bytes([PROTOCOL_VERSION])  # what every header frame of ours starts with
 HEX32 = "0123456789abcdef" * 2
+SPAKE_MSG = "41" + HEX32 * 2  # the size of a SPAKE2 message (33 bytes); not a valid point
+CURVE_KEY = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"  # 40 Z85 characters (the zmq docs' key)
 
 EXAMPLES: dict[MsgType, Any] = {
-    MsgType.HELLO: Hello(client_nonce=HEX32),
-    MsgType.CHALLENGE: Challenge(session_id="s1", hub_nonce=HEX32, salt=HEX32),
-    MsgType.AUTH: Auth(hub_nonce=HEX32, client_nonce=HEX32, proof=HEX32 * 2, name="laptop",
-                       device="cpu"),
-    MsgType.WELCOME: Welcome(proof=HEX32 * 2, session_id="s1", worker_id=3, token=HEX32,
-                             shard=1, num_shards=2, shard_size=2000, dataset="mnist-sample",
-                             model="simplenet", fingerprint="f" * 16, batch_size=32, seed=0,
-                             rounds=600, codec="zstd", state="waiting", version=0),
+    MsgType.PAIR_START: PairStart(msg_a=SPAKE_MSG, name="laptop"),
+    MsgType.PAIR_REPLY: PairReply(pair_id=HEX32, msg_b=SPAKE_MSG),
+    MsgType.PAIR_FINISH: PairFinish(pair_id=HEX32, worker_key=CURVE_KEY, proof=HEX32 * 2),
+    MsgType.PAIRED: Paired(hub_key=CURVE_KEY, session_id="s1", proof=HEX32 * 2),
+    MsgType.JOIN: Join(name="laptop", device="cuda:0 (NVIDIA H200)"),
+    MsgType.WELCOME: Welcome(session_id="s1", worker_id=3, token=HEX32, shard=1, num_shards=2,
+                             shard_size=2000, dataset="mnist-sample", model="simplenet",
+                             fingerprint="f" * 16, batch_size=32, seed=0, rounds=600,
+                             codec="zstd", state="waiting", version=0),
     MsgType.SHARD: Shard(token=HEX32, offset=1024, count=512),
     MsgType.SHARD_DATA: ShardData(offset=0, total=2000, image_shape=[512, 1, 28, 28]),
     MsgType.PULL: Pull(token=HEX32, after=-1, wait_ms=2000, fingerprint="f" * 16),

@@ -13,7 +13,8 @@ import time
 import pytest
 import torch
 
-from helpers_net import EventListener, cli, free_port_pair, metrics, wait_for
+from computeshare_desktop.transport import Identity
+from helpers_net import EventListener, cli, free_ports, metrics, pair, wait_for
 
 pytestmark = pytest.mark.slow
 PIN = "135790"
@@ -47,7 +48,7 @@ def join(port, name, *extra):
 
 
 def test_host_two_joins_then_evaluate_agrees(tmp_path):
-    port = free_port_pair()
+    port = free_ports()
     hub = host(tmp_path, port, "--workers", "2", "--rounds", "80", "--eval-every", "40")
     workers = [join(port, f"w{i}") for i in range(2)]
     try:
@@ -80,9 +81,11 @@ def test_host_two_joins_then_evaluate_agrees(tmp_path):
 
 
 def test_killed_worker_round_closes_at_deadline_and_replacement_takes_shard(tmp_path):
-    port = free_port_pair()
+    port = free_ports()
     hub = host(tmp_path, port, "--workers", "2", "--rounds", "1500", "--eval-every", "0")
-    events = EventListener(port + 1)
+    observer = Identity.generate()
+    _, hub_key = wait_for(lambda: _try_pair(port, observer), 30, "pairing an observer")
+    events = EventListener(port + 1, observer, hub_key)  # listening needs a paired key
     w1, w2 = join(port, "steady"), join(port, "doomed")
     replacement = None
     try:
@@ -114,8 +117,16 @@ def test_killed_worker_round_closes_at_deadline_and_replacement_takes_shard(tmp_
     assert rounds[-1]["contributors"] == 2  # the replacement trained to the end
 
 
+def _try_pair(port, identity):
+    try:
+        reply, hub_key = pair(port, PIN, "observer", identity)
+    except TimeoutError:
+        return None
+    return (reply, hub_key) if hub_key else None
+
+
 def test_hub_killed_then_resumed_workers_reconnect(tmp_path):
-    port = free_port_pair()
+    port = free_ports()
     args = ("--workers", "2", "--rounds", "400", "--eval-every", "0")
     hub = host(tmp_path, port, *args)
     workers = [join(port, f"w{i}") for i in range(2)]
@@ -142,7 +153,7 @@ def test_hub_killed_then_resumed_workers_reconnect(tmp_path):
 
 
 def test_cli_errors_are_one_line_with_exit_codes(tmp_path):
-    port = free_port_pair()
+    port = free_ports()
     code, out, err = finish(cli("join", f"127.0.0.1:{port}", "--pin", "1", "--give-up", "2",
                                 "--device", "cpu"), 60)
     assert code == 3 and "does not answer" in err and "Traceback" not in err

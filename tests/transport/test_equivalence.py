@@ -36,7 +36,7 @@ def test_sync_training_matches_single_process_sgd(tmp_path, num_workers, model_n
     hub = RunningHub(tmp_path, workers=num_workers, rounds=ROUNDS, batch_size=BATCH, lr=LR,
                      seed=SEED, model=model_name, codec=codec, eval_every=0,
                      deadline_floor_s=60.0)
-    workers = [WorkerThread(hub.address, f"w{i}") for i in range(num_workers)]
+    workers = [WorkerThread(hub.port, f"w{i}") for i in range(num_workers)]
     try:
         result = hub.join()
         for w in workers:

@@ -8,20 +8,12 @@ import torch
 import zstandard
 
 from computeshare_desktop.codec import get_codec
-from computeshare_desktop.protocol import RejectCode, auth, decode, encode
-from computeshare_desktop.protocol.messages import (Auth, Bye, Challenge, Hello, Model, Pull,
-                                                    Push, Reject, Welcome)
-from helpers_net import PIN, Raw, RunningHub, WorkerThread, wait_for
+import pytest
 
-
-def pair(raw: Raw, pin: str, name: str = "attacker") -> Welcome | Reject:
-    nonce = auth.new_nonce()
-    challenge, _ = decode(raw.send(encode(Hello(nonce))))
-    assert isinstance(challenge, Challenge)
-    key = auth.derive_key(pin, challenge.salt)
-    proof = auth.worker_proof(key, challenge.session_id, challenge.hub_nonce, nonce, name)
-    reply, _ = decode(raw.send(encode(Auth(challenge.hub_nonce, nonce, proof, name, "cpu"))))
-    return reply
+from computeshare_desktop.protocol import RejectCode, decode, encode
+from computeshare_desktop.protocol.messages import Bye, Join, Model, Pull, Push, Reject, Welcome
+from computeshare_desktop.transport import ChannelTimeout, Identity
+from helpers_net import PIN, Raw, RunningHub, WorkerThread, pair, wait_for
 
 
 def push(raw: Raw, token: str, version: int | None, payload: bytes, *, numel: int,
@@ -44,16 +36,26 @@ def test_hostile_inputs_get_codes_and_training_goes_on(tmp_path):
     hub = RunningHub(tmp_path, workers=2, rounds=40, batch_size=16, eval_every=0,
                      deadline_floor_s=0.3, codec="raw")
     numel = hub.session.server.numel
-    raw, intruder = Raw(hub.address), Raw(hub.address)
+    attacker = Identity.generate()
+    intruder = Raw(f"tcp://127.0.0.1:{hub.port + 2}")  # the pairing port, unencrypted
+    unpaired = Raw(hub.address, identity=Identity.generate(), hub_key=hub.identity.public)
+    raw = None
     worker = None
     try:
-        assert code_of(pair(intruder, "000000")) is RejectCode.BAD_PIN
+        reply, key = pair(hub.port, "000000", "guesser", attacker)
+        assert code_of(reply) is RejectCode.BAD_PIN and key is None
         assert code_of(decode(intruder.send([b"\x00garbage", b"more"]))[0]) is RejectCode.MALFORMED
         assert code_of(decode(intruder.send([b"CS\x07{}"]))[0]) is RejectCode.VERSION_MISMATCH
-        welcome = pair(raw, PIN)
+        # A peer that never paired cannot even complete the CURVE handshake.
+        with pytest.raises(ChannelTimeout):
+            unpaired.send(encode(Join("sneaky", "cpu")), timeout_s=1.5)
+        _, hub_key = pair(hub.port, PIN, "attacker", attacker)
+        assert hub_key == hub.identity.public
+        raw = Raw(hub.address, identity=attacker, hub_key=hub_key)
+        welcome, _ = decode(raw.send(encode(Join("attacker", "cpu"))))
         assert isinstance(welcome, Welcome)
         token = welcome.token
-        worker = WorkerThread(hub.address, "honest")
+        worker = WorkerThread(hub.port, "honest")
         model, _ = decode(raw.send(encode(Pull(token, -1, 30000, welcome.fingerprint)),
                                    timeout_s=60))
         assert isinstance(model, Model) and model.version == 0
@@ -91,8 +93,9 @@ def test_hostile_inputs_get_codes_and_training_goes_on(tmp_path):
     finally:
         if worker is not None:
             worker.close()
-        raw.close()
-        intruder.close()
+        for sock in (raw, intruder, unpaired):
+            if sock is not None:
+                sock.close()
         hub.close()
     assert result is not None and result.version == 40
     assert torch.isfinite(hub.session.server.flat()).all()

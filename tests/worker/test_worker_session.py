@@ -20,18 +20,18 @@ def hub(tmp_path):
 
 
 def test_wrong_pin_is_refused_and_admits_nobody(hub):
-    worker = WorkerThread(hub.address, "guesser", pin="000000")
+    worker = WorkerThread(hub.port, "guesser", pin="000000")
     worker.join(30)
     assert isinstance(worker.error, RejectedError) and worker.error.code is RejectCode.BAD_PIN
     assert len(hub.session.core.members) == 0
 
 
 def test_full_session_waits_for_a_shard_then_gives_up(hub):
-    first = WorkerThread(hub.address, "first")
+    first = WorkerThread(hub.port, "first")
     try:
         wait_for(lambda: hub.session.server.version >= 3, 60, "training")
         started = time.monotonic()
-        extra = WorkerThread(hub.address, "extra", give_up_s=1.0)
+        extra = WorkerThread(hub.port, "extra", give_up_s=1.0)
         extra.join(30)
         assert isinstance(extra.error, RejectedError)
         assert extra.error.code is RejectCode.SESSION_FULL
@@ -42,7 +42,7 @@ def test_full_session_waits_for_a_shard_then_gives_up(hub):
 
 
 def test_vanished_hub_makes_worker_give_up(hub):
-    worker = WorkerThread(hub.address, "orphan", give_up_s=5.0, request_timeout_s=0.5)
+    worker = WorkerThread(hub.port, "orphan", give_up_s=5.0, request_timeout_s=0.5)
     try:
         wait_for(lambda: hub.session.server.version >= 3, 60, "training")
         hub.close()
@@ -59,7 +59,7 @@ def test_worker_building_another_architecture_stops_with_arch_mismatch(hub, monk
     real_build = worker_session.build_model
     monkeypatch.setattr(worker_session, "build_model",
                         lambda name, info, **kw: real_build("mlp", info, **kw))
-    worker = WorkerThread(hub.address, "odd")
+    worker = WorkerThread(hub.port, "odd")
     worker.join(30)
     assert isinstance(worker.error, RejectedError)
     assert worker.error.code is RejectCode.ARCH_MISMATCH
