@@ -78,13 +78,14 @@ class WorkerThread:
 
     def __init__(self, port: int, name: str, *, pin: str = PIN,
                  session_cls: type[WorkerSession] = WorkerSession,
-                 identity: Identity | None = None, **options: Any) -> None:
+                 identity: Identity | None = None, hub_key: str | None = None,
+                 **options: Any) -> None:
         opts = WorkerOptions(pin=pin, name=name, **options)
         self.events: list[dict[str, Any]] = []
         self.identity = identity or Identity.generate()
         connector = ZmqConnector("127.0.0.1", port, self.identity)
         self.session = session_cls(connector, opts, pick_device("cpu"),
-                                   on_event=self.events.append)
+                                   on_event=self.events.append, hub_key=hub_key)
         self.result: Any = None
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, name=f"test-worker-{name}")

@@ -85,12 +85,14 @@ class WorkerSession:
     """One worker: pairs with the hub and trains until the hub says it is done."""
 
     def __init__(self, connector: Connector, options: WorkerOptions, device: DeviceChoice,
-                 on_event: EventSink | None = None, *, expected_key: str | None = None) -> None:
-        """``expected_key``: the hub key fingerprint a discovery advert announced, if any."""
+                 on_event: EventSink | None = None, *, expected_key: str | None = None,
+                 hub_key: str | None = None) -> None:
+        """``expected_key``: the hub key fingerprint a discovery advert announced, if any;
+        ``hub_key``: the hub's public key from an earlier pairing (then no PIN is needed)."""
         self.connector = connector
         self.expected_key = expected_key
-        self.hub_key: str | None = None
-        self.channel: Channel | None = None
+        self.hub_key = hub_key
+        self.channel: Channel | None = connector.channel(hub_key) if hub_key else None
         self.opts = options
         self.device = device
         self.sinks: list[EventSink] = [on_event] if on_event else []

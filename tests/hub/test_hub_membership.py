@@ -81,8 +81,8 @@ def test_pull_with_another_model_is_arch_mismatch_and_removes_the_worker() -> No
 def test_replies_go_to_the_peer_that_asked() -> None:
     hub = make_hub()
     w1 = admit(hub, b"w1", T0)
-    # a token is what identifies a worker, not the peer id it happens to use
-    out = send(hub, b"other", Bye(w1.token), T0)
+    # a token and its key identify a worker, not the peer id it happens to use (a reconnect)
+    out = send(hub, b"other", Bye(w1.token), T0, key=w1.key)
     assert [o.peer for o in out] == [b"other"] and isinstance(out[0].msg, Ack)
     assert len(hub.members) == 0
     assert isinstance(only(w1.ping(hub, T0)), Reject)

@@ -8,8 +8,9 @@ from typing import Any, Callable
 import pytest
 import torch
 import zstandard
-from helpers_hub import (T0, Worker, admit, decode_replies, full_round, grads, make_hub, only,
-                         reject_code, send, start_training, weights)
+from helpers_hub import (T0, Worker, admit, full_round, grads, make_hub, only, reject_code, send,
+                         send_frames, start_training, weights)
+from helpers_protocol import HEAD
 
 from computeshare_desktop.codec import get_codec
 from computeshare_desktop.hub import HubCore
@@ -74,7 +75,7 @@ BAD: list[tuple[str, Callable[[HubCore, Worker], list[bytes]], RejectCode, bool]
      RejectCode.TOO_LARGE, False),
     ("no binary frame", lambda h, w: push_frames(h, w, good(h))[:1], RejectCode.MALFORMED, False),
     ("garbage header", lambda h, w: [b"\x00garbage", good(h)], RejectCode.MALFORMED, False),
-    ("not json", lambda h, w: [b"CS\x01{nope", good(h)], RejectCode.MALFORMED, False),
+    ("not json", lambda h, w: [HEAD + b"{nope", good(h)], RejectCode.MALFORMED, False),
     ("other protocol", lambda h, w: [b"CS\x07" + push_frames(h, w, b"")[0][3:], good(h)],
      RejectCode.VERSION_MISMATCH, False),
     ("hub-only message", lambda h, w: encode(Ack(0)), RejectCode.MALFORMED, False),
@@ -92,7 +93,7 @@ def test_bad_push_is_refused_and_training_goes_on(
     w1, w2 = start_training(hub)
     before = weights(hub)
     hub.drain_events()
-    replies = decode_replies(hub.handle(w1.peer, build(hub, w1), T0 + 0.1))
+    replies = send_frames(hub, w1.peer, build(hub, w1), T0 + 0.1)
     reply = only(replies)  # the refusal, and nothing else
     assert reject_code(reply) is code, reply.detail
     assert reply.version == 0 and reply.retry_after == 0.0

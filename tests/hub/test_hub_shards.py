@@ -97,6 +97,10 @@ def test_a_huge_count_gets_a_reply_under_the_byte_cap(
 
 
 def test_unknown_token_cannot_read_a_shard(hub_and_workers: tuple[HubCore, list[Worker]]) -> None:
-    hub, _ = hub_and_workers
-    assert reject_code(only(send(hub, b"x", Shard("00" * 16, 0, 10), T0))) \
-        is RejectCode.UNKNOWN_WORKER
+    hub, workers = hub_and_workers
+    # from a paired key: the token is what is unknown
+    reply = only(send(hub, b"x", Shard("00" * 16, 0, 10), T0, key=workers[0].key))
+    assert reject_code(reply) is RejectCode.UNKNOWN_WORKER
+    # from a key that never paired: refused before the token is even looked at
+    reply = only(send(hub, b"x", Shard(workers[0].token, 0, 10), T0))
+    assert reject_code(reply) is RejectCode.NOT_PAIRED

@@ -11,7 +11,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from helpers_protocol import EXAMPLES, example_frames
+from helpers_protocol import EXAMPLES, HEAD, example_frames
 
 from computeshare_desktop.errors import RemoteProtocolError
 from computeshare_desktop.protocol import MESSAGE_CLASSES, MsgType, RejectCode, decode, wire
@@ -50,7 +50,7 @@ def test_arbitrary_frames(frames: list[bytes]) -> None:
 @FUZZ
 @given(st.lists(st.binary(max_size=200), min_size=1, max_size=3), st.binary(max_size=300))
 def test_arbitrary_bytes_after_a_valid_prefix(frames: list[bytes], tail: bytes) -> None:
-    decodes_or_rejects([b"CS\x01" + tail, *frames])
+    decodes_or_rejects([HEAD + tail, *frames])
 
 
 @FUZZ
@@ -83,7 +83,7 @@ def test_random_json_field_values(mtype: MsgType, data: st.DataObject) -> None:
     obj[name] = data.draw(json_values)
     if data.draw(st.booleans()):
         obj[data.draw(st.text(max_size=5))] = data.draw(json_values)
-    head = b"CS\x01" + json.dumps(obj).encode()
+    head = HEAD + json.dumps(obj).encode()
     decoded = decodes_or_rejects([head, *example_frames(mtype)[1:]])
     if decoded is not None:  # whatever got through satisfies the schema
         assert wire.encode(decoded, example_frames(mtype)[1:])[0] is not None
@@ -92,7 +92,7 @@ def test_random_json_field_values(mtype: MsgType, data: st.DataObject) -> None:
 @FUZZ
 @given(json_values)
 def test_random_json_documents(value: Any) -> None:
-    decodes_or_rejects([b"CS\x01" + json.dumps(value).encode()])
+    decodes_or_rejects([HEAD + json.dumps(value).encode()])
 
 
 @FUZZ

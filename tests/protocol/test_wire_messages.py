@@ -8,12 +8,13 @@ import math
 from typing import Any
 
 import pytest
-from helpers_protocol import EXAMPLES, example_frames
+from helpers_protocol import EXAMPLES, HEAD, example_frames
 
 from computeshare_desktop.errors import LocalProtocolError, RemoteProtocolError
-from computeshare_desktop.protocol import (MESSAGE_CLASSES, PROTOCOL_VERSION, TO_HUB, MsgType,
-                                           RejectCode, decode, encode, wire)
-from computeshare_desktop.protocol.messages import Ack, Hello, Ping, Push, ShardData, Welcome
+from computeshare_desktop.protocol import (MESSAGE_CLASSES, PROTOCOL_VERSION, TO_HUB, TO_PAIRING,
+                                           MsgType, RejectCode, decode, encode, wire)
+from computeshare_desktop.protocol.messages import (Ack, Join, PairStart, Ping, Push, ShardData,
+                                                    Welcome)
 
 
 def header(obj: Any, *, version: int = PROTOCOL_VERSION) -> bytes:
@@ -40,7 +41,7 @@ def test_examples_cover_every_message_type() -> None:
 @pytest.mark.parametrize("mtype", list(MsgType), ids=lambda t: t.value)
 def test_round_trip(mtype: MsgType) -> None:
     frames = example_frames(mtype)
-    assert frames[0][:3] == b"CS\x01"
+    assert frames[0][:3] == b"CS\x02" == HEAD
     msg, body = decode(frames)
     assert msg == EXAMPLES[mtype]
     assert type(msg) is MESSAGE_CLASSES[mtype]
@@ -68,8 +69,8 @@ def test_round_trip_limits_exactly() -> None:
     """The largest values the schema allows survive: 2**53 ints, 256-char strings, 8 dims."""
     shard_data = ShardData(offset=2**53, total=-(2**53), image_shape=[2**31] * 8)
     assert decode(encode(shard_data, [b"", b""]))[0] == shard_data
-    hello = Hello(client_nonce="é" * wire.MAX_STR_CHARS)
-    assert decode(encode(hello))[0] == hello
+    start = PairStart(msg_a="é" * wire.MAX_STR_CHARS, name="")
+    assert decode(encode(start))[0] == start
 
 
 # ----------------------------------------------------------------- header-level rejections
@@ -82,9 +83,13 @@ def test_wrong_magic_is_malformed(head: bytes) -> None:
     assert rejected([head]) is RejectCode.MALFORMED
 
 
-@pytest.mark.parametrize("version", [0, 2, 255])
+def test_protocol_version_is_two() -> None:
+    assert PROTOCOL_VERSION == 2  # 1 was the HMAC challenge-response pairing
+
+
+@pytest.mark.parametrize("version", [0, 1, 3, 255])
 def test_other_protocol_version(version: int) -> None:
-    frames = example_frames(MsgType.HELLO)
+    frames = example_frames(MsgType.PAIR_START)
     frames[0] = frames[0][:2] + bytes([version]) + frames[0][3:]
     with pytest.raises(RemoteProtocolError) as info:
         decode(frames)
@@ -95,7 +100,7 @@ def test_other_protocol_version(version: int) -> None:
 @pytest.mark.parametrize("body", [b"", b"{", b"{'t': 'ping'}", b"\xff\xfe{}", b"nul",
                                   b'{"t":"ping","token":"a"} trailing', b"\x00"])
 def test_non_json_is_malformed(body: bytes) -> None:
-    assert rejected([b"CS\x01" + body]) is RejectCode.MALFORMED
+    assert rejected([HEAD + body]) is RejectCode.MALFORMED
 
 
 @pytest.mark.parametrize("value", [[], [1, 2], "ping", 3, 2.5, None, True])
@@ -106,18 +111,18 @@ def test_json_that_is_not_an_object_is_malformed(value: Any) -> None:
 @pytest.mark.parametrize("opening,closing", [(b"[", b"]"), (b'{"a":', b"}")])
 def test_deep_nesting_is_malformed_not_recursion_error(opening: bytes, closing: bytes) -> None:
     depth = (wire.MAX_HEADER_BYTES - 3) // (len(opening) + len(closing))
-    frame = b"CS\x01" + opening * depth + closing * depth
+    frame = HEAD + opening * depth + closing * depth
     assert len(frame) <= wire.MAX_HEADER_BYTES and depth > 500
     assert rejected([frame]) is RejectCode.MALFORMED
-    assert rejected([b"CS\x01" + opening * depth]) is RejectCode.MALFORMED
+    assert rejected([HEAD + opening * depth]) is RejectCode.MALFORMED
 
 
 def test_5000_levels_are_rejected_too_large_or_malformed(monkeypatch: pytest.MonkeyPatch) -> None:
-    frame = b"CS\x01" + b"[" * 5000 + b"]" * 5000
+    frame = HEAD + b"[" * 5000 + b"]" * 5000
     assert rejected([frame]) is RejectCode.TOO_LARGE  # 10 kB: over the header cap first
     monkeypatch.setattr(wire, "MAX_HEADER_BYTES", 1 << 20)
     assert rejected([frame]) is RejectCode.MALFORMED  # with no cap: the parser's own limit
-    assert rejected([b"CS\x01" + b"[" * 200_000]) is RejectCode.MALFORMED
+    assert rejected([HEAD + b"[" * 200_000]) is RejectCode.MALFORMED
 
 
 @pytest.mark.parametrize("t", ["nope", "", None, 5, ["ping"], {"t": "ping"}, "PING"])
@@ -154,9 +159,13 @@ def test_extra_field_is_malformed(mtype: MsgType) -> None:
     (MsgType.PUSH, "loss", "1.0"),
     (MsgType.PUSH, "loss", True),  # bool where float
     (MsgType.PUSH, "loss", [1.0]),
-    (MsgType.HELLO, "client_nonce", "x" * (wire.MAX_STR_CHARS + 1)),  # str too long
-    (MsgType.HELLO, "client_nonce", 5),
-    (MsgType.HELLO, "client_nonce", "\ud800"),  # lone surrogate: valid JSON, not text
+    (MsgType.PAIR_START, "msg_a", "x" * (wire.MAX_STR_CHARS + 1)),  # str too long
+    (MsgType.PAIR_START, "msg_a", 5),
+    (MsgType.PAIR_START, "name", "\ud800"),  # lone surrogate: valid JSON, not text
+    (MsgType.PAIR_FINISH, "worker_key", None),
+    (MsgType.PAIR_FINISH, "proof", ["00" * 32]),
+    (MsgType.PAIRED, "hub_key", 1),
+    (MsgType.JOIN, "device", "\udfff"),
     (MsgType.SHARD_DATA, "image_shape", [1] * (wire.MAX_LIST_ITEMS + 1)),  # list too long
     (MsgType.SHARD_DATA, "image_shape", [1, -1]),
     (MsgType.SHARD_DATA, "image_shape", [1, True]),
@@ -211,19 +220,29 @@ def test_binary_frame_over_the_cap_is_too_large() -> None:
     assert rejected(frames, max_frame_bytes=10) is RejectCode.TOO_LARGE
 
 
-def test_expect_filters_message_types() -> None:
+@pytest.mark.parametrize("expect", [TO_HUB, TO_PAIRING], ids=["to_hub", "to_pairing"])
+def test_expect_filters_message_types(expect: frozenset[MsgType]) -> None:
     for mtype in MsgType:
         frames = example_frames(mtype)
-        if mtype in TO_HUB:
-            assert decode(frames, expect=TO_HUB)[0] == EXAMPLES[mtype]
+        if mtype in expect:
+            assert decode(frames, expect=expect)[0] == EXAMPLES[mtype]
         else:
-            assert rejected(frames, expect=TO_HUB) is RejectCode.MALFORMED
+            assert rejected(frames, expect=expect) is RejectCode.MALFORMED
     assert rejected(example_frames(MsgType.PING), expect=frozenset()) is RejectCode.MALFORMED
 
 
-def test_to_hub_is_exactly_the_worker_requests() -> None:
-    assert TO_HUB == {MsgType.HELLO, MsgType.AUTH, MsgType.SHARD, MsgType.PULL, MsgType.PUSH,
-                      MsgType.PING, MsgType.BYE}
+def test_to_hub_and_to_pairing_are_exactly_the_worker_requests() -> None:
+    assert TO_HUB == {MsgType.JOIN, MsgType.SHARD, MsgType.PULL, MsgType.PUSH, MsgType.PING,
+                      MsgType.BYE}
+    assert TO_PAIRING == {MsgType.PAIR_START, MsgType.PAIR_FINISH}
+    # pairing messages are never accepted on the encrypted socket, nor the reverse
+    assert not TO_HUB & TO_PAIRING
+
+
+def test_welcome_carries_no_proof_any_more() -> None:
+    # the hub proves the PIN once, in PAIRED; after that CURVE authenticates every frame
+    assert "proof" not in {f.name for f in dataclasses.fields(Welcome)}
+    assert {f.name for f in dataclasses.fields(Join)} == {"name", "device"}
 
 
 # ----------------------------------------------------------------- encoding our own messages
@@ -231,8 +250,8 @@ def test_to_hub_is_exactly_the_worker_requests() -> None:
     (Ack(version=True), (), RejectCode.MALFORMED),  # type: ignore[arg-type]
     (Ack(version=1.5), (), RejectCode.MALFORMED),  # type: ignore[arg-type]
     (Ack(version=2**60), (), RejectCode.MALFORMED),
-    (Hello(client_nonce="x" * 257), (), RejectCode.MALFORMED),
-    (Hello(client_nonce="\udc80"), (), RejectCode.MALFORMED),
+    (PairStart(msg_a="x" * 257, name="w"), (), RejectCode.MALFORMED),
+    (Join(name="\udc80", device="cpu"), (), RejectCode.MALFORMED),
     (ShardData(0, 0, [1] * 9), (b"", b""), RejectCode.MALFORMED),
     (Ack(version=1), (b"unexpected",), RejectCode.MALFORMED),
     (Push("t", 0, "raw", 1, 0.0, 1, 0.0), (), RejectCode.MALFORMED),
@@ -247,9 +266,11 @@ def test_encoding_an_invalid_message_raises_local_error(message: Any, frames: tu
 
 
 def test_encoding_a_header_over_the_cap_raises_too_large() -> None:
-    # 17 strings of 256 characters: every field is valid, the header as a whole is not
-    big = Welcome(*(["é" * 256] * 2), 1, "t", 0, 1, 1, *(["é" * 256] * 3), 1, 1, 1,
-                  *(["é" * 256] * 2), 0)
+    # 7 strings of 256 characters: every field is valid, the header as a whole is not
+    s = "é" * 256
+    big = Welcome(session_id=s, worker_id=1, token=s, shard=0, num_shards=1, shard_size=1,
+                  dataset=s, model=s, fingerprint=s, batch_size=1, seed=1, rounds=1, codec=s,
+                  state=s, version=0)
     with pytest.raises(LocalProtocolError) as info:
         encode(big)
     assert info.value.code is RejectCode.TOO_LARGE

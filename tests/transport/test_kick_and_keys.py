@@ -1,0 +1,76 @@
+"""Kicking a worker revokes its key at once; paired keys are reused without the PIN."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from computeshare_desktop.errors import ConfigError, RejectedError
+from computeshare_desktop.protocol import RejectCode
+from computeshare_desktop.transport import Identity, identity_path, load_or_create
+from helpers_net import EventListener, RunningHub, WorkerThread, pair, wait_for
+
+
+def test_kick_revokes_key_for_requests_and_events(tmp_path):
+    hub = RunningHub(tmp_path, workers=2, rounds=100000, batch_size=8, eval_every=0,
+                     deadline_floor_s=0.5)
+    keep, kicked = WorkerThread(hub.port, "keep"), WorkerThread(hub.port, "kicked")
+    listener = None
+    try:
+        wait_for(lambda: hub.session.server.version >= 5, 60, "training")
+        _, hub_key = pair(hub.port, "246810", "kicked", kicked.identity)  # same key, re-paired
+        listener = EventListener(hub.port + 1, kicked.identity, hub_key)
+        wait_for(lambda: listener.of_kind("round"), 20, "events reach a paired listener")
+        members = {m.name: m for m in hub.session.core.members.members()}
+        hub.server.kick(members["kicked"].worker_id)
+        kicked.join(30)
+        assert isinstance(kicked.error, RejectedError)
+        assert kicked.error.code is RejectCode.NOT_PAIRED
+        assert kicked.identity.public not in hub.session.core.allowlist
+        assert [e for e in hub.of_kind("worker_left") if e["reason"] == "kicked"]
+        # The event stream was restarted: the kicked key cannot reconnect to it.
+        seen = len(listener.events)
+        version = hub.session.server.version
+        wait_for(lambda: hub.session.server.version >= version + 20, 60, "training goes on")
+        assert len(listener.events) <= seen + 2  # at most what was in flight at the kick
+        assert keep.thread.is_alive() and keep.error is None
+    finally:
+        if listener is not None:
+            listener.close()
+        keep.close()
+        kicked.close()
+        hub.close()
+
+
+def test_reconnecting_worker_reuses_its_key_without_pin(tmp_path):
+    hub = RunningHub(tmp_path, workers=1, rounds=30, batch_size=8, eval_every=0)
+    identity = Identity.generate()
+    first = WorkerThread(hub.port, "w", identity=identity)
+    try:
+        wait_for(lambda: hub.session.server.version >= 3, 60, "training")
+        first.close()  # leaves (BYE): shard free, key still paired
+        wait_for(lambda: len(hub.session.core.members) == 0, 10, "worker gone")
+        # It remembers the hub's key: no pairing, so even a wrong PIN does not matter.
+        again = WorkerThread(hub.port, "w", identity=identity, pin="wrong-pin",
+                             hub_key=hub.identity.public)
+        again.join(120)
+        assert again.error is None, again.error
+        assert again.result.pushed > 0
+    finally:
+        first.close()
+        hub.close()
+
+
+def test_identity_files_are_private_and_stable(tmp_path, monkeypatch):
+    monkeypatch.setenv("COMPUTESHARE_HOME", str(tmp_path))
+    path = identity_path("worker", "my laptop/1")
+    assert path.parent == tmp_path / "identity" and "/" not in path.name
+    first = load_or_create(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert load_or_create(path) == first
+    os.chmod(path, 0o644)
+    with pytest.raises(ConfigError, match="readable by other users"):
+        load_or_create(path)
