@@ -13,6 +13,7 @@ import hashlib
 import re
 import secrets
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..protocol import SessionState
@@ -123,12 +124,12 @@ def to_txt(advert: SessionAdvert) -> dict[bytes, bytes]:
     return txt
 
 
-def txt_size(txt: dict[bytes, bytes | None]) -> int:
+def txt_size(txt: Mapping[bytes, bytes | None]) -> int:
     """Bytes the record takes on the wire (length prefixes included)."""
     return sum(1 + _entry_size(key, value) for key, value in txt.items())
 
 
-def from_txt(txt: dict[bytes, bytes | None], *, port: int) -> SessionAdvert:
+def from_txt(txt: Mapping[bytes, bytes | None], *, port: int) -> SessionAdvert:
     """Decode a peer's TXT properties (and its SRV port) into an advert.
 
     Raises:
@@ -164,7 +165,7 @@ def _entry_size(key: bytes, value: bytes | None) -> int:
 
 
 def _check_shape(txt: object) -> None:
-    if not isinstance(txt, dict):
+    if not isinstance(txt, Mapping):
         raise AdvertError("TXT record is not a key/value map")
     if len(txt) > MAX_ENTRIES:
         raise AdvertError(f"TXT record has {len(txt)} entries (at most {MAX_ENTRIES})")
@@ -177,14 +178,14 @@ def _check_shape(txt: object) -> None:
         raise AdvertError(f"TXT record is {txt_size(txt)} bytes (at most {MAX_TXT_BYTES})")
 
 
-def _raw(txt: dict[bytes, bytes | None], key: bytes) -> bytes:
+def _raw(txt: Mapping[bytes, bytes | None], key: bytes) -> bytes:
     value = txt.get(key)
     if value is None:
         raise AdvertError(f"TXT field {key.decode()!r} is missing")
     return value
 
 
-def _check_version(txt: dict[bytes, bytes | None]) -> None:
+def _check_version(txt: Mapping[bytes, bytes | None]) -> None:
     raw = _raw(txt, b"v")
     match = _VERSION.fullmatch(raw)
     if match is None:
@@ -198,7 +199,7 @@ def _check_version(txt: dict[bytes, bytes | None]) -> None:
                           f"(this ComputeShare speaks {TXT_VERSION}): update the hub")
 
 
-def _text(txt: dict[bytes, bytes | None], key: bytes) -> str:
+def _text(txt: Mapping[bytes, bytes | None], key: bytes) -> str:
     raw, limit = _raw(txt, key), MAX_TEXT_BYTES[key]
     if not raw or len(raw) > limit:
         raise AdvertError(f"TXT field {key.decode()!r} must be 1 to {limit} bytes")
@@ -211,7 +212,7 @@ def _text(txt: dict[bytes, bytes | None], key: bytes) -> str:
     return text
 
 
-def _int(txt: dict[bytes, bytes | None], key: bytes, low: int, high: int) -> int:
+def _int(txt: Mapping[bytes, bytes | None], key: bytes, low: int, high: int) -> int:
     raw = _raw(txt, key)
     if _DIGITS.fullmatch(raw) is None or not low <= int(raw) <= high:
         raise AdvertError(f"TXT field {key.decode()!r} must be an integer in "
@@ -219,7 +220,7 @@ def _int(txt: dict[bytes, bytes | None], key: bytes, low: int, high: int) -> int
     return int(raw)
 
 
-def _hex(txt: dict[bytes, bytes | None], key: bytes, shortest: int, longest: int) -> str:
+def _hex(txt: Mapping[bytes, bytes | None], key: bytes, shortest: int, longest: int) -> str:
     raw = _raw(txt, key)
     if not shortest <= len(raw) <= longest or re.fullmatch(rb"[0-9a-f]+", raw) is None:
         raise AdvertError(f"TXT field {key.decode()!r} must be {shortest}-{longest} "
@@ -227,7 +228,7 @@ def _hex(txt: dict[bytes, bytes | None], key: bytes, shortest: int, longest: int
     return raw.decode("ascii")
 
 
-def _joined(txt: dict[bytes, bytes | None]) -> tuple[int, int]:
+def _joined(txt: Mapping[bytes, bytes | None]) -> tuple[int, int]:
     raw = _raw(txt, b"w")
     match = _JOINED.fullmatch(raw)
     if match is None or int(match.group(2)) < 1:
@@ -236,7 +237,7 @@ def _joined(txt: dict[bytes, bytes | None]) -> tuple[int, int]:
     return int(match.group(1)), int(match.group(2))
 
 
-def _state(txt: dict[bytes, bytes | None]) -> str:
+def _state(txt: Mapping[bytes, bytes | None]) -> str:
     raw = _raw(txt, b"s")
     state = raw.decode("ascii", "replace")
     if state not in STATES:

@@ -52,7 +52,7 @@ def advertised_addresses(interfaces: Sequence[str] | None) -> list[str]:
         found = [ip for ip in interfaces if _ipv4(ip) is not None]
     else:
         found = [ip.ip for adapter in ifaddr.get_adapters() for ip in adapter.ips
-                 if _ipv4(ip.ip) is not None]
+                 if isinstance(ip.ip, str) and _ipv4(ip.ip) is not None]
         outside = [ip for ip in found if not ipaddress.IPv4Address(ip).is_loopback]
         found = outside or found
     if not found:
@@ -109,8 +109,8 @@ class Advertiser:
                 raise RuntimeError("Advertiser.start() may be called once, before close()")
         if self._zc is None:
             self._zc = open_zeroconf(self._interfaces)
-        info = self._build_info(self._advert, None)
         try:
+            info = self._build_info(self._advert, None)
             with self._io:
                 self._zc.register_service(info, allow_name_change=True,
                                           cooperating_responders=not self.probe)

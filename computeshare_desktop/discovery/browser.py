@@ -95,7 +95,11 @@ class SessionBrowser:
         self._thread = threading.Thread(target=self._run, name="computeshare-browser",
                                         daemon=True)
         self._thread.start()
-        self._browser = ServiceBrowser(self._zc, SERVICE_TYPE, handlers=[self._on_event])
+        try:
+            self._browser = ServiceBrowser(self._zc, SERVICE_TYPE, handlers=[self._on_event])
+        except Exception:
+            self.close()
+            raise
         return self
 
     def sessions(self) -> list[DiscoveredSession]:
@@ -144,7 +148,7 @@ class SessionBrowser:
                 item = self._events.get(timeout=max(0.0, next_check - time.monotonic()))
             except queue.Empty:
                 item = None
-            if item is _STOP:
+            if item is _STOP or self._closed:  # _closed: even if _STOP found the queue full
                 return
             try:
                 if isinstance(item, tuple):
@@ -234,7 +238,7 @@ class SessionBrowser:
 
 
 def discover(timeout_s: float, *, interfaces: Sequence[str] | None = None,
-             **options: float) -> list[DiscoveredSession]:
+             resolve_timeout_s: float = 3.0) -> list[DiscoveredSession]:
     """Browse the LAN for ``timeout_s`` seconds and return the sessions found, by name.
 
     Blocks for ``timeout_s`` plus shutdown (well under a second). A hub that is already
@@ -244,7 +248,7 @@ def discover(timeout_s: float, *, interfaces: Sequence[str] | None = None,
     Raises:
         DiscoveryError: mDNS is unavailable on this machine.
     """
-    with SessionBrowser(interfaces=interfaces, **options) as browser:
+    with SessionBrowser(interfaces=interfaces, resolve_timeout_s=resolve_timeout_s) as browser:
         threading.Event().wait(timeout_s)
         return browser.sessions()
 

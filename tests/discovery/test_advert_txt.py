@@ -85,7 +85,7 @@ def test_instance_label_fits_one_dns_label_and_is_unique_per_session() -> None:
 ])
 def test_to_txt_refuses_what_from_txt_would_refuse(field: str, value: object) -> None:
     with pytest.raises(ValueError):
-        to_txt(dataclasses.replace(make_advert(), **{field: value}))
+        to_txt(dataclasses.replace(make_advert(), **{field: value}))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("changes", [
@@ -110,7 +110,9 @@ def test_bad_service_port_raises_advert_error(port: object) -> None:
 
 
 def test_shape_errors() -> None:
-    for txt in (None, [], {"v": "1"}, {b"v": 1}, {i.to_bytes(1, "big"): b"" for i in range(40)}):
+    shapes: list[object] = [None, [], {"v": "1"}, {b"v": 1},
+                            {i.to_bytes(1, "big"): b"" for i in range(40)}]
+    for txt in shapes:
         with pytest.raises(AdvertError):
             from_txt(txt, port=5555)  # type: ignore[arg-type]
     too_big = {**good_txt(), **{f"x{i}".encode(): b"y" * 50 for i in range(8)}}

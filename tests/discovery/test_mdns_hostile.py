@@ -16,7 +16,7 @@ BROWSER_LOG = "computeshare_desktop.discovery.browser"
 
 def hostile_infos(tag: str) -> list[ServiceInfo]:
     """Services of our type whose TXT (or address) a browser must refuse."""
-    future = {**to_txt(make_advert()), b"v": b"2"}
+    future: dict[bytes, bytes | None] = {**to_txt(make_advert()), b"v": b"2"}
     cases: list[tuple[str, bytes | dict[bytes, bytes | None]]] = [
         ("garbage", b"\x05v=1\xff\xff\x40" + bytes(range(256))[:120]),
         ("future", future),

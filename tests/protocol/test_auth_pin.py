@@ -1,58 +1,26 @@
-"""PIN proofs and the lock-out: deterministic keys, separated roles, exact back-off."""
+"""Random identifiers, PINs and the lock-out: fresh values, exact back-off, no reset on success."""
 
 from __future__ import annotations
-
-import functools
 
 import pytest
 
 from computeshare_desktop.protocol import auth
 
-SALT_A = "00" * auth.SALT_BYTES
-SALT_B = "01" * auth.SALT_BYTES
-
-
-@functools.lru_cache(maxsize=None)
-def key(pin: str, salt: str) -> bytes:
-    return auth.derive_key(pin, salt)
-
-
-def test_derive_key_is_deterministic_per_pin_and_salt() -> None:
-    k = key("123456", SALT_A)
-    assert len(k) == 32
-    assert auth.derive_key("123456", SALT_A) == k
-    assert len({k, key("123457", SALT_A), key("123456", SALT_B), key("", SALT_A)}) == 4
-
 
 def test_random_values_are_fresh_hex() -> None:
-    for make, nbytes in ((auth.new_nonce, auth.NONCE_BYTES), (auth.new_salt, auth.SALT_BYTES),
-                         (auth.new_token, 16)):
+    for make, nbytes in ((auth.new_nonce, auth.NONCE_BYTES), (auth.new_token, 16)):
         values = {make() for _ in range(50)}
         assert len(values) == 50
         assert all(len(bytes.fromhex(v)) == nbytes for v in values)
 
 
-def test_proofs_bind_every_input_and_separate_roles() -> None:
-    k = key("123456", SALT_A)
-    args = ("s1", "hn", "cn", "laptop")
-    proof = auth.worker_proof(k, *args)
-    assert proof == auth.worker_proof(k, *args) and len(bytes.fromhex(proof)) == 32
-    assert auth.hub_proof(k, *args) != proof  # a worker's proof never passes as the hub's
-    variants = {auth.worker_proof(key("654321", SALT_A), *args)}
-    for i in range(4):
-        changed = list(args)
-        changed[i] += "x"
-        variants.add(auth.worker_proof(k, *changed))
-    variants.add(auth.worker_proof(k, "s1", "hn", "cn\0", "laptop"[1:]))  # no splicing at \0
-    assert proof not in variants and len(variants) == 6
-
-
-def test_proofs_equal() -> None:
-    assert auth.proofs_equal("ab" * 32, "ab" * 32)
-    assert not auth.proofs_equal("ab" * 32, "ab" * 31 + "ac")
-    assert not auth.proofs_equal("ab" * 32, "")
-    assert not auth.proofs_equal("é", "?")  # non-ASCII never compares equal to its stand-in
-    assert auth.proofs_equal("é", "é")
+def test_pins_are_zero_padded_digits(monkeypatch: pytest.MonkeyPatch) -> None:
+    pins = {auth.new_pin() for _ in range(200)}
+    assert all(len(p) == 6 and p.isdigit() for p in pins)
+    assert len(pins) > 190  # 10**6 values: 200 draws almost never collide
+    assert all(len(auth.new_pin(4)) == 4 for _ in range(20))
+    monkeypatch.setattr(auth.secrets, "randbelow", lambda n: 42)
+    assert auth.new_pin() == "000042" and auth.new_pin(8) == "00000042"
 
 
 def test_lockout_free_attempts_then_doubling() -> None:
@@ -71,6 +39,12 @@ def test_lockout_free_attempts_then_doubling() -> None:
     assert lock.failures == 10
 
 
+def test_lockout_counts_down() -> None:
+    lock = auth.Lockout(free_attempts=1, base_s=4.0)
+    lock.failed(10.0)
+    assert [lock.retry_after(t) for t in (10.0, 11.0, 13.5, 14.0, 20.0)] == [4.0, 3.0, 0.5, 0, 0]
+
+
 def test_lockout_caps_and_never_overflows() -> None:
     lock = auth.Lockout(free_attempts=5, base_s=1.0, max_s=300.0)
     for _ in range(13):
@@ -84,12 +58,28 @@ def test_lockout_caps_and_never_overflows() -> None:
     assert lock.retry_after(400.0) == 0.0
 
 
-def test_lockout_resets_on_success() -> None:
-    lock = auth.Lockout(free_attempts=2, base_s=3.0, max_s=10.0)
+def test_lockout_has_no_reset_on_success() -> None:
+    # a right PIN must not wipe the count, or an attacker could interleave with a real pairing
+    lock = auth.Lockout()
+    assert not hasattr(lock, "succeeded") and not hasattr(lock, "reset")
+
+
+def test_failures_are_forgotten_only_after_a_quiet_hour() -> None:
+    lock = auth.Lockout(free_attempts=2, base_s=3.0, max_s=10.0, forget_after_s=3600.0)
     lock.failed(0.0)
     lock.failed(0.0)
     assert lock.retry_after(1.0) == pytest.approx(2.0)
-    lock.succeeded()
-    assert lock.failures == 0 and lock.retry_after(1.0) == 0.0
-    lock.failed(5.0)
-    assert lock.retry_after(5.0) == 0.0  # the free attempts are back
+    lock.failed(3600.0)  # exactly forget_after_s later: still remembered, and locked longer
+    assert lock.failures == 3 and lock.retry_after(3600.0) == 6.0
+    lock.failed(7200.5)  # more than forget_after_s after the last failure: a clean slate
+    assert lock.failures == 1 and lock.retry_after(7200.5) == 0.0
+
+
+def test_a_slow_attacker_keeps_the_count() -> None:
+    """One guess every 59 minutes never lets the count lapse: the lock stays at its cap."""
+    lock = auth.Lockout()
+    now = 0.0
+    for _ in range(50):
+        now += max(lock.retry_after(now), 59 * 60.0)
+        lock.failed(now)
+    assert lock.failures == 50 and lock.retry_after(now) == lock.max_s

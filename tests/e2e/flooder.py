@@ -1,0 +1,73 @@
+"""An unpaired peer hammering a hub (run as a process by test_flood.py).
+
+usage: python flooder.py HOST PORT SECONDS RATE COUNTS_FILE
+
+Every 1/RATE s it sends one of: a PAIR_START with a random SPAKE2 message, garbage
+frames, or an oversized frame to the pairing port, and every tenth time a CURVE
+connection attempt with a random key to the request port. Keeps COUNTS_FILE (JSON) current.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import zmq
+
+from computeshare_desktop.protocol import encode
+from computeshare_desktop.protocol.messages import PairStart
+
+
+def main() -> None:
+    host, port = sys.argv[1], int(sys.argv[2])
+    seconds, rate, counts_file = float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+    ctx = zmq.Context()
+    pairing = ctx.socket(zmq.DEALER)
+    pairing.setsockopt(zmq.LINGER, 0)
+    pairing.setsockopt(zmq.SNDHWM, 100)
+    pairing.connect(f"tcp://{host}:{port + 2}")
+    dropper = ctx.socket(zmq.DEALER)  # oversized frames make the hub drop this connection
+    dropper.setsockopt(zmq.LINGER, 0)
+    dropper.setsockopt(zmq.SNDHWM, 100)
+    dropper.connect(f"tcp://{host}:{port + 2}")
+    counts = {"pair_start": 0, "garbage": 0, "oversized": 0, "curve": 0, "replies": 0}
+    end = time.monotonic() + seconds
+    i = 0
+    while time.monotonic() < end:
+        kind = ("pair_start", "garbage", "oversized")[i % 3]
+        frames = {"pair_start": lambda: [b"", *encode(PairStart(os.urandom(33).hex(), "x"))],
+                  "garbage": lambda: [b"", os.urandom(64), os.urandom(16)],
+                  "oversized": lambda: [b"", os.urandom(8192)]}[kind]()
+        try:
+            (dropper if kind == "oversized" else pairing).send_multipart(frames, zmq.NOBLOCK)
+            counts[kind] += 1
+        except zmq.Again:
+            pass
+        while pairing.poll(0):
+            pairing.recv_multipart()
+            counts["replies"] += 1
+        if i % 10 == 0:
+            sock = ctx.socket(zmq.DEALER)
+            sock.setsockopt(zmq.LINGER, 0)
+            public, secret = zmq.curve_keypair()
+            sock.curve_serverkey, sock.curve_publickey, sock.curve_secretkey = (
+                zmq.curve_keypair()[0], public, secret)
+            sock.connect(f"tcp://{host}:{port}")
+            sock.send(b"let me in", zmq.NOBLOCK)
+            sock.close(0)
+            counts["curve"] += 1
+        i += 1
+        if i % 50 == 0:
+            with open(counts_file + ".tmp", "w") as fh:
+                json.dump(counts, fh)
+            os.replace(counts_file + ".tmp", counts_file)
+        time.sleep(1 / rate)
+    pairing.close(0)
+    dropper.close(0)
+    ctx.term()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""An unpaired peer hammering the hub does not stop or slow down paired workers much."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers_net import cli, free_ports, metrics
+
+pytestmark = pytest.mark.slow
+PIN = "975310"
+ROUNDS = 400
+FLOOD = Path(__file__).with_name("flooder.py")
+
+
+def run_session(out: Path, flood_rate: float | None) -> tuple[float, dict | None]:
+    port = free_ports()
+    hub = cli("host", "--pin", PIN, "--bind", "127.0.0.1", "--port", str(port), "--out",
+              str(out), "--quiet", "--workers", "2", "--rounds", str(ROUNDS), "--eval-every", "0")
+    flooder = None
+    if flood_rate:  # start hammering before the workers even pair
+        flooder = subprocess.Popen([sys.executable, str(FLOOD), "127.0.0.1", str(port), "60",
+                                    str(flood_rate), str(out) + ".flood.json"])
+    workers = [cli("join", f"127.0.0.1:{port}", "--pin", PIN, "--device", "cpu", "--quiet",
+                   "--threads", "1", "--name", f"w{i}") for i in range(2)]
+    try:
+        out_text, err = hub.communicate(timeout=240)
+        assert hub.returncode == 0, err
+        for w in workers:
+            w.communicate(timeout=60)
+            assert w.returncode == 0
+    finally:
+        for proc in (hub, *workers):
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        counts = None
+        if flooder is not None:
+            flooder.kill()
+            flooder.communicate()
+            counts = json.loads(Path(str(out) + ".flood.json").read_text())
+    rounds = [r for r in metrics(out) if r["type"] == "round"]
+    assert [r["round"] for r in rounds] == list(range(1, ROUNDS + 1))
+    assert all(r["contributors"] == 2 for r in rounds[20:])
+    return statistics.median(r["seconds"] for r in rounds[20:]), counts
+
+
+def test_flooded_hub_keeps_training_at_speed(tmp_path):
+    quiet, _ = run_session(tmp_path / "quiet", None)
+    flooded, counts = run_session(tmp_path / "flooded", 300.0)
+    assert counts is not None and counts["pair_start"] > 300 and counts["curve"] > 100
+    assert counts["replies"] > 300  # the hub answered the flood (BUSY / MALFORMED) all along
+    quiet_again, _ = run_session(tmp_path / "quiet2", None)
+    baseline = max(quiet, quiet_again)
+    assert flooded <= 1.5 * baseline, (
+        f"median round {1000 * flooded:.1f} ms under flood vs {1000 * baseline:.1f} ms quiet")
