@@ -8,12 +8,15 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import torch
 
 from ..data import dataset_info, load_dataset
+from ..discovery import SessionBrowser, describe, discover, pick_session
+from ..discovery.hub_advert import HubAdvertising, resolve_interface
 from ..errors import ConfigError
 from ..evaluation import evaluate as evaluate_model
 from ..hub import HubConfig, HubResult, HubSession
@@ -33,7 +36,12 @@ def _config(args: argparse.Namespace, workers: int) -> HubConfig:
                      codec=args.codec, seed=args.seed, eval_every=args.eval_every)
 
 
-def _serve(session: HubSession, server: HubServer, bar: RoundBar) -> HubResult:
+def _interfaces(args: argparse.Namespace) -> list[str] | None:
+    return [resolve_interface(i) for i in args.interface] if args.interface else None
+
+
+def _serve(session: HubSession, server: HubServer, bar: RoundBar,
+           advertising: HubAdvertising | None = None) -> HubResult:
     try:
         result = server.serve()
     except KeyboardInterrupt:
@@ -43,6 +51,8 @@ def _serve(session: HubSession, server: HubServer, bar: RoundBar) -> HubResult:
                   f"computeshare host --resume --out {session.out.path}", file=sys.stderr)
         raise
     finally:
+        if advertising is not None:
+            advertising.close()
         bar.close()
         server.close()
         session.close()
@@ -68,12 +78,58 @@ def host(args: argparse.Namespace) -> int:
         bar.bar.total = session.config.rounds
         bar.bar.update(session.server.version)
     name = socket.gethostname()
+    advertising = None
+    if not args.no_advertise:
+        session_name = args.name or f"{name} — {config.dataset}"
+        advertising = HubAdvertising(session, hub_key=identity.public, port=server.port,
+                                     name=session_name, interfaces=_interfaces(args))
+        if not advertising.start():
+            advertising = None
+    where = (f"on each worker: computeshare join --pin {pin}   (or: computeshare join "
+             f"{name}:{server.port} --pin {pin})" if advertising else
+             f"on each worker: computeshare join {name}:{server.port} --pin {pin}")
     print(f"hub listening on {args.bind}:{server.port} (events {server.pub_port}, pairing "
           f"{server.pair_port}); hub key {key_fingerprint(identity.public)}\n"
-          f"session PIN: {pin}\n"
-          f"  on each worker: computeshare join {name}:{server.port} --pin {pin}", flush=True)
-    _serve(session, server, bar)
+          f"session PIN: {pin}\n  {where}", flush=True)
+    _serve(session, server, bar, advertising)
     return 0
+
+
+def sessions(args: argparse.Namespace) -> int:
+    """List the sessions on the LAN, once or live."""
+    interfaces = _interfaces(args)
+    if not args.watch:
+        found = discover(args.scan, interfaces=interfaces)
+        for session in found:
+            _print_session(session, args.json)
+        if not found and not args.json:
+            print("no ComputeShare session found on the LAN (multicast may be blocked: "
+                  "workers can still join with the hub's address)")
+        return 0
+    last: list[str] = []
+
+    def show(found: list) -> None:
+        nonlocal last
+        lines = [describe(x) for x in found]
+        if lines != last:
+            last = lines
+            print(f"-- {len(found)} session(s) --", flush=True)
+            for session in found:
+                _print_session(session, args.json)
+
+    with SessionBrowser(interfaces=interfaces, on_change=show):
+        threading.Event().wait()  # until Ctrl-C
+    return 0
+
+
+def _print_session(session, as_json: bool) -> None:
+    if as_json:
+        advert = session.advert
+        print(json.dumps({**{f: getattr(advert, f) for f in advert.__dataclass_fields__},
+                          "addresses": list(session.addresses), "address": session.address}),
+              flush=True)
+    else:
+        print(describe(session), flush=True)
 
 
 def _address(text: str) -> tuple[str, int]:
@@ -92,7 +148,14 @@ def join(args: argparse.Namespace) -> int:
     pin = args.pin or os.environ.get(PIN_ENV)
     if not pin:
         raise ConfigError(f"a PIN is needed: --pin PIN or {PIN_ENV}")
-    host_name, port = _address(args.address)
+    expected_key, pair_port = None, None
+    if args.address:
+        host_name, port = _address(args.address)
+    else:
+        found = pick_session(discover(args.scan, interfaces=_interfaces(args)), args.session)
+        print(f"joining {describe(found)}", flush=True)
+        host_name, port = found.addresses[0], found.advert.port
+        expected_key, pair_port = found.advert.key_fingerprint, found.advert.pair_port
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
@@ -101,8 +164,10 @@ def join(args: argparse.Namespace) -> int:
     name = args.name or socket.gethostname()
     options = WorkerOptions(pin=pin, name=name, give_up_s=args.give_up)
     bar = RoundBar(0, quiet=args.quiet, desc="worker")
-    connector = ZmqConnector(host_name, port, load_or_create(identity_path("worker", name)))
-    worker = WorkerSession(connector, options, device, on_event=bar.worker_event)
+    connector = ZmqConnector(host_name, port, load_or_create(identity_path("worker", name)),
+                             pair_port=pair_port)
+    worker = WorkerSession(connector, options, device, on_event=bar.worker_event,
+                           expected_key=expected_key)
     try:
         result = worker.run()
     finally:
@@ -121,7 +186,7 @@ def demo(args: argparse.Namespace) -> int:
     identity = load_or_create(identity_path("hub"))
     session = HubSession(config, pin=pin, hub_key=identity.public, out_dir=out,
                          on_event=bar.hub_event)
-    server = HubServer(session, identity, host="127.0.0.1", port=0)
+    server = HubServer(session, identity, host="127.0.0.1", port=0)  # not advertised
     threads = max(1, (os.cpu_count() or 1) // max(1, args.workers))
     env = {**os.environ, PIN_ENV: pin}
     cmd = [sys.executable, "-m", "computeshare_desktop.cli", "join",

@@ -67,10 +67,16 @@ def build_parser() -> argparse.ArgumentParser:
     host.add_argument("--bind", default="0.0.0.0", help="address to listen on (default %(default)s: all)")
     host.add_argument("--port", type=int, default=DEFAULT_PORT, help="request port; events use port+1 (default %(default)s)")
     host.add_argument("--resume", action="store_true", help="continue the session saved in --out from its last checkpoint")
+    host.add_argument("--name", default=None, help="session name shown on the LAN (default: HOST — DATASET)")
+    host.add_argument("--interface", action="append", default=None, metavar="IF", help="advertise on this interface or address only (repeatable; default: all)")
+    host.add_argument("--no-advertise", action="store_true", help="do not announce the session on the LAN (workers then need the address)")
     _common(host)
 
     join = sub.add_parser("join", help="join a hub as a worker", formatter_class=fmt, epilog=EXIT_CODES)
-    join.add_argument("address", help="hub address: HOST, HOST:PORT or tcp://HOST:PORT")
+    join.add_argument("address", nargs="?", default=None, help="hub address: HOST, HOST:PORT or tcp://HOST:PORT (default: find the session on the LAN)")
+    join.add_argument("--session", default=None, help="with no address: the session name or id to join when there are several")
+    join.add_argument("--interface", action="append", default=None, metavar="IF", help="look for sessions on this interface or address only (repeatable)")
+    join.add_argument("--scan", type=float, default=3.0, help="seconds to look for sessions (default %(default)s)")
     join.add_argument("--pin", help="the PIN the hub shows (or set COMPUTESHARE_PIN)")
     join.add_argument("--device", default="auto", choices=DEVICE_CHOICES, help="default %(default)s: CUDA, then MPS, then CPU")
     join.add_argument("--name", default=None, help="worker name shown on the hub (default: this machine's name)")
@@ -83,6 +89,14 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--workers", type=int, default=2, help="local worker processes (default %(default)s)")
     _session_args(demo, rounds=600)
     _common(demo)
+
+    ses = sub.add_parser("sessions", help="list the ComputeShare sessions on the LAN",
+                         formatter_class=fmt, epilog=EXIT_CODES)
+    ses.add_argument("--watch", action="store_true", help="keep the list live until Ctrl-C")
+    ses.add_argument("--interface", action="append", default=None, metavar="IF", help="look on this interface or address only (repeatable)")
+    ses.add_argument("--scan", type=float, default=3.0, help="seconds to look (default %(default)s)")
+    ses.add_argument("--json", action="store_true", help="print JSON lines instead of sentences")
+    _common(ses)
 
     ev = sub.add_parser("evaluate", help="print the test accuracy of a saved model",
                         formatter_class=fmt, epilog=EXIT_CODES)

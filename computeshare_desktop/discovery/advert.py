@@ -9,7 +9,6 @@ and bidi-override characters).
 
 from __future__ import annotations
 
-import hashlib
 import re
 import secrets
 import unicodedata
@@ -17,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..protocol import SessionState
+from ..protocol.pake import key_fingerprint as _pake_fingerprint
 from .errors import AdvertError
 
 SERVICE_TYPE = "_computeshare._tcp.local."
@@ -79,8 +79,8 @@ def new_session_id() -> str:
 
 def key_fingerprint(public_key: bytes | str) -> str:
     """Return the 16-hex-character fingerprint of a public key, as advertised."""
-    raw = public_key.encode() if isinstance(public_key, str) else public_key
-    return hashlib.sha256(raw).hexdigest()[:FINGERPRINT_CHARS]
+    text = public_key.decode("ascii", "replace") if isinstance(public_key, bytes) else public_key
+    return _pake_fingerprint(text)  # one definition, shared with the pairing check
 
 
 def truncate_utf8(text: str, max_bytes: int) -> str:

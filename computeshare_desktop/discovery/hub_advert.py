@@ -1,0 +1,71 @@
+"""Keeps a running hub's mDNS advert in step with its session (joined workers, state)."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import socket
+from typing import Any, Sequence
+
+import ifaddr
+
+from ..hub import HubSession
+from ..protocol import PROTOCOL_VERSION
+from .advert import SessionAdvert, key_fingerprint
+from .advertiser import Advertiser
+from .errors import DiscoveryError
+
+log = logging.getLogger(__name__)
+
+
+def resolve_interface(text: str) -> str:
+    """An IPv4 address from an address or an interface name (``eth0``, ``en0``...)."""
+    try:
+        socket.inet_aton(text)
+        return text
+    except OSError:
+        pass
+    for adapter in ifaddr.get_adapters():
+        if text in (adapter.name, adapter.nice_name):
+            for ip in adapter.ips:
+                if isinstance(ip.ip, str):
+                    return ip.ip
+    raise DiscoveryError(f"no network interface or IPv4 address called {text!r}")
+
+
+class HubAdvertising:
+    """Advertises one hub session while it runs; an event sink of the session."""
+
+    def __init__(self, session: HubSession, *, hub_key: str, port: int, name: str,
+                 interfaces: Sequence[str] | None = None) -> None:
+        c = session.config
+        self.session = session
+        self.advert = SessionAdvert(
+            session_id=session.session_id, name=name, host=socket.gethostname(), model=c.model,
+            dataset=c.dataset, joined=0, expected=c.workers, state=session.core.state.value,
+            protocol=PROTOCOL_VERSION, key_fingerprint=key_fingerprint(hub_key), port=port,
+            pub_port=port + 1, pair_port=port + 2)
+        self.advertiser = Advertiser(self.advert, interfaces=interfaces)
+
+    def start(self) -> bool:
+        """Publish (blocks ~2 s); False, with a warning, when mDNS is unavailable."""
+        try:
+            self.advertiser.start()
+        except DiscoveryError as exc:
+            log.warning("not advertising on the LAN: %s", exc)
+            return False
+        self.session.sinks.append(self.on_event)
+        return True
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        """Update the advert when workers come and go or the state changes."""
+        if event["kind"] not in ("worker_joined", "worker_left", "state", "finished"):
+            return
+        core = self.session.core
+        self.advert = dataclasses.replace(self.advert, joined=len(core.members),
+                                          state=core.state.value)
+        self.advertiser.update(self.advert)
+
+    def close(self) -> None:
+        """Withdraw the advert (goodbye packets)."""
+        self.advertiser.close()
