@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from helpers_hub import (T0, admit, decode_replies, fake_key, grads, make_hub, only, reject_code,
                          send, start_training)
@@ -23,9 +24,10 @@ def test_nothing_gets_past_a_key_that_never_paired() -> None:
     grad = get_codec("raw").encode(grads(hub, 1)[0])
     hub.drain_events()
     push = encode(Push(w1.token, 0, "raw", hub.server.numel, 1.0, 8, 1.0), [grad])
-    requests = [encode(Join("x", "cpu")), encode(Pull(w1.token, -1, 10, hub.fingerprint)),
-                push, encode(Ping(w1.token)), encode(Shard(w1.token, 0, 10)),
-                encode(Bye(w1.token)), [b"garbage"], []]
+    requests: list[list[Any]] = [
+        encode(Join("x", "cpu")), encode(Pull(w1.token, -1, 10, hub.fingerprint)), push,
+        encode(Ping(w1.token)), encode(Shard(w1.token, 0, 10)), encode(Bye(w1.token)),
+        [b"garbage"], []]
     for key in (STRANGER, None):
         for frames in requests:
             reply = only(decode_replies(hub.handle(b"x", frames, T0 + 0.1, key)))

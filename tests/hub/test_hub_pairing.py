@@ -18,7 +18,7 @@ from computeshare_desktop.hub.pairing import BURST, MAX_OPEN, PAIRING_TTL_S
 from computeshare_desktop.protocol import RejectCode, encode
 from computeshare_desktop.protocol.messages import (Bye, Join, Paired, PairFinish, PairReply,
                                                     PairStart, Reject, Welcome)
-from computeshare_desktop.protocol.pake import MSG_HEX_CHARS, HubPairing
+from computeshare_desktop.protocol.pake import MSG_HEX_CHARS, HubPairing, WorkerPairing
 
 KEY_A, KEY_B = fake_key(b"alice"), fake_key(b"mallory")
 
@@ -77,13 +77,15 @@ def test_wrong_pin_is_bad_pin_and_the_key_stays_out(hub: HubCore) -> None:
     assert len(hub.members) == 0
 
 
-def test_a_hub_that_does_not_know_the_pin_cannot_fake_paired(hub: HubCore) -> None:
-    """A man in the middle posing as the hub runs SPAKE2 with its own guess of the PIN."""
-    run = pair_start(hub, b"p1", T0)[0]  # only the worker's side of this run is used
-    fake = HubPairing(WRONG, run.msg_a, "ee" * 16)
-    run.finish("ee" * 16, fake.msg_b, KEY_A, "p1")
+def test_a_hub_that_does_not_know_the_pin_cannot_fake_paired() -> None:
+    """A man in the middle posing as the hub answers with SPAKE2 on its own guess of the PIN:
+    the worker refuses its PAIRED, so it never pins the impostor's key."""
+    run = WorkerPairing(PIN)
+    impostor = HubPairing(WRONG, run.msg_a, "ee" * 16)
+    proof = run.finish("ee" * 16, impostor.msg_b, KEY_A, "p1")
+    assert not impostor.verify_worker(KEY_A, "p1", proof)  # nor did it learn to pass as us
     with pytest.raises(RemoteProtocolError) as info:
-        run.verify_hub(KEY_B, SESSION_ID, fake.hub_proof(KEY_B, SESSION_ID))
+        run.verify_hub(KEY_B, SESSION_ID, impostor.hub_proof(KEY_B, SESSION_ID))
     assert info.value.code is RejectCode.BAD_PIN
 
 
