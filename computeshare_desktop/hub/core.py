@@ -135,7 +135,10 @@ class HubCore:
         for peer, parked in list(self._parked.items()):
             if parked.expires <= now:
                 del self._parked[peer]
-                out.append(self._reply(peer, Waiting(self.server.version, self.state.value)))
+                gone = self.members.get_quiet(parked.token) is None
+                reply = (Reject(RejectCode.UNKNOWN_WORKER.value, "join again", -1, 0.0) if gone
+                         else Waiting(self.server.version, self.state.value))
+                out.append(self._reply(peer, reply))
         return out
 
     def drain_events(self) -> list[dict[str, Any]]:

@@ -25,7 +25,7 @@ PAIRING_TTL_S = 30.0
 MAX_OPEN = 16
 STARTS_PER_S = 4.0
 BURST = 8.0
-_Z85_KEY = re.compile(r"^[0-9a-zA-Z.\-:+=^!/*?&<>()\[\]{}@%$#]{40}$")
+_Z85_KEY = re.compile(r"[0-9a-zA-Z.\-:+=^!/*?&<>()\[\]{}@%$#]{40}")
 
 
 class PairingDesk:
@@ -72,7 +72,7 @@ class PairingDesk:
             log.warning("wrong PIN from %r (%d in a row); pairing paused for %.0f s", name,
                         self.lockout.failures, self.lockout.retry_after(now))
             raise RemoteProtocolError(RejectCode.BAD_PIN, "wrong PIN")
-        if not _Z85_KEY.match(msg.worker_key):
+        if not _Z85_KEY.fullmatch(msg.worker_key):
             raise RemoteProtocolError(RejectCode.MALFORMED, "worker key is not a Z85 key")
         self.allowlist.add(msg.worker_key, name)
         log.info("paired %r (key %s...)", name, msg.worker_key[:8])

@@ -146,9 +146,6 @@ def test_a_worker_key_that_is_not_z85_is_malformed(hub: HubCore, key: str) -> No
     assert len(hub.allowlist) == 0 and hub.pairing.lockout.failures == 0  # the PIN was right
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: hub/pairing.py:28/75 checks the key with "
-                   "re.match and a trailing '$', which also matches before a final newline, "
-                   "so 40 Z85 characters + '\\n' pass; use _Z85_KEY.fullmatch (or '\\Z')")
 def test_a_worker_key_with_a_trailing_newline_is_malformed(hub: HubCore) -> None:
     run, reply = started(hub, b"p1", T0)
     answer = pairing_send(hub, b"p1", finish_message(run, reply, KEY_A + "\n", "p1"), T0)
