@@ -100,20 +100,25 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 
 def free_port_pair() -> int:
-    """A port P such that P and P+1 (the hub's event port) are free right now."""
+    """A port P such that P, P+1 and P+2 (the hub's event and pairing ports) are free now."""
     for _ in range(100):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        if port >= 65535:
+        if port >= 65533:
             continue
-        with socket.socket() as s2:
-            try:
-                s2.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
+        try:
+            for extra in (1, 2):
+                with socket.socket() as s2:
+                    s2.bind(("127.0.0.1", port + extra))
+        except OSError:
+            continue
         return port
-    raise RuntimeError("no free port pair")
+    raise RuntimeError("no free port triple")
+
+
+# Keys of the benchmark's hub and workers go to a throwaway folder, not the user's own.
+_HOME = {"COMPUTESHARE_HOME": tempfile.mkdtemp(prefix="computeshare-bench-home-")}
 
 
 def spawn(args: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
@@ -121,7 +126,7 @@ def spawn(args: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
     fh = open(log, "wb")
     proc = subprocess.Popen([sys.executable, "-m", "computeshare_desktop.cli", *args],
                             stdout=fh, stderr=subprocess.STDOUT, start_new_session=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                            env={**os.environ, "PYTHONUNBUFFERED": "1", **_HOME})
     fh.close()
     PROCS.append(proc)
     return proc
@@ -193,7 +198,7 @@ def run_session(codec: str, rounds: int, rep: int, root: Path) -> SessionRun:
     hub = spawn(["host", "--pin", PIN, "--bind", "127.0.0.1", "--port", str(port), "--workers",
                  str(WORKERS), "--rounds", str(rounds), "--batch-size", str(BATCH), "--codec",
                  codec, "--eval-every", "0", "--dataset", DATASET, "--model", MODEL,
-                 "--out", str(out / "hub"), "--quiet"], out / "host.log")
+                 "--out", str(out / "hub"), "--quiet", "--no-advertise"], out / "host.log")
     workers = [spawn(["join", f"127.0.0.1:{port}", "--pin", PIN, "--device", "cpu",
                       "--threads", "1", "--quiet", "--name", f"bench-{i + 1}"],
                      out / f"worker{i + 1}.log") for i in range(WORKERS)]

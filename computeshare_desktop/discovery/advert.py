@@ -55,6 +55,8 @@ class SessionAdvert:
     port: int  # the hub's request port (the service port)
     pub_port: int  # event port
     pair_port: int  # pairing port
+    round: int = 0  # rounds trained so far (TXT "r", optional: older hubs omit it)
+    rounds: int = 0  # rounds the session will train (0: unknown)
 
     @property
     def full(self) -> bool:
@@ -114,7 +116,7 @@ def to_txt(advert: SessionAdvert) -> dict[bytes, bytes]:
         b"d": clean_text(advert.dataset, MAX_TEXT_BYTES[b"d"]),
         b"w": f"{advert.joined}/{advert.expected}", b"s": _state_value(advert.state),
         b"fp": advert.key_fingerprint, b"pub": str(advert.pub_port),
-        b"pair": str(advert.pair_port),
+        b"pair": str(advert.pair_port), b"r": f"{advert.round}/{advert.rounds}",
     }
     txt = {key: value.encode("utf-8") for key, value in fields.items()}
     try:
@@ -147,7 +149,7 @@ def from_txt(txt: Mapping[bytes, bytes | None], *, port: int) -> SessionAdvert:
         protocol=_int(txt, b"p", 0, MAX_COUNT),
         key_fingerprint=_hex(txt, b"fp", FINGERPRINT_CHARS, FINGERPRINT_CHARS),
         port=_port(port), pub_port=_int(txt, b"pub", 1, 65535),
-        pair_port=_int(txt, b"pair", 1, 65535),
+        pair_port=_int(txt, b"pair", 1, 65535), **_progress(txt),
     )
 
 
@@ -235,6 +237,16 @@ def _joined(txt: Mapping[bytes, bytes | None]) -> tuple[int, int]:
         raise AdvertError(f"TXT field 'w' must be JOINED/EXPECTED with EXPECTED >= 1, "
                           f"got {raw[:16]!r}")
     return int(match.group(1)), int(match.group(2))
+
+
+def _progress(txt: Mapping[bytes, bytes | None]) -> dict[str, int]:
+    if b"r" not in txt:
+        return {}
+    raw = _raw(txt, b"r")
+    match = _JOINED.fullmatch(raw)
+    if match is None or int(match.group(1)) > int(match.group(2)) > 0:
+        raise AdvertError(f"TXT field 'r' must be ROUND/ROUNDS, got {raw[:16]!r}")
+    return {"round": int(match.group(1)), "rounds": int(match.group(2))}
 
 
 def _state(txt: Mapping[bytes, bytes | None]) -> str:

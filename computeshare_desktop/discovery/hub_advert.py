@@ -44,7 +44,8 @@ class HubAdvertising:
             session_id=session.session_id, name=name, host=socket.gethostname(), model=c.model,
             dataset=c.dataset, joined=0, expected=c.workers, state=session.core.state.value,
             protocol=PROTOCOL_VERSION, key_fingerprint=key_fingerprint(hub_key), port=port,
-            pub_port=port + 1, pair_port=port + 2)
+            pub_port=port + 1, pair_port=port + 2, round=session.server.version,
+            rounds=c.rounds)
         self.advertiser = Advertiser(self.advert, interfaces=interfaces)
 
     def start(self) -> bool:
@@ -59,11 +60,12 @@ class HubAdvertising:
 
     def on_event(self, event: dict[str, Any]) -> None:
         """Update the advert when workers come and go or the state changes."""
-        if event["kind"] not in ("worker_joined", "worker_left", "state", "finished"):
+        if event["kind"] not in ("worker_joined", "worker_left", "state", "round", "finished"):
             return
         core = self.session.core
         self.advert = dataclasses.replace(self.advert, joined=len(core.members),
-                                          state=core.state.value)
+                                          state=core.state.value,
+                                          round=self.session.server.version)
         self.advertiser.update(self.advert)
 
     def close(self) -> None:

@@ -16,6 +16,8 @@ def describe(session: DiscoveredSession) -> str:
     """One line for a person: name, id, host, model, workers, state and address."""
     advert = session.advert
     status = "done" if advert.done else "full" if advert.full else advert.state
+    if advert.rounds and not advert.done:
+        status += f", round {advert.round}/{advert.rounds}"
     return (f"{advert.name}  (id {advert.session_id}, host {advert.host}, {advert.model} on "
             f"{advert.dataset}, {advert.joined}/{advert.expected} workers, {status})  "
             f"{session.address}")

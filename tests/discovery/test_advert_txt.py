@@ -14,7 +14,7 @@ from computeshare_desktop.discovery.advert import MAX_TXT_BYTES, txt_size
 from computeshare_desktop.errors import ComputeShareError
 from computeshare_desktop.protocol import PROTOCOL_VERSION, SessionState
 
-KEYS = {b"v", b"p", b"id", b"n", b"h", b"m", b"d", b"w", b"s", b"fp", b"pub", b"pair"}
+KEYS = {b"v", b"p", b"id", b"n", b"h", b"m", b"d", b"w", b"s", b"fp", b"pub", b"pair", b"r"}
 
 
 def good_txt(**changes: bytes | None) -> dict[bytes, bytes | None]:
@@ -132,3 +132,14 @@ def test_minor_versions_and_unknown_keys_are_accepted() -> None:
 
 def test_advert_error_is_a_computeshare_error() -> None:
     assert issubclass(AdvertError, ComputeShareError)
+
+
+def test_progress_round_trips_and_is_optional() -> None:
+    advert = make_advert(round=42, rounds=600)
+    txt = to_txt(advert)
+    assert txt[b"r"] == b"42/600" and from_txt(txt, port=advert.port) == advert
+    older = {k: v for k, v in txt.items() if k != b"r"}  # a hub from before the field
+    assert from_txt(older, port=advert.port).round == 0
+    for bad in (b"601/600", b"x/600", b"1/", b"-1/5"):
+        with pytest.raises(AdvertError, match="'r'"):
+            from_txt({**txt, b"r": bad}, port=advert.port)
