@@ -51,7 +51,8 @@ def test_the_worker_proof_covers_key_name_and_run() -> None:
     assert not hub.verify_worker(OTHER_KEY, "laptop", proof)  # swapped key
     assert not hub.verify_worker(WORKER_KEY, "mallory", proof)  # swapped name
     assert not hub.verify_worker(WORKER_KEY[:-1], "laptop" + WORKER_KEY[-1], proof)  # no splicing
-    assert not hub.verify_worker(WORKER_KEY, "laptop", proof[:-1] + "0")
+    flipped = proof[:-1] + ("1" if proof[-1] == "0" else "0")  # always a different proof
+    assert not hub.verify_worker(WORKER_KEY, "laptop", flipped)
     assert not hub.verify_worker(WORKER_KEY, "laptop", "")
     # the same PIN and messages under another pair_id: another transcript
     other = WorkerPairing(PIN)
