@@ -901,7 +901,9 @@ real `computeshare host` process (`--bind 127.0.0.1 --eval-every 0`); each worke
 `python -m computeshare_desktop.cli join 127.0.0.1:PORT --pin ... --device cpu --threads 1
 --quiet` process. Hub and both workers share the machine's cores, so "compute" and "other"
 both include time spent waiting for a core. Results are medians over all steady-state rounds
-of all repetitions unless stated; kB = 1,000 bytes.
+of all repetitions unless stated; kB = 1,000 bytes. Workers pair with the PIN (SPAKE2) and
+every request, reply and event runs over CURVE-encrypted ZeroMQ, as in real use; the byte
+counts are application frames, to which CURVE adds 16 bytes of MAC per message.
 
 {round_section(stats, args.warmup, args.rounds, args.reps)}
 {bytes_text}
