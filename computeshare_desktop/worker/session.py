@@ -311,7 +311,8 @@ class WorkerSession:
             log.warning("%s; retrying in %.0f s", MEANINGS[code], wait)
             self._emit("pairing_wait", code=code.value, retry_after=wait)
             self._check_give_up()
-            self.stop.wait(wait)
+            if self.stop.wait(wait):  # without this check a stopped worker re-asks at once
+                raise HubUnreachableError("stopped while waiting for the hub")
             raise RejectedError(RejectCode.UNKNOWN_CHALLENGE, "retry")
         raise RejectedError(code, reply.detail or MEANINGS[code])
 

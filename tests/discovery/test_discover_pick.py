@@ -24,8 +24,8 @@ def test_discover_finds_a_running_hub_quickly() -> None:
     advert = make_advert(name="discover me")
     with Advertiser(advert, interfaces=LOOPBACK, probe=False):
         started = time.monotonic()
-        sessions = discover(1.0, interfaces=LOOPBACK)
-        assert time.monotonic() - started < 2.0
+        sessions = discover(2.5, interfaces=LOOPBACK)  # ~0.1 s when idle; room for a busy CI
+        assert time.monotonic() - started < 3.5
     ours = [s for s in sessions if s.advert.session_id == advert.session_id]
     assert len(ours) == 1 and ours[0].advert == advert
     assert ours[0].address == "tcp://127.0.0.1:5555"

@@ -1,0 +1,157 @@
+"""The Host dialog: what to train, with whom and where to save it. Produces HostOptions."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QComboBox, QDialog,
+                               QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox,
+                               QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox,
+                               QVBoxLayout, QWidget)
+
+from ..data import DATASETS
+from ..errors import ConfigError
+from ..models import MODELS
+from .options import HostOptions
+
+LABEL_WIDTH = 170
+
+
+def _spin(low: int, high: int, value: int, step: int = 1) -> QSpinBox:
+    spin = QSpinBox()
+    spin.setRange(low, high)
+    spin.setSingleStep(step)
+    spin.setValue(value)
+    spin.setGroupSeparatorShown(True)
+    _pad(spin)
+    return spin
+
+
+def _pad(spin: QAbstractSpinBox) -> None:
+    # Qt ignores a style sheet's padding-left inside spin boxes; the line edit's margin works.
+    line = spin.findChild(QLineEdit)
+    if line is not None:
+        line.setTextMargins(8, 0, 0, 0)
+
+
+def _form(*rows: tuple[str, QWidget | QHBoxLayout]) -> QFormLayout:
+    """A form whose labels share one width, so the fields of every group line up."""
+    form = QFormLayout()
+    for text, field in rows:
+        label = QLabel(text)
+        label.setMinimumWidth(LABEL_WIDTH)
+        form.addRow(label, field)
+    return form
+
+
+def _combo(items: tuple[str, ...], current: str) -> QComboBox:
+    combo = QComboBox()
+    combo.addItems(list(items))
+    if current in items:
+        combo.setCurrentText(current)
+    return combo
+
+
+class HostDialog(QDialog):
+    """Fields for every HostOptions value; Start validates through the core's own checks."""
+
+    def __init__(self, initial: HostOptions, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Host a training session")
+        self.setMinimumWidth(620)
+        self._initial = initial
+        self.dataset = _combo(DATASETS, initial.dataset)
+        self.model = _combo(MODELS, initial.model)
+        self.rounds = _spin(1, 1_000_000, initial.rounds, 100)
+        self.batch_size = _spin(1, 4096, initial.batch_size, 8)
+        self.lr = QDoubleSpinBox()
+        self.lr.setDecimals(4)
+        self.lr.setRange(0.0001, 10.0)
+        self.lr.setSingleStep(0.005)
+        self.lr.setValue(initial.lr)
+        _pad(self.lr)
+        self.eval_every = _spin(0, 1_000_000, initial.eval_every, 50)
+        self.eval_every.setSpecialValueText("only at the end")
+        self.workers = _spin(1, 256, initial.workers)
+        self.train_here = QCheckBox("Also train on this machine")
+        self.train_here.setChecked(initial.train_here)
+        self.train_here.setToolTip("Runs a worker here too: it pairs with the PIN like any "
+                                   "other and counts as one of the expected workers.")
+        self.out_dir = QLineEdit(initial.out_dir)
+        self.browse = QPushButton("Browse…")
+        self.browse.clicked.connect(self._choose_folder)
+        self.name = QLineEdit(initial.name)
+        self.name.setPlaceholderText(initial.session_name() if not initial.name else "")
+        self.port = _spin(0, 65533, initial.port)
+        self.port.setGroupSeparatorShown(False)
+        self.port.setSpecialValueText("any free port")
+        self.error = QLabel()
+        self.error.setObjectName("Error")
+        self.error.setWordWrap(True)
+        self.error.hide()
+        self.start_button = QPushButton("Start hosting")
+        self.start_button.setObjectName("Primary")
+        self.start_button.setDefault(True)
+        self.start_button.clicked.connect(self.accept)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.clicked.connect(self.reject)
+        self._build()
+
+    def _build(self) -> None:
+        training = _form(("Dataset", self.dataset), ("Model", self.model),
+                         ("Rounds", self.rounds), ("Batch size per worker", self.batch_size),
+                         ("Learning rate", self.lr), ("Evaluate every", self.eval_every))
+        folder = QHBoxLayout()
+        folder.addWidget(self.out_dir, 1)
+        folder.addWidget(self.browse)
+        people = _form(("Expected workers", self.workers), ("", self.train_here),
+                       ("Output folder", folder))
+        network = _form(("Session name", self.name), ("Port", self.port))
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.cancel_button)
+        buttons.addWidget(self.start_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(18, 14, 18, 14)
+        title = QLabel("Host a training session")
+        title.setObjectName("Title")
+        hint = QLabel("Workers on your network join with the PIN shown next. Training starts "
+                      "when the expected number of workers is ready.")
+        hint.setObjectName("Subtitle")
+        hint.setWordWrap(True)
+        layout.addWidget(title)
+        layout.addWidget(hint)
+        for caption, form in (("Training", training), ("Workers and results", people),
+                              ("Network", network)):
+            group = QGroupBox(caption)
+            group.setLayout(form)
+            layout.addWidget(group)
+        layout.addWidget(self.error)
+        layout.addLayout(buttons)
+
+    def options(self) -> HostOptions:
+        """The values as typed (not yet validated)."""
+        return dataclasses.replace(
+            self._initial, dataset=self.dataset.currentText(), model=self.model.currentText(),
+            rounds=self.rounds.value(), batch_size=self.batch_size.value(),
+            lr=round(self.lr.value(), 6), eval_every=self.eval_every.value(),
+            workers=self.workers.value(), train_here=self.train_here.isChecked(),
+            out_dir=self.out_dir.text().strip(), name=self.name.text().strip(),
+            port=self.port.value())
+
+    def accept(self) -> None:
+        """Start only with values the hub accepts; otherwise say why and stay open."""
+        options = self.options()
+        try:
+            options.config()
+            options.output_path()
+        except ConfigError as exc:
+            self.error.setText(str(exc))
+            self.error.show()
+            return
+        super().accept()
+
+    def _choose_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Output folder", self.out_dir.text())
+        if folder:
+            self.out_dir.setText(folder)

@@ -1,0 +1,177 @@
+"""The Join dialog: type the PIN, pair off the GUI thread, show refusals in place.
+
+Pairing runs in the WorkerRunner's thread; the dialog polls its events. A wrong PIN or a
+lock-out ends that runner and leaves the dialog open with the reason, ready for another
+try. Success hands the (still running) runner and the events seen so far to the caller.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QCloseEvent
+from PySide6.QtWidgets import (QDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
+                               QProgressBar, QPushButton, QVBoxLayout, QWidget)
+
+from ..errors import ConfigError
+from .formatting import refusal_message
+from .options import JoinTarget
+from .worker_runner import WorkerRunner
+
+RunnerFactory = Callable[[JoinTarget, str], WorkerRunner]
+
+
+class JoinDialog(QDialog):
+    """Asks for the PIN (and the address when there is no discovered session)."""
+
+    def __init__(self, target: JoinTarget | None, start_runner: RunnerFactory,
+                 parent: QWidget | None = None, refresh_ms: int = 100) -> None:
+        super().__init__(parent)
+        self.target = target
+        self._start_runner = start_runner
+        self.runner: WorkerRunner | None = None  # the paired runner, after accept()
+        self.events: list[dict[str, Any]] = []  # what it said so far, for the progress window
+        self._failure: str | None = None
+        self.setWindowTitle("Join a session" if target else "Connect to a hub")
+        self.setMinimumWidth(440)
+        self.address_edit = QLineEdit()
+        self.address_edit.setPlaceholderText("192.168.1.20:7341")
+        self.pin_edit = QLineEdit()
+        self.pin_edit.setObjectName("PinEntry")
+        self.pin_edit.setPlaceholderText("000 000")
+        self.pin_edit.setMaxLength(32)
+        self.pin_edit.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.message = QLabel()
+        self.message.setWordWrap(True)
+        self.message.hide()
+        self.busy = QProgressBar()
+        self.busy.setRange(0, 0)
+        self.busy.setMaximumHeight(6)
+        self.busy.hide()
+        self.join_button = QPushButton("Join")
+        self.join_button.setObjectName("Primary")
+        self.join_button.setDefault(True)
+        self.join_button.clicked.connect(self.start_pairing)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.clicked.connect(self.reject)
+        self.timer = QTimer(self)
+        self.timer.timeout.connect(self.poll)
+        self._refresh_ms = refresh_ms
+        self._build()
+
+    def _build(self) -> None:
+        t = self.target
+        title = QLabel(f"Join “{t.label}”" if t else "Connect to a hub by address")
+        title.setObjectName("Title")
+        title.setWordWrap(True)
+        where = QLabel(f"Hub at {t.host}:{t.port}" + (f". Note: {t.note}." if t.note else "")
+                       if t else "For networks where sessions do not show up by themselves "
+                                 "(multicast blocked): type the address the hub shows.")
+        where.setObjectName("Subtitle")
+        where.setWordWrap(True)
+        form = QFormLayout()
+        if t is None:
+            form.addRow("Hub address", self.address_edit)
+        form.addRow("PIN", self.pin_edit)
+        hint = QLabel("The PIN is shown in large digits on the machine that hosts the session.")
+        hint.setProperty("role", "muted")
+        hint.setWordWrap(True)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.cancel_button)
+        buttons.addWidget(self.join_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(18, 14, 18, 14)
+        layout.setSpacing(10)
+        for widget in (title, where):
+            layout.addWidget(widget)
+        layout.addLayout(form)
+        layout.addWidget(hint)
+        layout.addWidget(self.message)
+        layout.addWidget(self.busy)
+        layout.addLayout(buttons)
+        (self.address_edit if t is None else self.pin_edit).setFocus()
+
+    # ----------------------------------------------------------------- actions
+    def start_pairing(self) -> None:
+        """Check the inputs, then pair on a background thread."""
+        if self.runner is not None:
+            return
+        try:
+            target = self.target or JoinTarget.from_address(self.address_edit.text())
+        except ConfigError as exc:
+            self._show(str(exc), "error")
+            return
+        pin = "".join(self.pin_edit.text().split())
+        if not pin:
+            self._show("Type the PIN the hub shows.", "error")
+            return
+        self._failure = None
+        self.events = []
+        self.runner = self._start_runner(target, pin).start()
+        self._set_busy(True)
+        self._show(f"Pairing with {target.label}…", "info")
+        self.timer.start(self._refresh_ms)
+
+    def poll(self) -> None:
+        """Read the pairing runner's events (GUI thread, on the timer)."""
+        runner = self.runner
+        if runner is None:
+            return
+        batch = runner.drain()
+        self.events.extend(batch)  # all of them: the progress window replays what follows
+        for event in batch:
+            self._on_event(runner, event)
+            if self.result() == QDialog.DialogCode.Accepted or self.runner is None:
+                return
+
+    def _on_event(self, runner: WorkerRunner, event: dict[str, Any]) -> None:
+        kind = event["kind"]
+        if kind == "paired":
+            self.timer.stop()
+            self.accept()
+        elif kind == "error":
+            self._failure = event["message"]
+        elif kind == "pairing_wait" and event["code"] == "LOCKED_OUT":
+            self._failure = (refusal_message("LOCKED_OUT").replace(
+                "Wait, then", f"Wait {event['retry_after']:.0f} s, then"))
+            runner.stop()
+        elif kind == "pairing_wait":
+            self._show(f"The hub is busy; retrying in {event['retry_after']:.0f} s…", "info")
+        elif kind == "stopped":
+            self.timer.stop()
+            runner.join(2.0)
+            self.runner = None
+            self._set_busy(False)
+            self._show(self._failure or "Pairing stopped.", "error")
+            self.pin_edit.selectAll()
+            self.pin_edit.setFocus()
+
+    def reject(self) -> None:
+        """Cancel: a pairing in progress is stopped (its owner joins the thread later)."""
+        self.timer.stop()
+        if self.runner is not None:
+            self.runner.stop()
+            self.runner = None
+        super().reject()
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's API
+        """Closing the window is a Cancel."""
+        if self.result() != QDialog.DialogCode.Accepted and self.runner is not None:
+            self.reject()
+        super().closeEvent(event)
+
+    # ----------------------------------------------------------------- helpers
+    def _set_busy(self, busy: bool) -> None:
+        self.busy.setVisible(busy)
+        self.join_button.setEnabled(not busy)
+        self.pin_edit.setEnabled(not busy)
+        self.address_edit.setEnabled(not busy)
+
+    def _show(self, text: str, role: str) -> None:
+        self.message.setText(text)
+        self.message.setProperty("role", role)
+        self.message.style().unpolish(self.message)
+        self.message.style().polish(self.message)
+        self.message.show()

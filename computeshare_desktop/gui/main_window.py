@@ -1,0 +1,273 @@
+"""The main window: sessions on the LAN, this machine's device, Host / Join / Connect.
+
+It owns every runner the app starts (hubs and workers) until its thread has ended, so
+closing the window stops them all, withdraws the hub's mDNS advert and joins every thread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Union
+
+from PySide6.QtCore import QByteArray, QModelIndex, Qt, QTimer
+from PySide6.QtGui import QCloseEvent
+from PySide6.QtWidgets import (QAbstractItemView, QFrame, QHBoxLayout, QHeaderView, QLabel,
+                               QMainWindow, QPushButton, QStackedWidget, QTableView,
+                               QVBoxLayout, QWidget)
+
+from ..discovery import DiscoveredSession
+from ..errors import ComputeShareError
+from ..protocol.auth import new_pin
+from .assets import app_icon
+from .host_dialog import HostDialog
+from .hub_runner import HubRunner
+from .join_dialog import JoinDialog
+from .options import AppConfig, HostOptions, JoinTarget, default_output_folder, worker_name
+from .progress_window import ProgressWindow
+from .session_table import SessionTableModel
+from .settings import Settings
+from .sources import DeviceProbe, DiscoveryFeed
+from .worker_runner import WorkerRunner
+
+log = logging.getLogger(__name__)
+
+Runner = Union[HubRunner, WorkerRunner]
+POLL_MS = 250
+SHUTDOWN_TIMEOUT_S = 15.0
+
+
+class MainWindow(QMainWindow):
+    """Lists sessions as they appear; hosts and joins them."""
+
+    def __init__(self, settings: Settings, config: AppConfig | None = None) -> None:
+        super().__init__()
+        self.settings, self.config = settings, config or AppConfig()
+        self.setWindowTitle("ComputeShare")
+        self.setWindowIcon(app_icon())
+        self.runners: list[Runner] = []  # started and not yet ended
+        self.progress_windows: list[ProgressWindow] = []
+        self.host_dialog: HostDialog | None = None
+        self.join_dialog: JoinDialog | None = None
+        self.model = SessionTableModel()
+        self._build()
+        self.feed = DiscoveryFeed(self.config.interfaces).start()
+        self.probe = DeviceProbe().start()
+        self._show_discovery_status()
+        self.timer = QTimer(self)
+        self.timer.timeout.connect(self.poll)
+        self.timer.start(POLL_MS)
+        self._restore_geometry()
+
+    # ----------------------------------------------------------------- layout
+    def _build(self) -> None:
+        icon = QLabel()
+        icon.setPixmap(app_icon().pixmap(52, 52))
+        title = QLabel("ComputeShare")
+        title.setObjectName("Title")
+        subtitle = QLabel("Pool the machines on your network to train one PyTorch model.")
+        subtitle.setObjectName("Subtitle")
+        self.device_label = QLabel("This machine: detecting its device…")
+        self.device_label.setObjectName("StatusChip")
+        self.sessions_view = QTableView()
+        self.sessions_view.setModel(self.model)
+        self.sessions_view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.sessions_view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.sessions_view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.sessions_view.verticalHeader().setVisible(False)
+        self.sessions_view.verticalHeader().setDefaultSectionSize(34)
+        self.sessions_view.setShowGrid(False)
+        self.sessions_view.setAlternatingRowColors(True)
+        header = self.sessions_view.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setHighlightSections(False)
+        self.sessions_view.doubleClicked.connect(self._double_clicked)
+        self.sessions_view.selectionModel().selectionChanged.connect(self._update_buttons)
+        self.empty_label = QLabel()
+        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty_label.setWordWrap(True)
+        self.empty_label.setProperty("role", "muted")
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.empty_label)
+        self.stack.addWidget(self.sessions_view)
+        self.host_button = QPushButton("Host a session…")
+        self.host_button.setObjectName("Primary")
+        self.host_button.clicked.connect(self.open_host_dialog)
+        self.join_button = QPushButton("Join")
+        self.join_button.clicked.connect(self.join_selected)
+        self.join_button.setEnabled(False)
+        self.connect_button = QPushButton("Connect to address…")
+        self.connect_button.clicked.connect(lambda: self.open_join_dialog(None))
+        self.setCentralWidget(self._layout(icon, title, subtitle))
+        self.resize(900, 560)
+
+    def _layout(self, icon: QLabel, title: QLabel, subtitle: QLabel) -> QWidget:
+        titles = QVBoxLayout()
+        titles.setSpacing(2)
+        titles.addWidget(title)
+        titles.addWidget(subtitle)
+        head = QHBoxLayout()
+        head.setSpacing(14)
+        head.addWidget(icon)
+        head.addLayout(titles, 1)
+        head.addWidget(self.device_label, 0, Qt.AlignmentFlag.AlignVCenter)
+        section = QLabel("Sessions on your network")
+        section.setObjectName("SectionTitle")
+        card = QFrame()
+        card.setObjectName("Card")
+        inner = QVBoxLayout(card)
+        inner.setContentsMargins(14, 12, 14, 14)
+        inner.addWidget(section)
+        inner.addWidget(self.stack, 1)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.connect_button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.join_button)
+        buttons.addWidget(self.host_button)
+        body = QVBoxLayout()
+        body.setContentsMargins(22, 18, 22, 18)
+        body.setSpacing(14)
+        body.addLayout(head)
+        body.addWidget(card, 1)
+        body.addLayout(buttons)
+        canvas = QWidget()
+        canvas.setObjectName("Canvas")
+        canvas.setLayout(body)
+        return canvas
+
+    # ----------------------------------------------------------------- polling
+    def poll(self) -> None:
+        """Apply what the background sources found (GUI thread, on the timer)."""
+        sessions = self.feed.take()
+        if sessions is not None:
+            self._show_sessions(sessions)
+        if self.probe.done and self.device_label.property("probed") is None:
+            self.device_label.setProperty("probed", True)
+            text = self.probe.result.description if self.probe.result else "no usable device"
+            self.device_label.setText(f"This machine: {text}")
+            if self.probe.result is not None and self.probe.result.note:
+                self.device_label.setToolTip(self.probe.result.note)
+        self.runners = [r for r in self.runners if r.running]
+
+    def _show_sessions(self, sessions: list[DiscoveredSession]) -> None:
+        chosen = self.selected_session()
+        self.model.set_sessions(sessions)
+        if chosen is not None and (row := self.model.row_of(chosen.instance)) >= 0:
+            self.sessions_view.selectRow(row)
+        self.stack.setCurrentIndex(1 if sessions else 0)
+        self._update_buttons()
+        count = f"{len(sessions)} session{'s' if len(sessions) != 1 else ''}"
+        self.statusBar().showMessage(f"{count} found on {self._where()}")
+
+    def _where(self) -> str:
+        return ", ".join(self.config.interfaces) if self.config.interfaces else "your network"
+
+    def _show_discovery_status(self) -> None:
+        if self.feed.error:
+            self.empty_label.setText(f"Sessions cannot be discovered here: {self.feed.error}\n"
+                                     "Use Connect to address… instead.")
+            self.statusBar().showMessage("LAN discovery unavailable")
+        else:
+            self.empty_label.setText("Looking for sessions…\n\nSessions hosted on this network "
+                                     "appear here by themselves. Host one, or connect to a "
+                                     "hub by its address.")
+            self.statusBar().showMessage(f"Looking for sessions on {self._where()}")
+
+    def selected_session(self) -> DiscoveredSession | None:
+        """The session selected in the list, if any."""
+        rows = self.sessions_view.selectionModel().selectedRows()
+        return self.model.session(rows[0].row()) if rows else None
+
+    def _update_buttons(self) -> None:
+        self.join_button.setEnabled(self.selected_session() is not None)
+
+    # ----------------------------------------------------------------- host
+    def open_host_dialog(self) -> HostDialog:
+        """Show the Host dialog (window-modal; returns at once)."""
+        initial = dataclasses.replace(self.settings.host_options(),
+                                      out_dir=default_output_folder(self.settings.output_parent()))
+        dialog = HostDialog(initial, self)
+        dialog.accepted.connect(lambda: self.host(dialog.options()))
+        self.host_dialog = dialog
+        dialog.open()
+        return dialog
+
+    def host(self, options: HostOptions) -> ProgressWindow | None:
+        """Start a hub with ``options`` and open its progress window."""
+        self.settings.remember_host(options)
+        self.settings.save()
+        try:
+            runner = HubRunner(options, pin=new_pin(), app=self.config, device=self.probe.result)
+        except ComputeShareError as exc:
+            self.statusBar().showMessage(f"Cannot host: {exc}")
+            return None
+        self.runners.append(runner.start())
+        return self._open_progress(ProgressWindow.for_hub(runner, self.config.refresh_ms))
+
+    # ----------------------------------------------------------------- join
+    def join_selected(self) -> JoinDialog | None:
+        """Join the selected session (asks for the PIN)."""
+        session = self.selected_session()
+        return self.open_join_dialog(JoinTarget.from_session(session)) if session else None
+
+    def _double_clicked(self, index: QModelIndex) -> None:
+        self.sessions_view.selectRow(index.row())
+        self.join_selected()
+
+    def open_join_dialog(self, target: JoinTarget | None) -> JoinDialog:
+        """Ask for the PIN (and the address when ``target`` is None), then pair."""
+        dialog = JoinDialog(target, self._new_worker, self, refresh_ms=self.config.refresh_ms)
+        dialog.accepted.connect(lambda: self._joined(dialog))
+        self.join_dialog = dialog
+        dialog.open()
+        return dialog
+
+    def _new_worker(self, target: JoinTarget, pin: str) -> WorkerRunner:
+        runner = WorkerRunner(target, pin=pin, name=worker_name(), device=self.probe.result,
+                              first_contact_s=10.0)
+        self.runners.append(runner)
+        return runner
+
+    def _joined(self, dialog: JoinDialog) -> None:
+        if dialog.runner is not None:
+            self._open_progress(ProgressWindow.for_worker(dialog.runner, dialog.events,
+                                                          self.config.refresh_ms))
+
+    def _open_progress(self, window: ProgressWindow) -> ProgressWindow:
+        window.closed.connect(self._progress_closed)
+        self.progress_windows.append(window)
+        window.show()
+        return window
+
+    def _progress_closed(self, window: ProgressWindow) -> None:
+        if window in self.progress_windows:
+            self.progress_windows.remove(window)
+        window.deleteLater()
+
+    # ----------------------------------------------------------------- shutdown
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's API
+        """Stop every session, withdraw adverts, join every thread, remember the geometry."""
+        self.settings.remember_geometry(self.saveGeometry().toBase64().toStdString())
+        self.settings.save()
+        self.timer.stop()
+        for window in list(self.progress_windows):
+            window.close()
+        self.shutdown()
+        super().closeEvent(event)
+
+    def shutdown(self) -> None:
+        """Stop and join everything this window started (blocks up to a few seconds)."""
+        for runner in self.runners:
+            runner.stop()
+        for runner in self.runners:
+            if not runner.join(SHUTDOWN_TIMEOUT_S):
+                log.warning("a session thread did not stop in %.0f s", SHUTDOWN_TIMEOUT_S)
+        self.runners = [r for r in self.runners if r.running]
+        self.feed.close()
+        self.probe.join(SHUTDOWN_TIMEOUT_S)
+
+    def _restore_geometry(self) -> None:
+        saved = self.settings.geometry()
+        if saved:
+            self.restoreGeometry(QByteArray.fromBase64(saved.encode("ascii")))

@@ -1,0 +1,112 @@
+"""What the dialogs produce and the app is started with: plain, frozen dataclasses. No Qt."""
+
+from __future__ import annotations
+
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import platformdirs
+
+from ..discovery import DiscoveredSession
+from ..errors import ConfigError
+from ..hub import HubConfig
+from ..transport import DEFAULT_PORT
+
+
+@dataclass(frozen=True, slots=True)
+class AppConfig:
+    """How the app talks to the network; filled from the command line (tests use loopback)."""
+
+    interfaces: tuple[str, ...] | None = None  # mDNS browse/advertise here (None: all)
+    bind: str = "0.0.0.0"  # the hub listens here
+    refresh_ms: int = 100  # how often windows drain their event queues
+
+
+@dataclass(frozen=True, slots=True)
+class HostOptions:
+    """Everything the Host dialog asks; ``config()`` turns it into the core's HubConfig."""
+
+    dataset: str = "mnist-sample"
+    model: str = "simplenet"
+    rounds: int = 600
+    batch_size: int = 32
+    workers: int = 2  # this machine (train_here) plus one more
+    lr: float = 0.01
+    out_dir: str = ""
+    train_here: bool = True
+    eval_every: int = 100
+    name: str = ""  # session name on the LAN ("" : HOST — DATASET)
+    port: int = DEFAULT_PORT  # 0: any free port; a busy default falls back to any free port
+    advertise: bool = True
+
+    def config(self) -> HubConfig:
+        """The hub configuration (raises ConfigError on a bad value)."""
+        return HubConfig(dataset=self.dataset, model=self.model, workers=self.workers,
+                         rounds=self.rounds, batch_size=self.batch_size, lr=self.lr,
+                         eval_every=self.eval_every)
+
+    def session_name(self) -> str:
+        """The name advertised on the LAN."""
+        return self.name.strip() or f"{socket.gethostname()} — {self.dataset}"
+
+    def output_path(self) -> Path:
+        """The output folder; ConfigError when it already holds another session's results."""
+        if not self.out_dir.strip():
+            raise ConfigError("choose an output folder")
+        path = Path(self.out_dir).expanduser()
+        if (path / "metrics.jsonl").exists() or (path / "session.json").exists():
+            raise ConfigError(f"{path} already holds a training session: choose a new folder")
+        return path
+
+
+@dataclass(frozen=True, slots=True)
+class JoinTarget:
+    """A hub to join: from a discovered session or from an address the user typed."""
+
+    host: str
+    port: int
+    label: str  # what the user sees: the session name or the address
+    pair_port: int | None = None
+    expected_key: str | None = None  # advertised key fingerprint: the pairing checks it
+    accepting: bool = True
+    note: str = field(default="", compare=False)
+
+    @classmethod
+    def from_session(cls, session: DiscoveredSession) -> "JoinTarget":
+        """The target of a session seen on the LAN."""
+        advert = session.advert
+        note = ("training has finished" if advert.done else
+                "the session is full: you will wait for a free shard" if advert.full else "")
+        return cls(host=session.addresses[0], port=advert.port, label=advert.name,
+                   pair_port=advert.pair_port, expected_key=advert.key_fingerprint,
+                   accepting=advert.accepting, note=note)
+
+    @classmethod
+    def from_address(cls, text: str) -> "JoinTarget":
+        """Parse HOST, HOST:PORT or tcp://HOST:PORT (same rules as ``computeshare join``).
+
+        Raises:
+            ConfigError: the text is not an address.
+        """
+        text = text.strip()
+        rest = text.split("://", 1)[1] if "://" in text else text
+        host, sep, port = rest.rpartition(":")
+        if not sep:
+            host, port = rest, str(DEFAULT_PORT)
+        if not host or not port.isdigit() or not 0 < int(port) < 65534 or " " in host:
+            raise ConfigError(f"“{text}” is not a hub address: use HOST, HOST:PORT or "
+                              "tcp://HOST:PORT")
+        return cls(host=host, port=int(port), label=f"{host}:{port}")
+
+
+def default_output_folder(parent: str | None = None) -> str:
+    """A fresh, timestamped run folder under ``parent`` (default: Documents/ComputeShare)."""
+    base = Path(parent) if parent else Path(platformdirs.user_documents_dir()) / "ComputeShare"
+    return str(base / time.strftime("run-%Y%m%d-%H%M%S"))
+
+
+def worker_name() -> str:
+    """This machine's name as workers show it on the hub."""
+    return socket.gethostname() or "worker"

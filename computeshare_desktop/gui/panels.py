@@ -1,0 +1,114 @@
+"""Small building blocks of the progress window: stat cards, the finish card, the log pane."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QUrl, Signal
+from PySide6.QtGui import QTextCursor
+from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton,
+                               QVBoxLayout, QWidget)
+
+from .formatting import percent
+from .progress_state import FinalResult
+
+MAX_LOG_LINES = 2000
+
+
+class StatCard(QFrame):
+    """A caption over one big value, e.g. "Sent" / "12.4 MB"."""
+
+    def __init__(self, title: str, value: str = "—") -> None:
+        super().__init__()
+        self.setObjectName("StatCard")
+        caption = QLabel(title)
+        caption.setObjectName("StatTitle")
+        self.value = QLabel(value)
+        self.value.setObjectName("StatValue")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(14, 8, 14, 10)
+        layout.setSpacing(0)
+        layout.addWidget(caption)
+        layout.addWidget(self.value)
+
+    def set_value(self, text: str) -> None:
+        """Show ``text`` (no repaint when unchanged)."""
+        if self.value.text() != text:
+            self.value.setText(text)
+
+
+class FinishCard(QFrame):
+    """Shown at the end: final accuracy, where the model is, a button to open the folder."""
+
+    open_folder = Signal(QUrl)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setObjectName("FinishCard")
+        self.headline = QLabel()
+        self.headline.setObjectName("FinalAccuracy")
+        self.detail = QLabel()
+        self.detail.setWordWrap(True)
+        self.model_path = QLabel()
+        self.model_path.setProperty("role", "muted")
+        self.model_path.setWordWrap(True)
+        self.open_button = QPushButton("Open output folder")
+        self.open_button.setObjectName("Primary")
+        self.open_button.setEnabled(False)
+        self.url = QUrl()
+        self.open_button.clicked.connect(lambda: self.open_folder.emit(self.url))
+        text = QVBoxLayout()
+        text.addWidget(self.headline)
+        text.addWidget(self.detail)
+        text.addWidget(self.model_path)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(18, 12, 18, 12)
+        layout.addLayout(text, 1)
+        layout.addWidget(self.open_button)
+
+    def show_result(self, final: FinalResult, out_dir: str, role: str) -> None:
+        """Fill in the card for a hub (accuracy, model) or a worker (its contribution)."""
+        if role == "hub" and final.accuracy is not None:
+            self.headline.setText(f"Final test accuracy: {percent(final.accuracy)}")
+            self.detail.setText(f"{final.version} rounds in {final.seconds:.1f} s")
+            self.model_path.setText(f"Model saved to {final.model_path}")
+            folder = out_dir or str(Path(final.model_path).parent)
+            self.url = QUrl.fromLocalFile(folder)
+            self.open_button.setEnabled(bool(folder))
+        else:
+            self.headline.setText("Session finished")
+            self.detail.setText(f"This machine pushed {final.pushed:,} gradients "
+                                f"({final.rejected:,} refused) over {final.version} rounds.")
+            self.model_path.setText("The trained model and its accuracy are on the hub.")
+            self.open_button.hide()
+
+
+class LogPane(QPlainTextEdit):
+    """Read-only, bounded, timestamped lines; follows the end unless the user scrolled up."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setObjectName("LogPane")
+        self.setReadOnly(True)
+        self.setMaximumBlockCount(MAX_LOG_LINES)
+        self.setPlaceholderText("Session events appear here.")
+
+    def add_lines(self, lines: list[str], stamp: str) -> None:
+        """Append lines, prefixed by ``stamp`` (e.g. the wall-clock time)."""
+        if not lines:
+            return
+        bar = self.verticalScrollBar()
+        at_end = bar.value() >= bar.maximum() - 4
+        self.appendPlainText("\n".join(f"{stamp}  {line}" for line in lines))
+        if at_end:
+            self.moveCursor(QTextCursor.MoveOperation.End)
+            bar.setValue(bar.maximum())
+
+
+def row(*widgets: QWidget, spacing: int = 10) -> QHBoxLayout:
+    """A horizontal layout of ``widgets`` with equal stretch."""
+    layout = QHBoxLayout()
+    layout.setSpacing(spacing)
+    for widget in widgets:
+        layout.addWidget(widget, 1)
+    return layout

@@ -1,0 +1,50 @@
+"""The session PIN, large and grouped for reading aloud across a room."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont, QGuiApplication
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from .formatting import group_pin
+
+
+class PinCard(QFrame):
+    """Shows ``428 913`` in big monospace digits, with how workers join underneath."""
+
+    def __init__(self, pin: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("PinCard")
+        self.pin = pin
+        caption = QLabel("Session PIN")
+        caption.setObjectName("PinCaption")
+        self.digits = QLabel(group_pin(pin))
+        self.digits.setObjectName("PinDigits")
+        self.digits.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        font = QFont("DejaVu Sans Mono")
+        font.setStyleHint(QFont.StyleHint.Monospace)
+        font.setLetterSpacing(QFont.SpacingType.AbsoluteSpacing, 4)
+        self.digits.setFont(font)  # the style sheet sets the size; this sets the family
+        self.hint = QLabel("Starting the hub…")
+        self.hint.setProperty("role", "muted")
+        self.hint.setWordWrap(True)
+        self.copy_button = QPushButton("Copy PIN")
+        self.copy_button.setToolTip("Copy the PIN to the clipboard")
+        self.copy_button.clicked.connect(self._copy)
+
+        text = QVBoxLayout()
+        text.setSpacing(2)
+        text.addWidget(caption)
+        text.addWidget(self.digits)
+        text.addWidget(self.hint)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(20, 14, 20, 14)
+        layout.addLayout(text, 1)
+        layout.addWidget(self.copy_button, 0, Qt.AlignmentFlag.AlignVCenter)
+
+    def set_hint(self, text: str) -> None:
+        """The line under the digits (how to join)."""
+        self.hint.setText(text)
+
+    def _copy(self) -> None:
+        QGuiApplication.clipboard().setText(self.pin)

@@ -1,0 +1,333 @@
+"""The view model of a progress window: core events in, what to show out. No Qt.
+
+The hub and the worker speak different event vocabularies (see HubSession and
+WorkerSession); ``ProgressState.apply`` folds a batch of either into one state, and the
+widgets only render it. Times come from ``clock`` when a batch is applied: the GUI drains
+every ~100 ms, which is precise enough for rates, ETAs and "last seen".
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .formatting import percent
+
+LEAVE_REASONS = {"left": "left the session", "silent": "stopped answering",
+                 "kicked": "removed", "arch_mismatch": "builds a different model"}
+ACTIVE_STATES = ("joining", "loading data", "ready", "training", "done")
+SMOOTHING = 0.1  # weight of the newest loss in the smoothed curve (an EMA, as TensorBoard)
+RATE_WINDOW_S = 3.0  # samples/s and bandwidth are measured over this much recent history
+ETA_ROUNDS = 40  # the ETA uses the pace of the last this-many rounds
+
+
+@dataclass(slots=True)
+class WorkerRow:
+    """One line of the workers table."""
+
+    worker_id: int
+    name: str
+    device: str
+    pushed: int = 0
+    rejected: int = 0
+    samples: int = 0
+    last_seen: float | None = None
+    state: str = "joining"
+    marks: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=64))
+
+    def progress(self, now: float, pushed: int, rejected: int, samples: int) -> None:
+        """New counters from the hub (or from this worker's own pushes)."""
+        if pushed != self.pushed or samples != self.samples or self.last_seen is None:
+            self.last_seen = now
+        self.pushed, self.rejected, self.samples = pushed, rejected, samples
+        if self.marks and self.marks[-1][0] == now:  # several rounds in one batch
+            self.marks.pop()
+        self.marks.append((now, samples))
+        while len(self.marks) > 2 and now - self.marks[0][0] > RATE_WINDOW_S:
+            self.marks.popleft()
+
+    def rate(self, now: float) -> float:
+        """Samples per second over the recent window (0 once it stops pushing)."""
+        if len(self.marks) < 2 or (self.last_seen is not None and now - self.last_seen > 5):
+            return 0.0
+        (t0, s0), (t1, s1) = self.marks[0], self.marks[-1]
+        return (s1 - s0) / (t1 - t0) if t1 > t0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class FinalResult:
+    """How the session ended, for the finish panel."""
+
+    version: int
+    accuracy: float | None = None  # the hub's final test accuracy (None on a worker)
+    model_path: str = ""
+    seconds: float = 0.0
+    pushed: int = 0
+    rejected: int = 0
+
+
+class ProgressState:
+    """Everything a progress window shows, for a hub (``role="hub"``) or a worker."""
+
+    def __init__(self, role: str, *, total_rounds: int = 0, name: str = "",
+                 expected_workers: int = 0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.role, self.total_rounds, self.name, self.clock = role, total_rounds, name, clock
+        self.expected_workers = expected_workers
+        self.phase = "starting"  # starting, waiting, training, finished, stopped, failed
+        self.status = "Starting…"
+        self.version = 0
+        self.loss: list[tuple[int, float]] = []
+        self.loss_smooth: list[tuple[int, float]] = []
+        self.compute_ms: list[tuple[int, float]] = []  # this worker's time per gradient
+        self.accuracy: list[tuple[int, float]] = []
+        self.workers: dict[int, WorkerRow] = {}
+        self.bytes_sent = self.bytes_received = 0
+        self.final: FinalResult | None = None
+        self.error: str | None = None
+        self.port: int | None = None
+        self.addresses: list[str] = []  # where workers reach this hub
+        self.out_dir = ""
+        self.closed = False  # the runner's thread has ended
+        self.batch_size = 0
+        self.started_at: float | None = None
+        self._rounds: deque[tuple[float, int]] = deque(maxlen=ETA_ROUNDS)
+        self._traffic: deque[tuple[float, int]] = deque(maxlen=256)
+        self._log: list[str] = []
+        self._refused: Counter[str] = Counter()
+        self._silent = False
+
+    # ----------------------------------------------------------------- reading
+    @property
+    def active(self) -> bool:
+        """True while the session can still make progress."""
+        return self.phase in ("starting", "waiting", "training")
+
+    def eta_s(self) -> float | None:
+        """Seconds to the last round at the recent pace; None before it is known."""
+        if self.phase != "training" or len(self._rounds) < 2 or not self.total_rounds:
+            return None
+        (t0, v0), (t1, v1) = self._rounds[0], self._rounds[-1]
+        if v1 <= v0 or t1 <= t0:
+            return None
+        return max(0, self.total_rounds - self.version) * (t1 - t0) / (v1 - v0)
+
+    def elapsed_s(self) -> float | None:
+        """Seconds since training started."""
+        return None if self.started_at is None else self.clock() - self.started_at
+
+    def bandwidth(self) -> float:
+        """Bytes per second, both directions, over the recent window."""
+        now = self.clock()
+        recent = [(t, b) for t, b in self._traffic if now - t <= RATE_WINDOW_S]
+        if len(recent) < 2 or recent[-1][0] <= recent[0][0]:
+            return 0.0
+        return (recent[-1][1] - recent[0][1]) / (recent[-1][0] - recent[0][0])
+
+    def take_log(self) -> list[str]:
+        """Log lines added since the last call."""
+        lines, self._log = self._log, []
+        return lines
+
+    def active_workers(self) -> int:
+        """Workers that joined and have not left (those still there at the end count)."""
+        return sum(1 for w in self.workers.values() if w.state in ACTIVE_STATES)
+
+    def latest_accuracy(self) -> float | None:
+        """The last test accuracy the hub measured."""
+        return self.accuracy[-1][1] if self.accuracy else None
+
+    # ----------------------------------------------------------------- writing
+    def apply(self, events: list[dict[str, Any]]) -> bool:
+        """Fold a batch of events in; True if anything changed."""
+        now = self.clock()
+        for event in events:
+            source = event.get("source", self.role)
+            handler = getattr(self, f"_{source}_{event['kind']}", None)
+            if handler is not None:
+                handler(event, now)
+        if self._refused:
+            summary = ", ".join(f"{n} × {code}" for code, n in sorted(self._refused.items()))
+            self._say(f"Refused requests: {summary}")
+            self._refused.clear()
+        return bool(events)
+
+    def set_traffic(self, sent: int, received: int) -> None:
+        """Byte counters polled from a worker's channel."""
+        self.bytes_sent, self.bytes_received = sent, received
+
+    def tick(self) -> None:
+        """Record the traffic counters for the bandwidth (call once per refresh)."""
+        self._traffic.append((self.clock(), self.bytes_sent + self.bytes_received))
+
+    def _say(self, line: str) -> None:
+        self._log.append(line)
+
+    def _fail(self, message: str) -> None:
+        self.error, self.phase, self.status = message, "failed", message
+        self._say(f"Error: {message}")
+
+    def _progress(self, version: int, loss: float, now: float) -> None:
+        if self.phase in ("starting", "waiting"):
+            self.phase, self.started_at = "training", self.started_at or now
+        self.version = version
+        self.loss.append((version, loss))
+        last = self.loss_smooth[-1][1] if self.loss_smooth else loss
+        self.loss_smooth.append((version, last + SMOOTHING * (loss - last)))
+        self._rounds.append((now, version))
+        self.status = f"Training: round {version} of {self.total_rounds or '?'}"
+
+    # ----------------------------------------------------------------- hub events
+    def _hub_listening(self, e: dict[str, Any], now: float) -> None:
+        self.port, self.out_dir, self.addresses = e["port"], e["out_dir"], e["addresses"]
+        self.phase, self.status = "waiting", "Waiting for workers to join"
+        self._say(f"Hub listening on {e['bind']}:{e['port']} (events {e['pub_port']}, "
+                  f"pairing {e['pair_port']}); hub key {e['hub_key']}")
+
+    def _hub_advertising(self, e: dict[str, Any], now: float) -> None:
+        self._say(f"Announced on the LAN as “{e['name']}”")
+
+    def _hub_log(self, e: dict[str, Any], now: float) -> None:
+        self._say(e["text"])
+
+    def _hub_worker_joined(self, e: dict[str, Any], now: float) -> None:
+        w = e["worker"]
+        self.workers[w["id"]] = WorkerRow(w["id"], w["name"], w["device"], last_seen=now,
+                                          state="loading data")
+        self._say(f"Worker {w['id']} joined: {w['name']} ({w['device']}), shard {w['shard']}")
+
+    def _hub_worker_left(self, e: dict[str, Any], now: float) -> None:
+        w, reason = e["worker"], e["reason"]
+        why = LEAVE_REASONS.get(reason, reason)
+        row = self.workers.get(w["id"])
+        if row is not None:
+            row.state = "left" if reason == "left" else why
+        self._say(f"Worker {w['id']} ({w['name']}) {why}")
+
+    def _hub_state(self, e: dict[str, Any], now: float) -> None:
+        if e["state"] == "training" and self.phase in ("starting", "waiting"):
+            self.phase, self.started_at = "training", now
+            self.status = "Training"
+            self._say(f"All {len(self.workers)} worker(s) ready: training started")
+        elif e["state"] == "done":
+            self.status = "All rounds done: evaluating and saving the model…"
+            self._say(self.status)
+
+    def _hub_round(self, e: dict[str, Any], now: float) -> None:
+        self._progress(e["version"], e["loss"], now)
+        self.bytes_received += e["bytes_in"]
+        self.bytes_sent += e["bytes_out"]
+        for w in e["workers"]:
+            row = self.workers.setdefault(w["id"], WorkerRow(w["id"], w["name"], w["device"]))
+            row.progress(now, w["pushed"], w["rejected"], w["samples"])
+            row.state = "training" if w["ready"] else "loading data"
+        if not e.get("complete", True):
+            self._say(f"Round {e['round']} closed at its deadline with {e['contributors']} "
+                      "gradient(s)")
+
+    def _hub_eval(self, e: dict[str, Any], now: float) -> None:
+        self.accuracy.append((e["version"], e["accuracy"]))
+        self._say(f"Round {e['version']}: test accuracy {percent(e['accuracy'])} "
+                  f"(loss {e['loss']:.4f})")
+
+    def _hub_rejected(self, e: dict[str, Any], now: float) -> None:
+        self._refused[e["code"]] += 1
+
+    def _hub_pairing_refused(self, e: dict[str, Any], now: float) -> None:
+        self._say(f"A pairing attempt was refused ({e.get('code', '?')})")
+
+    def _hub_finished(self, e: dict[str, Any], now: float) -> None:
+        self.final = FinalResult(e["version"], e["accuracy"], e["model_path"], e["seconds"])
+        self.phase, self.version = "finished", e["version"]
+        for row in self.workers.values():
+            if row.state == "training":
+                row.state = "done"
+        self.status = f"Finished: test accuracy {percent(e['accuracy'])}"
+        self._say(f"Finished: test accuracy {percent(e['accuracy'])} after {e['version']} "
+                  f"rounds in {e['seconds']:.1f} s; model saved to {e['model_path']}")
+
+    def _hub_stopped_early(self, e: dict[str, Any], now: float) -> None:
+        self.phase, self.status = "stopped", f"Stopped at round {e['version']}"
+        self._say(f"Stopped at round {e['version']}; continue later with: computeshare host "
+                  f"--resume --out {e['out_dir']}")
+
+    def _hub_error(self, e: dict[str, Any], now: float) -> None:
+        self._fail(e["message"])
+
+    def _hub_closed(self, e: dict[str, Any], now: float) -> None:
+        self.closed = True
+        if self.phase in ("starting", "waiting", "training"):
+            self.phase, self.status = "stopped", "Stopped"
+
+    # ----------------------------------------------------------------- this host's worker
+    def _local_joined(self, e: dict[str, Any], now: float) -> None:
+        self._say(f"This machine trains too, on {e['device']}")
+
+    def _local_error(self, e: dict[str, Any], now: float) -> None:
+        self._say(f"This machine's worker stopped: {e['message']}")
+
+    # ----------------------------------------------------------------- worker events
+    def _worker_device(self, e: dict[str, Any], now: float) -> None:
+        self._say(f"Training device: {e['description']}" + (f" ({e['note']})" if e["note"]
+                                                              else ""))
+
+    def _worker_paired(self, e: dict[str, Any], now: float) -> None:
+        self._say(f"Paired with the hub (key {e['hub_key']})")
+
+    def _worker_joined(self, e: dict[str, Any], now: float) -> None:
+        self.total_rounds, self.batch_size = e["rounds"], e.get("batch_size", 0)
+        self.workers = {e["worker_id"]: WorkerRow(e["worker_id"], f"{self.name} (this machine)",
+                                                  e["device"], last_seen=now,
+                                                  state="loading data")}
+        self.phase, self.status = "waiting", "Waiting for the hub to start training"
+        self._say(f"Joined as worker {e['worker_id']}: shard {e['shard'] + 1} of "
+                  f"{e['num_shards']}, {e['model']} on {e['dataset']}, {e['rounds']} rounds")
+
+    def _worker_shard(self, e: dict[str, Any], now: float) -> None:
+        if e["received"] >= e["total"]:
+            self._say(f"Received this machine's shard: {e['total']} images")
+            for row in self.workers.values():
+                row.state = "ready"
+
+    def _worker_round(self, e: dict[str, Any], now: float) -> None:
+        self._progress(e["version"] + 1, e["loss"], now)
+        self.compute_ms.append((e["version"] + 1, 1000 * e["compute_s"]))
+        self._silent = False
+        for row in self.workers.values():
+            row.progress(now, e["pushed"], e["rejected"], e["pushed"] * self.batch_size)
+            row.state = "training"
+
+    def _worker_hub_silent(self, e: dict[str, Any], now: float) -> None:
+        if not self._silent:
+            self._say("The hub is not answering: retrying…")
+        self._silent = True
+
+    def _worker_pairing_wait(self, e: dict[str, Any], now: float) -> None:
+        self._say(f"The hub asked to wait {e['retry_after']:.0f} s ({e['code']})")
+
+    def _worker_session_full(self, e: dict[str, Any], now: float) -> None:
+        self.status = "The session is full: waiting for a free shard"
+
+    def _worker_rejoin(self, e: dict[str, Any], now: float) -> None:
+        self._say("The hub restarted or forgot this worker: joining again")
+
+    def _worker_done(self, e: dict[str, Any], now: float) -> None:
+        if e.get("left"):
+            self.phase, self.status = "stopped", "You left the session"
+            self._say(f"Left the session after pushing {e['pushed']} gradients")
+        elif self.active:
+            self.final = FinalResult(self.version, pushed=e["pushed"], rejected=e["rejected"])
+            self.phase = "finished"
+            self.status = f"Session finished: {e['pushed']} gradients pushed"
+            self._say(f"Session finished: {e['pushed']} gradients pushed, {e['rejected']} "
+                      "refused")
+
+    def _worker_error(self, e: dict[str, Any], now: float) -> None:
+        self._fail(e["message"])
+
+    def _worker_stopped(self, e: dict[str, Any], now: float) -> None:
+        self.closed = True
+        if self.active:
+            self.phase, self.status = "stopped", "Stopped"

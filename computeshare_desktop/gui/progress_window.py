@@ -1,0 +1,260 @@
+"""The progress window of a hub or a worker: it renders a ProgressState, nothing more.
+
+A QTimer on the GUI thread drains the runner's event queue every ``refresh_ms`` and applies
+the whole batch at once (a session at 60 rounds/s costs the event loop one update per
+tick, not sixty signals). Labels and the progress bar follow every tick; the curves and the
+workers table, whose repaints cost milliseconds of Python in pyqtgraph, every
+``SLOW_EVERY`` ticks. Stop/Leave only ask the runner to stop; the runner's thread ends on
+its own and the window shows it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Protocol
+
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QCloseEvent, QDesktopServices
+from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMainWindow, QProgressBar, QPushButton,
+                               QSplitter, QVBoxLayout, QWidget)
+
+from .charts import ChartsPanel
+from .formatting import human_bytes, human_duration, human_rate, percent
+from .hub_runner import HubRunner
+from .panels import FinishCard, LogPane, StatCard, row
+from .pin_card import PinCard
+from .progress_state import ProgressState
+from .sources import LogTap
+from .worker_runner import WorkerRunner
+from .workers_table import WorkersTable
+
+
+SLOW_EVERY = 5  # ticks between redraws of the curves and the table (~2 per second)
+
+
+class Runner(Protocol):
+    """What the window needs from a HubRunner or a WorkerRunner."""
+
+    @property
+    def running(self) -> bool: ...
+    @property
+    def stopping(self) -> bool: ...
+    def drain(self) -> list[dict[str, Any]]: ...
+    def stop(self) -> None: ...
+    def join(self, timeout_s: float) -> bool: ...
+
+
+class ProgressWindow(QMainWindow):
+    """Progress bar, curves, workers, traffic, log, Stop/Leave and, at the end, the result."""
+
+    closed = Signal(object)  # this window, once closed (its runner may still be stopping)
+
+    def __init__(self, runner: Runner, state: ProgressState, *, title: str, subtitle: str,
+                 pin: str | None = None, refresh_ms: int = 100,
+                 traffic: Callable[[], tuple[int, int]] | None = None) -> None:
+        super().__init__()
+        self.runner, self.state, self._traffic = runner, state, traffic
+        self.setWindowTitle(f"{title} — ComputeShare")
+        self.pin_card = PinCard(pin) if pin else None
+        self._ticks = 0
+        self._build(title, subtitle)
+        self.tap = LogTap().attach()
+        self.timer = QTimer(self)
+        self.timer.timeout.connect(self.refresh)
+        self.timer.start(refresh_ms)
+        self.resize(1120, 860)
+
+    @classmethod
+    def for_hub(cls, runner: HubRunner, refresh_ms: int = 100) -> "ProgressWindow":
+        """The window of a hub this app runs."""
+        o = runner.options
+        state = ProgressState("hub", total_rounds=o.rounds, name=o.session_name(),
+                              expected_workers=o.workers)
+        return cls(runner, state, title=f"Hosting {o.session_name()}", pin=runner.pin,
+                   subtitle=f"{o.model} on {o.dataset} · {o.workers} worker(s) · "
+                            f"{o.rounds} rounds of {o.batch_size} per worker",
+                   refresh_ms=refresh_ms)
+
+    @classmethod
+    def for_worker(cls, runner: WorkerRunner, events: list[dict[str, Any]] | None = None,
+                   refresh_ms: int = 100) -> "ProgressWindow":
+        """The window of a worker this app runs; ``events``: those the Join dialog read."""
+        state = ProgressState("worker", name=runner.name)
+        state.apply(events or [])
+        return cls(runner, state, title=f"Training for {runner.target.label}",
+                   subtitle=f"Worker {runner.name} · hub {runner.target.host}:"
+                            f"{runner.target.port}",
+                   refresh_ms=refresh_ms, traffic=runner.traffic)
+
+    # ----------------------------------------------------------------- layout
+    def _build(self, title: str, subtitle: str) -> None:
+        hub = self.state.role == "hub"
+        self.title = QLabel(title)
+        self.title.setObjectName("Title")
+        self.subtitle = QLabel(subtitle)
+        self.subtitle.setObjectName("Subtitle")
+        self.chip = QLabel("Starting")
+        self.chip.setObjectName("StatusChip")
+        self.progress_bar = QProgressBar()
+        self.progress_bar.setTextVisible(False)
+        self.progress_label = QLabel("Waiting for the session to start")
+        self.progress_label.setWordWrap(True)
+        self.eta_label = QLabel("ETA —")
+        self.eta_label.setProperty("role", "muted")
+        self.cards = {key: StatCard(name) for key, name in (
+            ("loss", "Training loss"),
+            ("accuracy", "Test accuracy") if hub else ("compute", "Compute per gradient"),
+            ("sent", "Sent"), ("received", "Received"), ("bandwidth", "Bandwidth"),
+            ("workers", "Workers") if hub else ("pushed", "Gradients pushed"))}
+        self.charts = ChartsPanel(second="accuracy" if hub else "compute")
+        self.workers_table = WorkersTable()
+        self.log_pane = LogPane()
+        self.finish_card = FinishCard()
+        self.finish_card.hide()
+        self.finish_card.open_folder.connect(self.open_output_folder)
+        self.stop_button = QPushButton("Stop training" if hub else "Leave session")
+        self.stop_button.setObjectName("Danger")
+        self.stop_button.clicked.connect(self.stop_session)
+        self.close_button = QPushButton("Close")
+        self.close_button.clicked.connect(self.close)
+        self.setCentralWidget(self._layout())
+
+    def _layout(self) -> QWidget:
+        head = QHBoxLayout()
+        titles = QVBoxLayout()
+        titles.setSpacing(2)
+        titles.addWidget(self.title)
+        titles.addWidget(self.subtitle)
+        head.addLayout(titles, 1)
+        head.addWidget(self.chip, 0, Qt.AlignmentFlag.AlignTop)
+        progress = QHBoxLayout()
+        progress.addWidget(self.progress_label)
+        progress.addStretch(1)
+        progress.addWidget(self.eta_label)
+        lower = QSplitter(Qt.Orientation.Horizontal)
+        lower.addWidget(self.workers_table)
+        lower.addWidget(self.log_pane)
+        lower.setSizes([700, 400])
+        lower.setStretchFactor(0, 3)
+        lower.setStretchFactor(1, 2)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.stop_button)
+        buttons.addWidget(self.close_button)
+        body = QVBoxLayout()
+        body.setContentsMargins(20, 16, 20, 16)
+        body.setSpacing(12)
+        body.addLayout(head)
+        if self.pin_card is not None:
+            body.addWidget(self.pin_card)
+        body.addLayout(progress)
+        body.addWidget(self.progress_bar)
+        body.addLayout(row(*self.cards.values()))
+        body.addWidget(self.charts, 3)
+        body.addWidget(lower, 2)
+        body.addWidget(self.finish_card)
+        body.addLayout(buttons)
+        canvas = QWidget()
+        canvas.setObjectName("Canvas")
+        canvas.setLayout(body)
+        return canvas
+
+    # ----------------------------------------------------------------- refresh
+    def refresh(self) -> None:
+        """Drain the runner's events, fold them into the state, render (GUI thread)."""
+        self.state.apply(self.runner.drain())
+        if self._traffic is not None:
+            self.state.set_traffic(*self._traffic())
+        self.state.tick()
+        lines = self.state.take_log() + self.tap.take()
+        self.log_pane.add_lines(lines, time.strftime("%H:%M:%S"))
+        self._render()
+        if self.state.closed and not self.runner.running:
+            self.timer.setInterval(1000)  # nothing more will come; keep "last seen" fresh
+
+    def _render(self) -> None:
+        s = self.state
+        now = s.clock()
+        self._render_status()
+        total = max(1, s.total_rounds)
+        if self.progress_bar.maximum() != total:
+            self.progress_bar.setRange(0, total)
+        self.progress_bar.setValue(min(s.version, total))
+        if s.total_rounds:
+            self.progress_label.setText(f"Round {s.version:,} of {s.total_rounds:,}")
+        elapsed = s.elapsed_s()
+        self.eta_label.setText(f"ETA {human_duration(s.eta_s())} · elapsed "
+                               f"{human_duration(elapsed)}" if s.active else
+                               f"Elapsed {human_duration(elapsed)}")
+        c = self.cards
+        c["loss"].set_value(f"{s.loss_smooth[-1][1]:.4f}" if s.loss_smooth else "—")
+        c["sent"].set_value(human_bytes(s.bytes_sent))
+        c["received"].set_value(human_bytes(s.bytes_received))
+        c["bandwidth"].set_value(human_rate(s.bandwidth()))
+        if s.role == "hub":
+            accuracy = s.latest_accuracy()
+            c["accuracy"].set_value(percent(accuracy) if accuracy is not None else "—")
+            c["workers"].set_value(f"{s.active_workers()} of {s.expected_workers}")
+        else:
+            c["compute"].set_value(f"{s.compute_ms[-1][1]:.0f} ms" if s.compute_ms else "—")
+            c["pushed"].set_value(f"{sum(w.pushed for w in s.workers.values()):,}")
+        self._ticks += 1
+        if self._ticks % SLOW_EVERY == 1 or not s.active:
+            self.charts.show_series(s.loss, s.loss_smooth,
+                                    s.accuracy if s.role == "hub" else s.compute_ms,
+                                    s.total_rounds)
+            self.workers_table.show_rows(list(s.workers.values()), now)
+
+    def _render_status(self) -> None:
+        s = self.state
+        labels = {"starting": "Starting", "waiting": "Waiting", "training": "Training",
+                  "finished": "Finished", "stopped": "Stopped", "failed": "Error"}
+        if self.chip.text() != labels[s.phase]:
+            self.chip.setText(labels[s.phase])
+            self.chip.setProperty("phase", s.phase)
+            self.chip.style().unpolish(self.chip)
+            self.chip.style().polish(self.chip)
+        self.chip.setToolTip(s.status)
+        if self.pin_card is not None and s.port is not None:
+            self.pin_card.set_hint(self._join_hint())
+        if s.final is not None and self.finish_card.isHidden():
+            self.finish_card.show_result(s.final, s.out_dir, s.role)
+            self.finish_card.show()
+        if not s.active:
+            self.stop_button.hide()
+        elif self.runner.stopping:
+            self.stop_button.setEnabled(False)
+        if s.phase == "failed" and s.error:
+            self.progress_label.setText(s.error)
+
+    def _join_hint(self) -> str:
+        s = self.state
+        if not s.active:
+            return "The session is over: this PIN no longer works."
+        where = s.addresses[0] if s.addresses else "this computer's address"
+        return (f"On each worker: open ComputeShare, select “{s.name}” and click Join, or "
+                f"use Connect to address… with {where}:{s.port}")
+
+    # ----------------------------------------------------------------- actions
+    def stop_session(self) -> None:
+        """Stop (hub) or leave (worker): returns at once, the thread winds down."""
+        self.runner.stop()
+        self.stop_button.setEnabled(False)
+        self.stop_button.setText("Stopping…")
+
+    def output_url(self) -> QUrl:
+        """The folder "Open output folder" opens (empty until the session finished)."""
+        return self.finish_card.url
+
+    def open_output_folder(self, url: QUrl) -> None:
+        """Show the output folder in the system's file manager."""
+        QDesktopServices.openUrl(url)
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's API
+        """Closing stops the session; the main window waits for the thread to end."""
+        if self.runner.running:
+            self.runner.stop()
+        self.timer.stop()
+        self.tap.detach()
+        self.closed.emit(self)
+        super().closeEvent(event)

@@ -1,0 +1,88 @@
+"""The live table of sessions on the LAN: a Qt model over DiscoveredSession values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtGui import QColor
+
+from ..discovery import DiscoveredSession
+
+COLUMNS = ("Session", "Host", "Model", "Dataset", "Workers", "State")
+_STATE_COLORS = {"open": "#067647", "training": "#4338CA", "full": "#B54708", "done": "#667085"}
+
+Index = QModelIndex | QPersistentModelIndex
+
+
+def state_text(session: DiscoveredSession) -> tuple[str, str]:
+    """(text, colour key) for a session's state column."""
+    advert = session.advert
+    if advert.done:
+        return "Finished", "done"
+    if advert.state == "training":
+        rounds = f" · round {advert.round}/{advert.rounds}" if advert.rounds else ""
+        return f"Training{rounds}", "training"
+    if advert.full:
+        return "Full", "full"
+    return "Open: waiting for workers", "open"
+
+
+class SessionTableModel(QAbstractTableModel):
+    """Rows are sessions, sorted as the browser sorts them (by name)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sessions: list[DiscoveredSession] = []
+
+    def set_sessions(self, sessions: list[DiscoveredSession]) -> None:
+        """Replace the rows; same sessions in the same order only repaint (keeps selection)."""
+        same_rows = [s.instance for s in sessions] == [s.instance for s in self.sessions]
+        if same_rows and sessions:
+            self.sessions = list(sessions)
+            last = self.index(len(sessions) - 1, len(COLUMNS) - 1)
+            self.dataChanged.emit(self.index(0, 0), last)
+            return
+        self.beginResetModel()
+        self.sessions = list(sessions)
+        self.endResetModel()
+
+    def session(self, row: int) -> DiscoveredSession | None:
+        """The session at ``row``, if any."""
+        return self.sessions[row] if 0 <= row < len(self.sessions) else None
+
+    def row_of(self, instance: str) -> int:
+        """The row of an mDNS instance name, or -1."""
+        return next((i for i, s in enumerate(self.sessions) if s.instance == instance), -1)
+
+    def row_of_name(self, name: str) -> int:
+        """The row of the first session called ``name``, or -1."""
+        return next((i for i, s in enumerate(self.sessions) if s.name == name), -1)
+
+    # ----------------------------------------------------------------- Qt model API
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 - Qt's API
+        return 0 if parent.isValid() else len(self.sessions)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 - Qt's API
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation,
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return COLUMNS[section]
+        return None
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        session = self.session(index.row())
+        if session is None:
+            return None
+        advert, column = session.advert, index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            return (advert.name, advert.host, advert.model, advert.dataset,
+                    f"{advert.joined} / {advert.expected}", state_text(session)[0])[column]
+        if role == Qt.ItemDataRole.ForegroundRole and column == len(COLUMNS) - 1:
+            return QColor(_STATE_COLORS[state_text(session)[1]])
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return (f"{advert.name}\n{session.address}\nhub key {advert.key_fingerprint}\n"
+                    f"session {advert.session_id}")
+        return None

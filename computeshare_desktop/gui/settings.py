@@ -1,0 +1,111 @@
+"""The app's remembered settings: a small, versioned JSON file per user. No Qt.
+
+``{"version": 1, "host": {...last Host dialog values...}, "window": {"geometry": "..."}}``
+lives in ``platformdirs.user_config_dir("computeshare")``, or under ``COMPUTESHARE_HOME``
+when that is set (tests, portable installs). A missing, corrupt or newer file is never an
+error: the app starts with defaults and says so in the log.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from ..transport.keys import HOME_ENV
+from .options import HostOptions
+
+log = logging.getLogger(__name__)
+
+SETTINGS_VERSION = 1
+SETTINGS_FILE = "settings.json"
+# Host dialog values worth remembering; the output folder is remembered as its parent so
+# every new session gets a fresh run folder.
+HOST_KEYS = ("dataset", "model", "rounds", "batch_size", "workers", "lr", "train_here",
+             "eval_every", "name", "port")
+
+
+def settings_path() -> Path:
+    """Where the settings file lives."""
+    override = os.environ.get(HOME_ENV)
+    base = Path(override) if override else Path(platformdirs.user_config_dir("computeshare",
+                                                                            appauthor=False))
+    return base / SETTINGS_FILE
+
+
+class Settings:
+    """Loads once, saves on demand; values are plain JSON types."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or settings_path()
+        self.data: dict[str, Any] = self._load()
+
+    def _load(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {"version": SETTINGS_VERSION}
+        except (OSError, ValueError) as exc:
+            log.warning("ignoring unreadable settings %s: %s", self.path, exc)
+            return {"version": SETTINGS_VERSION}
+        if not isinstance(data, dict) or data.get("version") != SETTINGS_VERSION:
+            log.warning("ignoring settings %s: unknown format version", self.path)
+            return {"version": SETTINGS_VERSION}
+        return data
+
+    def save(self) -> None:
+        """Write atomically; a failure is logged, never raised (settings are a convenience)."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=SETTINGS_FILE, dir=self.path.parent)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump({**self.data, "version": SETTINGS_VERSION}, fh, indent=2)
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            log.warning("could not save settings to %s: %s", self.path, exc)
+
+    # ----------------------------------------------------------------- host dialog
+    def host_options(self) -> HostOptions:
+        """The last Host dialog values (defaults for anything missing or invalid)."""
+        saved = self._section("host")
+        defaults = HostOptions()
+        values: dict[str, Any] = {}
+        for key in HOST_KEYS:
+            wanted = type(getattr(defaults, key))
+            value = saved.get(key)
+            if wanted is float and isinstance(value, int) and not isinstance(value, bool):
+                value = float(value)
+            if isinstance(value, wanted) and (wanted is bool or not isinstance(value, bool)):
+                values[key] = value
+        return dataclasses.replace(defaults, **values)
+
+    def output_parent(self) -> str | None:
+        """The folder the last run folder was made in, if any."""
+        parent = self._section("host").get("out_parent")
+        return parent if isinstance(parent, str) and parent else None
+
+    def remember_host(self, options: HostOptions) -> None:
+        """Keep the Host dialog values for next time."""
+        host = {key: getattr(options, key) for key in HOST_KEYS}
+        host["out_parent"] = str(Path(options.out_dir).expanduser().parent)
+        self.data["host"] = host
+
+    # ----------------------------------------------------------------- window
+    def geometry(self) -> str | None:
+        """The main window's saved geometry (base64 of Qt's saveGeometry), if any."""
+        value = self._section("window").get("geometry")
+        return value if isinstance(value, str) else None
+
+    def remember_geometry(self, encoded: str) -> None:
+        """Keep the main window's geometry."""
+        self.data["window"] = {**self._section("window"), "geometry": encoded}
+
+    def _section(self, name: str) -> dict[str, Any]:
+        value = self.data.get(name)
+        return value if isinstance(value, dict) else {}

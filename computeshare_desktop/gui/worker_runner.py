@@ -1,0 +1,140 @@
+"""Runs one WorkerSession on a background thread, like ``computeshare join``. No Qt.
+
+The thread owns every ZeroMQ socket of the worker (the session makes and closes them). It
+reports through ``events``, a queue of plain dicts the GUI drains on its own timer; each
+event carries ``source`` so a hub window can tell its local worker's events apart.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from typing import Any, Callable
+
+from ..errors import ComputeShareError, HubUnreachableError, RejectedError
+from ..transport import ZmqConnector, identity_path, load_or_create
+from ..worker import DeviceChoice, WorkerOptions, WorkerResult, WorkerSession, pick_device
+from .formatting import refusal_message
+from .options import JoinTarget
+
+log = logging.getLogger(__name__)
+
+class WorkerRunner:
+    """One worker session on its own thread: ``start()``, then ``stop()`` and ``join()``."""
+
+    def __init__(self, target: JoinTarget, *, pin: str, name: str,
+                 device: DeviceChoice | None = None, source: str = "worker",
+                 events: "queue.SimpleQueue[dict[str, Any]] | None" = None,
+                 first_contact_s: float = 15.0,
+                 on_exit: Callable[[], None] | None = None) -> None:
+        self.target, self.pin, self.name, self.source = target, pin, name, source
+        self.device = device
+        self.events: queue.SimpleQueue[dict[str, Any]] = events or queue.SimpleQueue()
+        self.first_contact_s = first_contact_s
+        self.result: WorkerResult | None = None
+        self.error_code: str | None = None
+        self._on_exit = on_exit
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._session: WorkerSession | None = None
+        self._thread = threading.Thread(target=self._run, name=f"gui-{source}", daemon=True)
+
+    # ----------------------------------------------------------------- GUI thread
+    def start(self) -> "WorkerRunner":
+        """Start the worker thread; returns self."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Ask the worker to leave the session (returns at once)."""
+        with self._lock:
+            self._stop.set()
+            if self._session is not None:
+                self._session.stop.set()
+
+    def join(self, timeout_s: float) -> bool:
+        """Wait for the thread; True when it has ended."""
+        if self._thread.ident is not None:
+            self._thread.join(timeout_s)
+        return not self._thread.is_alive()
+
+    @property
+    def running(self) -> bool:
+        """True while the worker thread is alive."""
+        return self._thread.is_alive()
+
+    @property
+    def stopping(self) -> bool:
+        """True once ``stop()`` was called."""
+        return self._stop.is_set()
+
+    def drain(self) -> list[dict[str, Any]]:
+        """Every event queued since the last call (GUI thread)."""
+        return drain_queue(self.events)
+
+    def traffic(self) -> tuple[int, int]:
+        """(bytes sent, bytes received) on the encrypted channel so far."""
+        channel = getattr(self._session, "channel", None)
+        return (int(getattr(channel, "bytes_sent", 0)), int(getattr(channel, "bytes_received", 0)))
+
+    # ----------------------------------------------------------------- worker thread
+    def _run(self) -> None:
+        try:
+            self._work()
+        except RejectedError as exc:
+            code = getattr(exc.code, "value", str(exc.code))
+            self.error_code = code
+            self._post("error", code=code, message=refusal_message(code, exc.detail))
+        except HubUnreachableError as exc:
+            if not self._stop.is_set():
+                self.error_code = "UNREACHABLE"
+                self._post("error", code="UNREACHABLE", message=str(exc))
+        except ComputeShareError as exc:
+            self.error_code = "ERROR"
+            self._post("error", code="ERROR", message=str(exc))
+        except Exception as exc:  # a bug: keep the app alive and show it
+            log.exception("worker thread failed")
+            self.error_code = "ERROR"
+            self._post("error", code="ERROR", message=f"unexpected error: {exc!r}")
+        finally:
+            self._post("stopped", left=self._stop.is_set(), result=self.result is not None)
+            if self._on_exit is not None:
+                self._on_exit()
+
+    def _work(self) -> None:
+        device = self.device or pick_device("auto")
+        self._post("device", description=device.description, note=device.note)
+        identity = load_or_create(identity_path("worker", self.name))
+        t = self.target
+        connector = ZmqConnector(t.host, t.port, identity, pair_port=t.pair_port)
+        options = WorkerOptions(pin=self.pin, name=self.name,
+                                first_contact_s=self.first_contact_s)
+        session = WorkerSession(connector, options, device, on_event=self._on_event,
+                                expected_key=t.expected_key)
+        with self._lock:
+            self._session = session
+            if self._stop.is_set():
+                session.stop.set()
+        self.result = session.run()
+
+    def _on_event(self, event: dict[str, Any]) -> None:
+        if event["kind"] == "joined" and self._session is not None:
+            welcome = self._session.welcome
+            event = {**event, "batch_size": welcome.batch_size if welcome else 0}
+        elif event["kind"] == "done":
+            event = {**event, "left": self._stop.is_set()}
+        self.events.put({**event, "source": self.source})
+
+    def _post(self, kind: str, **data: Any) -> None:
+        self.events.put({"kind": kind, "source": self.source, **data})
+
+
+def drain_queue(events: "queue.SimpleQueue[dict[str, Any]]") -> list[dict[str, Any]]:
+    """Everything in ``events`` right now, without blocking."""
+    items: list[dict[str, Any]] = []
+    while True:
+        try:
+            items.append(events.get_nowait())
+        except queue.Empty:
+            return items

@@ -1,0 +1,54 @@
+"""The table of workers in a progress window, updated in place from ProgressState rows."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
+
+from .formatting import ago
+from .progress_state import WorkerRow
+
+COLUMNS = ("Worker", "Device", "Samples/s", "Pushed", "Rejected", "Last seen", "State")
+_NUMERIC = {2, 3, 4}
+
+
+class WorkersTable(QTableWidget):
+    """One row per worker; cells are rewritten only when their text changes."""
+
+    def __init__(self) -> None:
+        super().__init__(0, len(COLUMNS))
+        self.setHorizontalHeaderLabels(COLUMNS)
+        self.verticalHeader().setVisible(False)
+        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.setAlternatingRowColors(True)
+        self.setShowGrid(False)
+        self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        header = self.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)  # long names elide
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        header.setHighlightSections(False)
+
+    def show_rows(self, rows: list[WorkerRow], now: float) -> None:
+        """Render the rows (sorted by worker id)."""
+        if self.rowCount() != len(rows):
+            self.setRowCount(len(rows))
+        for r, row in enumerate(sorted(rows, key=lambda w: w.worker_id)):
+            rate = row.rate(now)
+            texts = (row.name, row.device, f"{rate:,.0f}" if rate else "—", f"{row.pushed:,}",
+                     f"{row.rejected:,}",
+                     ago(None if row.last_seen is None else now - row.last_seen), row.state)
+            for c, text in enumerate(texts):
+                self._set(r, c, text)
+
+    def _set(self, row: int, column: int, text: str) -> None:
+        item = self.item(row, column)
+        if item is None:
+            item = QTableWidgetItem(text)
+            flag = Qt.AlignmentFlag
+            align = flag.AlignRight if column in _NUMERIC else flag.AlignLeft
+            item.setTextAlignment(align | flag.AlignVCenter)
+            self.setItem(row, column, item)
+        elif item.text() != text:
+            item.setText(text)

@@ -1,0 +1,97 @@
+"""Joining from the GUI: a hub in another process shows up through loopback mDNS, a wrong PIN
+is refused inside the dialog, the right one opens the progress window and training runs."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pyqtgraph")
+
+from helpers_net import RunningHub, cli, free_ports  # noqa: E402
+from helpers_net import PIN as HUB_PIN  # noqa: E402
+from ui_helpers import click, click_row, type_into  # noqa: E402
+
+PIN = "246135"
+SESSION = "ui-test-session"
+
+
+def start_hub(out, port: int) -> subprocess.Popen[str]:
+    return cli("host", "--pin", PIN, "--workers", "1", "--rounds", "3000", "--eval-every", "0",
+               "--interface", "127.0.0.1", "--bind", "127.0.0.1", "--port", str(port),
+               "--out", str(out), "--name", SESSION, "--quiet")
+
+
+@pytest.mark.slow
+def test_discovered_session_wrong_pin_then_join_and_train(qtbot, main_window, tmp_path):
+    hub = start_hub(tmp_path / "hub", free_ports())
+    try:
+        model, view = main_window.model, main_window.sessions_view
+        qtbot.waitUntil(lambda: model.row_of_name(SESSION) >= 0, timeout=30_000)
+        row = model.row_of_name(SESSION)
+        assert model.data(model.index(row, 4)) == "0 / 1"
+        click_row(qtbot, view, row)
+        assert main_window.selected_session().name == SESSION
+        click(qtbot, main_window.join_button)
+        dialog = main_window.join_dialog
+        qtbot.waitUntil(dialog.isVisible)
+
+        type_into(qtbot, dialog.pin_edit, "000000")
+        click(qtbot, dialog.join_button)
+        qtbot.waitUntil(lambda: dialog.join_button.isEnabled() and dialog.message.isVisible()
+                        and "BAD_PIN" in dialog.message.text(), timeout=20_000)
+        assert "Wrong PIN" in dialog.message.text()
+        assert dialog.isVisible() and main_window.progress_windows == []
+
+        type_into(qtbot, dialog.pin_edit, PIN[:3] + " " + PIN[3:])  # as read out: "246 135"
+        click(qtbot, dialog.join_button)
+        qtbot.waitUntil(lambda: len(main_window.progress_windows) == 1, timeout=20_000)
+        assert not dialog.isVisible()
+        window = main_window.progress_windows[0]
+        qtbot.waitUntil(lambda: window.state.version >= 10, timeout=60_000)
+        assert window.progress_bar.maximum() == 3000 and window.progress_bar.value() >= 10
+        assert window.state.loss and window.cards["loss"].value.text() != "—"
+        qtbot.waitUntil(lambda: window.workers_table.rowCount() == 1
+                        and int(window.workers_table.item(0, 3).text().replace(",", "")) > 0,
+                        timeout=10_000)
+        qtbot.waitUntil(lambda: model.data(model.index(model.row_of_name(SESSION), 4))
+                        == "1 / 1", timeout=15_000)
+
+        click(qtbot, window.stop_button)  # Leave
+        qtbot.waitUntil(lambda: not window.runner.running, timeout=20_000)
+        qtbot.waitUntil(lambda: window.state.phase == "stopped", timeout=5_000)
+        assert window.state.error is None
+    finally:
+        hub.kill()
+        hub.communicate()
+
+
+def test_connect_by_address_shows_lockout_in_the_dialog(qtbot, main_window, tmp_path):
+    hub = RunningHub(tmp_path / "hub", workers=1, rounds=10)
+    try:
+        click(qtbot, main_window.connect_button)
+        dialog = main_window.join_dialog
+        qtbot.waitUntil(dialog.isVisible)
+        type_into(qtbot, dialog.address_edit, "not an address:x")
+        type_into(qtbot, dialog.pin_edit, "1")
+        click(qtbot, dialog.join_button)
+        assert "is not a hub address" in dialog.message.text()
+
+        type_into(qtbot, dialog.address_edit, f"127.0.0.1:{hub.port}")
+        assert HUB_PIN != "111111"
+        messages = []
+        for _ in range(9):  # 5 wrong PINs are free, then pairing pauses for 1, 2, 4... s
+            type_into(qtbot, dialog.pin_edit, "111111")
+            click(qtbot, dialog.join_button)
+            qtbot.waitUntil(lambda: dialog.join_button.isEnabled(), timeout=20_000)
+            messages.append(dialog.message.text())
+            if "LOCKED_OUT" in messages[-1]:
+                break
+        assert all("BAD_PIN" in m for m in messages[:5]), messages
+        assert "LOCKED_OUT" in messages[-1] and "paused pairing" in messages[-1], messages
+        assert dialog.isVisible() and main_window.progress_windows == []
+        click(qtbot, dialog.cancel_button)
+    finally:
+        hub.close()

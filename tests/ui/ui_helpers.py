@@ -1,0 +1,88 @@
+"""Helpers for the desktop-app tests: typing into real widgets, event-loop latency, images."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QPoint, Qt, QTimer
+from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QAbstractSpinBox, QLineEdit, QTableView, QWidget
+
+LEFT = Qt.MouseButton.LeftButton
+
+
+def type_into(qtbot, widget: QWidget, text: str) -> None:
+    """Replace a line edit's or spin box's text by typing, as a user would."""
+    widget.setFocus()
+    if isinstance(widget, QAbstractSpinBox):
+        widget.selectAll()
+        qtbot.keyClick(widget, Qt.Key.Key_Backspace)
+    elif isinstance(widget, QLineEdit):
+        widget.selectAll()
+        qtbot.keyClick(widget, Qt.Key.Key_Backspace)
+    qtbot.keyClicks(widget, text)
+    if isinstance(widget, QAbstractSpinBox):
+        widget.interpretText()
+
+
+def click(qtbot, widget: QWidget) -> None:
+    """A real left click in the middle of ``widget``."""
+    assert widget.isVisible() and widget.isEnabled(), f"{widget!r} cannot be clicked"
+    qtbot.mouseClick(widget, LEFT)
+
+
+def click_row(qtbot, view: QTableView, row: int, *, double: bool = False) -> None:
+    """Click (or double-click) the first cell of ``row``."""
+    rect = view.visualRect(view.model().index(row, 0))
+    where: QPoint = rect.center()
+    qtbot.mouseClick(view.viewport(), LEFT, pos=where)
+    if double:  # a real double-click is press, release, then a double-click press
+        qtbot.mouseDClick(view.viewport(), LEFT, pos=where)
+
+
+class LoopLatency:
+    """A 10 ms precise timer on the GUI thread; records how late each tick fires."""
+
+    def __init__(self, interval_ms: int = 10) -> None:
+        self.interval_s = interval_ms / 1000
+        self.lateness: list[float] = []
+        self._last: float | None = None
+        self.timer = QTimer()
+        self.timer.setTimerType(Qt.TimerType.PreciseTimer)
+        self.timer.setInterval(interval_ms)
+        self.timer.timeout.connect(self._tick)
+
+    def start(self) -> None:
+        self._last = time.perf_counter()
+        self.timer.start()
+
+    def stop(self) -> None:
+        self.timer.stop()
+
+    def _tick(self) -> None:
+        now = time.perf_counter()
+        if self._last is not None:
+            self.lateness.append(max(0.0, now - self._last - self.interval_s))
+        self._last = now
+
+    def percentile(self, q: float) -> float:
+        ordered = sorted(self.lateness)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def image_stats(path: Path) -> tuple[int, int, int]:
+    """(width, height, distinct colours on a sampling grid) of a PNG."""
+    image = QImage(str(path))
+    assert not image.isNull(), f"{path} is not an image"
+    colours = {image.pixel(x, y) for x in range(0, image.width(), 3)
+               for y in range(0, image.height(), 3)}
+    return image.width(), image.height(), len(colours)
+
+
+def screenshot_dir(tmp_path: Path) -> Path:
+    """Where screenshots go: $COMPUTESHARE_SCREENSHOTS (e.g. docs/screenshots) or tmp_path."""
+    folder = Path(os.environ.get("COMPUTESHARE_SCREENSHOTS") or tmp_path / "screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
