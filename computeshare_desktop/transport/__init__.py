@@ -3,7 +3,9 @@
 from .keys import Identity, identity_path, load_or_create
 from .sockets import DEFAULT_PORT, MAX_MESSAGE_BYTES
 from .zmq_client import ChannelTimeout, ReqChannel, ZmqConnector
+from .zmq_events import EventSubscriber
 from .zmq_hub import EVENT_TOPIC, HubServer
 
-__all__ = ["ChannelTimeout", "DEFAULT_PORT", "EVENT_TOPIC", "HubServer", "Identity",
-           "MAX_MESSAGE_BYTES", "ReqChannel", "ZmqConnector", "identity_path", "load_or_create"]
+__all__ = ["ChannelTimeout", "DEFAULT_PORT", "EVENT_TOPIC", "EventSubscriber", "HubServer",
+           "Identity", "MAX_MESSAGE_BYTES", "ReqChannel", "ZmqConnector", "identity_path",
+           "load_or_create"]
