@@ -1,8 +1,8 @@
 """Live curves (pyqtgraph: QtCharts is not in PySide6-Essentials).
 
-Left: the training loss per round, raw (faint) and smoothed. Right, on a hub: the test
-accuracy at each evaluation; on a worker, which never sees evaluations, the time this
-machine spends computing one gradient.
+Left: the training loss per round, raw (faint) and smoothed. Right: the test accuracy at
+each of the hub's evaluations (a worker hears them on the hub's event stream), or, with
+``second="compute"``, the time this machine spends computing one gradient.
 
 Why the ranges are set by hand: with auto-range, every new point re-ranges the view and
 makes pyqtgraph regenerate its axes in Python. With a session training in the same process

@@ -76,10 +76,16 @@ class FinishCard(QFrame):
             self.url = QUrl.fromLocalFile(folder)
             self.open_button.setEnabled(bool(folder))
         else:
-            self.headline.setText("Session finished")
-            self.detail.setText(f"This machine pushed {final.pushed:,} gradients "
-                                f"({final.rejected:,} refused) over {final.version} rounds.")
-            self.model_path.setText("The trained model and its accuracy are on the hub.")
+            contribution = (f"This machine pushed {final.pushed:,} gradients "
+                            f"({final.rejected:,} refused) over {final.version} rounds.")
+            if final.accuracy is not None:  # the hub's final evaluation reached this worker
+                self.headline.setText(f"Final test accuracy: {percent(final.accuracy)}")
+                self.detail.setText(contribution)
+                self.model_path.setText(f"The trained model is on the hub: {final.model_path}")
+            else:
+                self.headline.setText("Session finished")
+                self.detail.setText(contribution)
+                self.model_path.setText("The trained model and its accuracy are on the hub.")
             self.open_button.hide()
 
 

@@ -4,6 +4,10 @@ The hub and the worker speak different event vocabularies (see HubSession and
 WorkerSession); ``ProgressState.apply`` folds a batch of either into one state, and the
 widgets only render it. Times come from ``clock`` when a batch is applied: the GUI drains
 every ~100 ms, which is precise enough for rates, ETAs and "last seen".
+
+A worker's window folds two streams: its own session's events (``source="worker"``: loss,
+compute time, its pushes) and the hub's, relayed from the hub's event port
+(``source="feed"``): test accuracy, every worker's counters and the final result.
 """
 
 from __future__ import annotations
@@ -61,7 +65,7 @@ class FinalResult:
     """How the session ended, for the finish panel."""
 
     version: int
-    accuracy: float | None = None  # the hub's final test accuracy (None on a worker)
+    accuracy: float | None = None  # the hub's final test accuracy (None if not heard)
     model_path: str = ""
     seconds: float = 0.0
     pushed: int = 0
@@ -82,6 +86,10 @@ class ProgressState:
         self.loss: list[tuple[int, float]] = []
         self.loss_smooth: list[tuple[int, float]] = []
         self.compute_ms: list[tuple[int, float]] = []  # this worker's time per gradient
+        self.worker_id: int | None = None  # on a worker: its id at the hub
+        self.pushed = self.rejected = 0  # on a worker: its own gradients
+        self._fed = False  # on a worker: the hub's rounds (all workers) have been heard
+        self._hub_final: dict[str, Any] | None = None
         self.accuracy: list[tuple[int, float]] = []
         self.workers: dict[int, WorkerRow] = {}
         self.bytes_sent = self.bytes_received = 0
@@ -278,9 +286,12 @@ class ProgressState:
 
     def _worker_joined(self, e: dict[str, Any], now: float) -> None:
         self.total_rounds, self.batch_size = e["rounds"], e.get("batch_size", 0)
-        self.workers = {e["worker_id"]: WorkerRow(e["worker_id"], f"{self.name} (this machine)",
-                                                  e["device"], last_seen=now,
-                                                  state="loading data")}
+        if self.worker_id is not None and self.worker_id != e["worker_id"]:
+            self.workers.pop(self.worker_id, None)  # joined again under a new id
+        self.worker_id = e["worker_id"]
+        self.workers[e["worker_id"]] = WorkerRow(e["worker_id"], self._mine(self.name),
+                                                 e["device"], last_seen=now,
+                                                 state="loading data")
         self.phase, self.status = "waiting", "Waiting for the hub to start training"
         self._say(f"Joined as worker {e['worker_id']}: shard {e['shard'] + 1} of "
                   f"{e['num_shards']}, {e['model']} on {e['dataset']}, {e['rounds']} rounds")
@@ -288,14 +299,17 @@ class ProgressState:
     def _worker_shard(self, e: dict[str, Any], now: float) -> None:
         if e["received"] >= e["total"]:
             self._say(f"Received this machine's shard: {e['total']} images")
-            for row in self.workers.values():
+            row = self._own_row()
+            if row is not None and row.state == "loading data":
                 row.state = "ready"
 
     def _worker_round(self, e: dict[str, Any], now: float) -> None:
         self._progress(e["version"] + 1, e["loss"], now)
         self.compute_ms.append((e["version"] + 1, 1000 * e["compute_s"]))
         self._silent = False
-        for row in self.workers.values():
+        self.pushed, self.rejected = e["pushed"], e["rejected"]
+        row = self._own_row()
+        if row is not None and not self._fed:  # the hub's rounds, once heard, fill the table
             row.progress(now, e["pushed"], e["rejected"], e["pushed"] * self.batch_size)
             row.state = "training"
 
@@ -318,7 +332,8 @@ class ProgressState:
             self.phase, self.status = "stopped", "You left the session"
             self._say(f"Left the session after pushing {e['pushed']} gradients")
         elif self.active:
-            self.final = FinalResult(self.version, pushed=e["pushed"], rejected=e["rejected"])
+            self.pushed, self.rejected = e["pushed"], e["rejected"]
+            self.final = self._worker_final()
             self.phase = "finished"
             self.status = f"Session finished: {e['pushed']} gradients pushed"
             self._say(f"Session finished: {e['pushed']} gradients pushed, {e['rejected']} "
@@ -331,3 +346,66 @@ class ProgressState:
         self.closed = True
         if self.active:
             self.phase, self.status = "stopped", "Stopped"
+
+    def _own_row(self) -> WorkerRow | None:
+        return None if self.worker_id is None else self.workers.get(self.worker_id)
+
+    @staticmethod
+    def _mine(name: str) -> str:
+        return f"{name} (this machine)"
+
+    def _worker_final(self) -> FinalResult:
+        """This machine's contribution, with the hub's final accuracy once heard."""
+        h = self._hub_final
+        if h is None:
+            return FinalResult(self.version, pushed=self.pushed, rejected=self.rejected)
+        return FinalResult(h["version"], h["accuracy"], h["model_path"], h["seconds"],
+                           pushed=self.pushed, rejected=self.rejected)
+
+    # ----------------------------------------------------------------- hub events, on a worker
+    def _feed_worker_joined(self, e: dict[str, Any], now: float) -> None:
+        w = e["worker"]
+        if w["id"] == self.worker_id:
+            return
+        self.workers.setdefault(w["id"], WorkerRow(w["id"], w["name"], w["device"],
+                                                   last_seen=now, state="loading data"))
+        self._say(f"Worker {w['id']} joined: {w['name']} ({w['device']})")
+
+    def _feed_worker_left(self, e: dict[str, Any], now: float) -> None:
+        if e["worker"]["id"] != self.worker_id:
+            self._hub_worker_left(e, now)
+
+    def _feed_round(self, e: dict[str, Any], now: float) -> None:
+        self._fed = True
+        if e["version"] > self.version and self.phase in ("starting", "waiting"):
+            self.phase, self.started_at = "training", self.started_at or now
+        for w in e["workers"]:
+            mine = w["id"] == self.worker_id
+            row = self.workers.get(w["id"])
+            if row is None:
+                row = self.workers[w["id"]] = WorkerRow(
+                    w["id"], self._mine(w["name"]) if mine else w["name"], w["device"])
+            row.progress(now, w["pushed"], w["rejected"], w["samples"])
+            row.state = "training" if w["ready"] else "loading data"
+
+    def _feed_eval(self, e: dict[str, Any], now: float) -> None:
+        if self.accuracy and self.accuracy[-1][0] == e["version"]:
+            self.accuracy[-1] = (e["version"], e["accuracy"])
+        else:
+            self.accuracy.append((e["version"], e["accuracy"]))
+        self._say(f"Hub: round {e['version']} test accuracy {percent(e['accuracy'])}"
+                  + (" (final)" if e.get("final") else ""))
+
+    def _feed_state(self, e: dict[str, Any], now: float) -> None:
+        if e["state"] == "done" and self.active:
+            self.status = "All rounds done: the hub is evaluating the model…"
+
+    def _feed_finished(self, e: dict[str, Any], now: float) -> None:
+        self._hub_final = e
+        for row in self.workers.values():
+            if row.state == "training":
+                row.state = "done"
+        self._say(f"The hub finished: test accuracy {percent(e['accuracy'])} after "
+                  f"{e['version']} rounds")
+        if self.final is not None:  # this worker's Done came first
+            self.final = self._worker_final()

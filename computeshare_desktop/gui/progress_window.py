@@ -57,6 +57,7 @@ class ProgressWindow(QMainWindow):
         self.setWindowTitle(f"{title} — ComputeShare")
         self.pin_card = PinCard(pin) if pin else None
         self._ticks = 0
+        self._shown_final: object = None
         self._build(title, subtitle)
         self.tap = LogTap().attach()
         self.timer = QTimer(self)
@@ -101,12 +102,15 @@ class ProgressWindow(QMainWindow):
         self.progress_label.setWordWrap(True)
         self.eta_label = QLabel("ETA —")
         self.eta_label.setProperty("role", "muted")
-        self.cards = {key: StatCard(name) for key, name in (
-            ("loss", "Training loss"),
-            ("accuracy", "Test accuracy") if hub else ("compute", "Compute per gradient"),
-            ("sent", "Sent"), ("received", "Received"), ("bandwidth", "Bandwidth"),
-            ("workers", "Workers") if hub else ("pushed", "Gradients pushed"))}
-        self.charts = ChartsPanel(second="accuracy" if hub else "compute")
+        cards = [("loss", "Training loss"), ("accuracy", "Test accuracy"),
+                 ("sent", "Sent"), ("received", "Received"), ("bandwidth", "Bandwidth")]
+        if hub:
+            cards.append(("workers", "Workers"))
+        else:  # this machine's own share: its compute time and its gradients
+            cards[2:2] = [("compute", "Compute per gradient")]
+            cards.append(("pushed", "Gradients pushed"))
+        self.cards = {key: StatCard(name) for key, name in cards}
+        self.charts = ChartsPanel(second="accuracy")  # a worker hears the hub's evaluations
         self.workers_table = WorkersTable()
         self.log_pane = LogPane()
         self.finish_card = FinishCard()
@@ -191,18 +195,16 @@ class ProgressWindow(QMainWindow):
         c["sent"].set_value(human_bytes(s.bytes_sent))
         c["received"].set_value(human_bytes(s.bytes_received))
         c["bandwidth"].set_value(human_rate(s.bandwidth()))
+        accuracy = s.latest_accuracy()
+        c["accuracy"].set_value(percent(accuracy) if accuracy is not None else "—")
         if s.role == "hub":
-            accuracy = s.latest_accuracy()
-            c["accuracy"].set_value(percent(accuracy) if accuracy is not None else "—")
             c["workers"].set_value(f"{s.active_workers()} of {s.expected_workers}")
         else:
             c["compute"].set_value(f"{s.compute_ms[-1][1]:.0f} ms" if s.compute_ms else "—")
-            c["pushed"].set_value(f"{sum(w.pushed for w in s.workers.values()):,}")
+            c["pushed"].set_value(f"{s.pushed:,}")
         self._ticks += 1
         if self._ticks % SLOW_EVERY == 1 or not s.active:
-            self.charts.show_series(s.loss, s.loss_smooth,
-                                    s.accuracy if s.role == "hub" else s.compute_ms,
-                                    s.total_rounds)
+            self.charts.show_series(s.loss, s.loss_smooth, s.accuracy, s.total_rounds)
             self.workers_table.show_rows(list(s.workers.values()), now)
 
     def _render_status(self) -> None:
@@ -217,7 +219,8 @@ class ProgressWindow(QMainWindow):
         self.chip.setToolTip(s.status)
         if self.pin_card is not None and s.port is not None:
             self.pin_card.set_hint(self._join_hint())
-        if s.final is not None and self.finish_card.isHidden():
+        if s.final is not None and s.final is not self._shown_final:  # the hub's may follow
+            self._shown_final = s.final
             self.finish_card.show_result(s.final, s.out_dir, s.role)
             self.finish_card.show()
         if not s.active:

@@ -3,6 +3,12 @@
 The thread owns every ZeroMQ socket of the worker (the session makes and closes them). It
 reports through ``events``, a queue of plain dicts the GUI drains on its own timer; each
 event carries ``source`` so a hub window can tell its local worker's events apart.
+
+Once joined, a worker of its own (``follow_hub``) also listens to the hub's event stream
+(an ``EventSubscriber``: its own thread and CURVE SUB socket, keyed by the pairing) and
+forwards those events into the same queue with ``source="feed"``: accuracy, every
+worker's counters, the final result. The worker thread starts it on "joined" and closes it
+when the session ends, however it ends.
 """
 
 from __future__ import annotations
@@ -13,12 +19,16 @@ import threading
 from typing import Any, Callable
 
 from ..errors import ComputeShareError, HubUnreachableError, RejectedError
-from ..transport import ZmqConnector, identity_path, load_or_create
+from ..transport import EventSubscriber, ZmqConnector, identity_path, load_or_create
 from ..worker import DeviceChoice, WorkerOptions, WorkerResult, WorkerSession, pick_device
 from .formatting import refusal_message
 from .options import JoinTarget
 
 log = logging.getLogger(__name__)
+
+FEED = "feed"  # the ``source`` of events relayed from the hub's event stream
+FINISHED_GRACE_S = 3.0  # after the hub's Done, how long to wait for its "finished" event
+
 
 class WorkerRunner:
     """One worker session on its own thread: ``start()``, then ``stop()`` and ``join()``."""
@@ -27,7 +37,10 @@ class WorkerRunner:
                  device: DeviceChoice | None = None, source: str = "worker",
                  events: "queue.SimpleQueue[dict[str, Any]] | None" = None,
                  first_contact_s: float = 15.0,
-                 on_exit: Callable[[], None] | None = None) -> None:
+                 on_exit: Callable[[], None] | None = None,
+                 follow_hub: bool | None = None) -> None:
+        """``follow_hub``: relay the hub's events too (default: for a remote worker, not
+        for a hub's own local worker, whose window already has them)."""
         self.target, self.pin, self.name, self.source = target, pin, name, source
         self.device = device
         self.events: queue.SimpleQueue[dict[str, Any]] = events or queue.SimpleQueue()
@@ -38,6 +51,11 @@ class WorkerRunner:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._session: WorkerSession | None = None
+        self.follow_hub = source == "worker" if follow_hub is None else follow_hub
+        self._feed: EventSubscriber | None = None  # made and closed on the worker thread
+        self._feed_key: str | None = None
+        self._connector: ZmqConnector | None = None
+        self._hub_finished = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"gui-{source}", daemon=True)
 
     # ----------------------------------------------------------------- GUI thread
@@ -98,6 +116,7 @@ class WorkerRunner:
             self.error_code = "ERROR"
             self._post("error", code="ERROR", message=f"unexpected error: {exc!r}")
         finally:
+            self._close_feed()
             self._post("stopped", left=self._stop.is_set(), result=self.result is not None)
             if self._on_exit is not None:
                 self._on_exit()
@@ -108,6 +127,7 @@ class WorkerRunner:
         identity = load_or_create(identity_path("worker", self.name))
         t = self.target
         connector = ZmqConnector(t.host, t.port, identity, pair_port=t.pair_port)
+        self._connector = connector
         options = WorkerOptions(pin=self.pin, name=self.name,
                                 first_contact_s=self.first_contact_s)
         session = WorkerSession(connector, options, device, on_event=self._on_event,
@@ -122,12 +142,46 @@ class WorkerRunner:
         if event["kind"] == "joined" and self._session is not None:
             welcome = self._session.welcome
             event = {**event, "batch_size": welcome.batch_size if welcome else 0}
+            self._follow(self._session)
         elif event["kind"] == "done":
             event = {**event, "left": self._stop.is_set()}
         self.events.put({**event, "source": self.source})
 
     def _post(self, kind: str, **data: Any) -> None:
         self.events.put({"kind": kind, "source": self.source, **data})
+
+    # ----------------------------------------------------------------- the hub's events
+    def _follow(self, session: WorkerSession) -> None:
+        """Subscribe to the hub's events (worker thread, on each "joined")."""
+        if not self.follow_hub or session.hub_key is None:
+            return
+        if self._feed is not None and self._feed_key == session.hub_key:
+            return  # a rejoin with the same hub: the subscription still stands
+        self._close_feed()
+        c = self._connector
+        if c is None:
+            return
+        try:
+            self._feed = EventSubscriber(c.host, c.port + 1, c.identity, session.hub_key,
+                                         self._on_hub_event).start()
+            self._feed_key = session.hub_key
+        except Exception:  # best-effort: the worker trains on without the hub's view
+            log.exception("could not follow the hub's events")
+            self._feed = None
+
+    def _on_hub_event(self, event: dict[str, Any]) -> None:
+        """On the subscriber's thread: relay one hub event."""
+        self.events.put({**event, "source": FEED})
+        if event.get("kind") == "finished":
+            self._hub_finished.set()
+
+    def _close_feed(self) -> None:
+        feed, self._feed, self._feed_key = self._feed, None, None
+        if feed is None:
+            return
+        if self.result is not None and not self._stop.is_set():
+            self._hub_finished.wait(FINISHED_GRACE_S)  # the hub's final accuracy is on its way
+        feed.close()
 
 
 def drain_queue(events: "queue.SimpleQueue[dict[str, Any]]") -> list[dict[str, Any]]:

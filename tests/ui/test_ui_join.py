@@ -3,6 +3,7 @@ is refused inside the dialog, the right one opens the progress window and traini
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 import pytest
@@ -10,7 +11,8 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
-from helpers_net import RunningHub, cli, free_ports  # noqa: E402
+from computeshare_desktop.gui.formatting import percent  # noqa: E402
+from helpers_net import RunningHub, WorkerThread, cli, free_ports  # noqa: E402
 from helpers_net import PIN as HUB_PIN  # noqa: E402
 from ui_helpers import click, click_row, type_into  # noqa: E402
 
@@ -94,4 +96,49 @@ def test_connect_by_address_shows_lockout_in_the_dialog(qtbot, main_window, tmp_
         assert dialog.isVisible() and main_window.progress_windows == []
         click(qtbot, dialog.cancel_button)
     finally:
+        hub.close()
+
+
+@pytest.mark.slow
+def test_worker_window_follows_the_hub_accuracy_workers_and_final_result(
+        qtbot, main_window, tmp_path):
+    out = tmp_path / "hub"
+    hub = RunningHub(out, workers=2, rounds=240, batch_size=8, eval_every=40)
+    other = None
+    try:
+        click(qtbot, main_window.connect_button)
+        dialog = main_window.join_dialog
+        qtbot.waitUntil(dialog.isVisible)
+        type_into(qtbot, dialog.address_edit, f"127.0.0.1:{hub.port}")
+        type_into(qtbot, dialog.pin_edit, HUB_PIN)
+        click(qtbot, dialog.join_button)
+        qtbot.waitUntil(lambda: len(main_window.progress_windows) == 1, timeout=20_000)
+        window = main_window.progress_windows[0]
+        other = WorkerThread(hub.port, "other-machine")
+        assert window.charts.second_plot.getPlotItem().titleLabel.text.find("Test accuracy") > 0
+
+        qtbot.waitUntil(lambda: len(window.state.accuracy) >= 2, timeout=120_000)
+        assert window.cards["accuracy"].value.text().endswith("%")
+        xs, _ = window.charts.second_curve.getData()
+        assert xs is not None and len(xs) >= 1  # the accuracy curve is drawn (throttled)
+        table = window.workers_table
+        qtbot.waitUntil(lambda: table.rowCount() >= 2, timeout=10_000)
+        names = [table.item(r, 0).text() for r in range(table.rowCount())]
+        assert "other-machine" in names, names
+        assert sum(name.endswith("(this machine)") for name in names) == 1, names
+        assert window.cards["compute"].value.text().endswith("ms")
+
+        qtbot.waitUntil(lambda: window.state.phase == "finished" and not window.runner.running
+                        and window.finish_card.isVisible(), timeout=180_000)
+        other.join(60)
+        hub.join(60)
+        evals = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+        final = [m for m in evals if m["type"] == "eval" and m["final"]][-1]
+        assert window.state.final.accuracy == pytest.approx(final["accuracy"])
+        assert window.state.latest_accuracy() == pytest.approx(final["accuracy"])
+        assert percent(final["accuracy"]) in window.finish_card.headline.text()
+        assert window.state.error is None
+    finally:
+        if other is not None:
+            other.close()
         hub.close()

@@ -95,6 +95,34 @@ def test_worker_state_counts_its_pushes_and_tells_leaving_from_finishing():
     assert state.phase == "finished" and state.final.pushed == 5
 
 
+def test_worker_state_folds_the_hubs_feed_accuracy_all_workers_and_final_accuracy():
+    state = ProgressState("worker", name="w3", clock=Clock())
+    state.apply([{"source": "worker", "kind": "joined", "worker_id": 3, "shard": 0,
+                  "num_shards": 2, "dataset": "mnist-sample", "model": "simplenet",
+                  "rounds": 50, "device": "CPU", "batch_size": 32},
+                 {"source": "feed", "kind": "worker_joined", "worker": worker_summary(4, 0)}])
+    assert sorted(state.workers) == [3, 4]
+    feed = [{**hub_round(v, [worker_summary(3, v), worker_summary(4, v)]), "source": "feed"}
+            for v in range(1, 6)]
+    state.apply(feed + [{"source": "worker", "kind": "round", "version": 4, "loss": 1.0,
+                         "compute_s": 0.02, "accepted": True, "pushed": 5, "rejected": 1},
+                        {"source": "feed", "kind": "eval", "version": 5, "accuracy": 0.5,
+                         "loss": 1.0, "final": False}])
+    assert state.workers[3].name == "w3 (this machine)" and state.workers[4].name == "w4"
+    assert state.workers[4].pushed == 5 and state.accuracy == [(5, 0.5)]
+    assert (state.pushed, state.rejected, state.version) == (5, 1, 5)
+    assert state.bytes_sent == 0  # traffic is this machine's own, polled from its channel
+    state.apply([{"source": "worker", "kind": "done", "pushed": 5, "rejected": 1,
+                  "version": 49, "left": False}])  # the hub's Done before its "finished"
+    assert state.final.accuracy is None and state.final.pushed == 5
+    state.apply([{"source": "feed", "kind": "eval", "version": 50, "accuracy": 0.8,
+                  "loss": 0.5, "final": True},
+                 {"source": "feed", "kind": "finished", "accuracy": 0.8, "loss": 0.5,
+                  "version": 50, "model_path": "/hub/model.pt", "seconds": 9.0}])
+    assert state.final.accuracy == 0.8 and state.final.pushed == 5
+    assert state.latest_accuracy() == 0.8 and state.workers[4].state == "done"
+
+
 def test_settings_round_trip_and_bad_files(ui_home):
     settings = Settings()
     assert settings.path == settings_path() == ui_home / "settings.json"
