@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 
 MAX_SHARD_CHUNK_BYTES = 4 * 1024 * 1024
 MAX_PAIRING_FRAME = 1024
+LOG_EVERY_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +76,7 @@ class HubCore:
         self._events: list[dict[str, Any]] = []
         self._told: set[int] = set()  # workers that have been told the session is done
         self._opened: dict[int, float] = {}  # when recent versions were published
+        self._log_gate: dict[RejectCode, tuple[float, int]] = {}  # last logged, suppressed
 
     # ----------------------------------------------------------------- entry points
     def handle(self, peer: bytes, frames: Sequence[Frame], now: float,
@@ -355,12 +357,22 @@ class HubCore:
     def _reject(self, exc: RemoteProtocolError, peer: bytes, now: float) -> tuple[Any, ...]:
         code = exc.code if isinstance(exc.code, RejectCode) else RejectCode.MALFORMED
         if code not in (RejectCode.STALE, RejectCode.DUPLICATE):
-            log.warning("[hub v%d] rejected %s from peer %s: %s", self.server.version,
-                        code.value, peer.hex()[:8], exc.detail)
+            self._log_reject(code, peer, exc.detail, now)
         retry = (self.pairing.lockout.retry_after(now) if code is RejectCode.LOCKED_OUT
                  else 1.0 if code is RejectCode.BUSY else 0.0)
         self._event("rejected", code=code.value, detail=exc.detail)
         return (Reject(code.value, exc.detail[:200], self.server.version, retry),)
+
+    def _log_reject(self, code: RejectCode, peer: bytes, detail: str, now: float) -> None:
+        """One log line per code per LOG_EVERY_S, so a flood cannot flood the log too."""
+        last, suppressed = self._log_gate.get(code, (float("-inf"), 0))
+        if now - last < LOG_EVERY_S:
+            self._log_gate[code] = (last, suppressed + 1)
+            return
+        self._log_gate[code] = (now, 0)
+        more = f" (+{suppressed} more since the last report)" if suppressed else ""
+        log.warning("[hub v%d] rejected %s from peer %s: %s%s", self.server.version,
+                    code.value, peer.hex()[:8], detail, more)
 
     def _event(self, kind: str, **data: Any) -> None:
         self._events.append({"kind": kind, **data})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import Any, Callable
 
 import pytest
@@ -183,3 +184,17 @@ def test_a_push_cannot_claim_more_samples_than_a_batch() -> None:
         assert torch.allclose(weights(hub), honest, atol=1e-7, rtol=0)
     else:
         assert reject_code(reply) is RejectCode.MALFORMED
+
+
+def test_a_flood_of_rejections_logs_one_line_per_code_per_interval(caplog) -> None:
+    hub = make_hub()
+    caplog.set_level(logging.WARNING, logger="computeshare_desktop.hub.core")
+    for i in range(200):
+        hub.handle_pairing(b"flood", [b"garbage"], T0 + i * 0.01)  # 2 s of garbage
+    lines = [r for r in caplog.records if "rejected MALFORMED" in r.getMessage()]
+    assert len(lines) == 1
+    hub.handle_pairing(b"flood", [b"garbage"], T0 + 6.0)
+    lines = [r.getMessage() for r in caplog.records if "rejected MALFORMED" in r.getMessage()]
+    assert len(lines) == 2 and "+199 more" in lines[1]
+    rejected = [e for e in hub.drain_events() if e["kind"] == "rejected"]
+    assert len(rejected) == 201  # every refusal is still an event: only the log is gated
