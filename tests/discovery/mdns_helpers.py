@@ -9,10 +9,10 @@ from __future__ import annotations
 import select
 import subprocess
 import sys
-import time
-from typing import Any, Callable
+from typing import Any
 
 from computeshare_desktop.discovery import SessionAdvert, SessionBrowser, new_session_id
+from helpers_net import wait_for  # noqa: F401  (re-exported for the discovery tests)
 
 LOOPBACK = ["127.0.0.1"]
 # Fast timings for tests: a dead hub's records expire within TTL + check + probe.
@@ -28,17 +28,6 @@ def make_advert(**overrides: Any) -> SessionAdvert:
         pair_port=5557)
     fields.update(overrides)
     return SessionAdvert(**fields)
-
-
-def wait_for(predicate: Callable[[], Any], timeout_s: float, what: str) -> Any:
-    """Poll ``predicate`` until truthy and return it; fail with ``what`` on timeout."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
 def browser(**options: Any) -> SessionBrowser:
