@@ -10,7 +10,7 @@ from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPus
                                QVBoxLayout, QWidget)
 
 from .formatting import percent
-from .progress_state import FinalResult
+from .progress_rows import FinalResult
 
 MAX_LOG_LINES = 2000
 

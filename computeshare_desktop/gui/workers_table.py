@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
 
 from .formatting import ago
-from .progress_state import WorkerRow
+from .progress_rows import WorkerRow
 
 COLUMNS = ("Worker", "Device", "Samples/s", "Pushed", "Rejected", "Last seen", "State")
 _NUMERIC = {2, 3, 4}

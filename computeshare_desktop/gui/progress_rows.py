@@ -1,0 +1,53 @@
+"""The rows and the end result a progress window shows: plain data, no Qt."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+RATE_WINDOW_S = 3.0  # samples/s and bandwidth are measured over this much recent history
+
+
+@dataclass(slots=True)
+class WorkerRow:
+    """One line of the workers table."""
+
+    worker_id: int
+    name: str
+    device: str
+    pushed: int = 0
+    rejected: int = 0
+    samples: int = 0
+    last_seen: float | None = None
+    state: str = "joining"
+    marks: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=64))
+
+    def progress(self, now: float, pushed: int, rejected: int, samples: int) -> None:
+        """New counters from the hub (or from this worker's own pushes)."""
+        if pushed != self.pushed or samples != self.samples or self.last_seen is None:
+            self.last_seen = now
+        self.pushed, self.rejected, self.samples = pushed, rejected, samples
+        if self.marks and self.marks[-1][0] == now:  # several rounds in one batch
+            self.marks.pop()
+        self.marks.append((now, samples))
+        while len(self.marks) > 2 and now - self.marks[0][0] > RATE_WINDOW_S:
+            self.marks.popleft()
+
+    def rate(self, now: float) -> float:
+        """Samples per second over the recent window (0 once it stops pushing)."""
+        if len(self.marks) < 2 or (self.last_seen is not None and now - self.last_seen > 5):
+            return 0.0
+        (t0, s0), (t1, s1) = self.marks[0], self.marks[-1]
+        return (s1 - s0) / (t1 - t0) if t1 > t0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class FinalResult:
+    """How the session ended, for the finish panel."""
+
+    version: int
+    accuracy: float | None = None  # the hub's final test accuracy (None if not heard)
+    model_path: str = ""
+    seconds: float = 0.0
+    pushed: int = 0
+    rejected: int = 0
