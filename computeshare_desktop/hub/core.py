@@ -229,13 +229,12 @@ class HubCore:
             member.ready = True
             self._maybe_start(now, out)
         if self.state is SessionState.TRAINING and self.server.version > msg.after:
-            return self._model_for(member)
+            return self._model()
         wait_ms = min(max(msg.wait_ms, 0), self.config.long_poll_ms)
         self._parked[peer] = _Parked(member.token, msg.after, now + wait_ms / 1000)
         return None
 
-    def _model_for(self, member: Member) -> tuple[Any, ...]:
-        member.fetched_version = self.server.version
+    def _model(self) -> tuple[Any, ...]:
         return (Model(self.server.version, self.server.codec.id.value, self.server.numel),
                 self.server.snapshot())
 
@@ -281,7 +280,6 @@ class HubCore:
         member.pushed += 1
         member.samples += msg.samples
         member.compute_s += compute_s
-        member.last_loss = msg.loss
 
     # ----------------------------------------------------------------- rounds
     def _ready(self) -> list[Member]:
@@ -342,7 +340,7 @@ class HubCore:
             elif member is None:
                 reply = (Reject(RejectCode.UNKNOWN_WORKER.value, "join again", -1, 0.0),)
             elif self.server.version > parked.after:
-                reply = self._model_for(member)
+                reply = self._model()
             else:
                 continue
             del self._parked[peer]

@@ -21,12 +21,10 @@ class Member:
     last_seen: float
     key: str = ""  # the CURVE public key it authenticated with
     ready: bool = False  # has asked for a model: rounds wait for it from now on
-    fetched_version: int = -1
     pushed: int = 0
     rejected: int = 0
     samples: int = 0
     compute_s: float = 0.0
-    last_loss: float = float("nan")
 
     def summary(self) -> dict[str, object]:
         """What progress events say about this worker."""
@@ -94,9 +92,3 @@ class Membership:
         for member in dead:
             self.remove(member.token, f"silent for {now - member.last_seen:.1f} s")
         return dead
-
-    def next_expiry(self) -> float | None:
-        """When the next member would be declared dead if it stays silent."""
-        if not self._by_token:
-            return None
-        return min(m.last_seen for m in self._by_token.values()) + self.timeout

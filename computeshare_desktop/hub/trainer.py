@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import torch
-from torch.nn.utils import parameters_to_vector, vector_to_parameters
+from torch.nn.utils import parameters_to_vector
 
 from ..codec import get_codec
 
@@ -58,9 +58,4 @@ class ParameterServer:
             if buf.numel():
                 self.optimizer.state[p]["momentum_buffer"] = buf.clone()
         self.version = int(state["version"])  # type: ignore[arg-type]
-        self._snapshot = None
-
-    def load_flat(self, flat: torch.Tensor) -> None:
-        """Overwrite the weights from a flat vector (tests and tools)."""
-        vector_to_parameters(flat, self.params)
         self._snapshot = None
