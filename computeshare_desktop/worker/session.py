@@ -58,6 +58,10 @@ class _Rejoin(Exception):
     """The hub no longer knows us: pair again."""
 
 
+class _RetryPairing(Exception):
+    """Pairing is paused (lock-out) or busy: we waited, now start a fresh run."""
+
+
 @dataclass(frozen=True, slots=True)
 class WorkerOptions:
     """How a worker behaves; the CLI and the GUI fill these in."""
@@ -138,8 +142,10 @@ class WorkerSession:
                                        self.opts.name)
                     paired = self._call(PairFinish(reply.pair_id, self.connector.public_key,
                                                    proof), Paired, channel)
+                except _RetryPairing:
+                    continue
                 except RejectedError as exc:
-                    if exc.code is RejectCode.UNKNOWN_CHALLENGE:
+                    if exc.code is RejectCode.UNKNOWN_CHALLENGE:  # the run expired
                         continue
                     raise
                 break
@@ -313,7 +319,7 @@ class WorkerSession:
             self._check_give_up()
             if self.stop.wait(wait):  # without this check a stopped worker re-asks at once
                 raise HubUnreachableError("stopped while waiting for the hub")
-            raise RejectedError(RejectCode.UNKNOWN_CHALLENGE, "retry")
+            raise _RetryPairing()
         raise RejectedError(code, reply.detail or MEANINGS[code])
 
     def _request(self, channel: Channel, frames: list[bytes], timeout_s: float) -> list[bytes]:
