@@ -8,6 +8,8 @@ turns each of them into one clear line and an exit code.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ComputeShareError(Exception):
     """Base class of every error ComputeShare raises on purpose."""
@@ -32,8 +34,8 @@ class CodedError(ComputeShareError):
 
     prefix = ""
 
-    def __init__(self, code: object, detail: str = "") -> None:
-        self.code = code
+    def __init__(self, code: Any, detail: str = "") -> None:
+        self.code: Any = code  # a RejectCode (typed loosely: protocol imports this module)
         self.detail = detail
         name = getattr(code, "name", str(code))
         super().__init__(self.prefix + (f"{name}: {detail}" if detail else name))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch.nn.utils import parameters_to_vector
 
@@ -53,9 +55,11 @@ class ParameterServer:
 
     def restore(self, state: dict[str, object]) -> None:
         """Inverse of ``state``."""
-        self.model.load_state_dict(state["model"])  # type: ignore[arg-type]
-        for p, buf in zip(self.params, state["momentum"], strict=True):  # type: ignore[arg-type]
+        model: Any = state["model"]
+        momentum: Any = state["momentum"]
+        self.model.load_state_dict(model)
+        for p, buf in zip(self.params, momentum, strict=True):
             if buf.numel():
                 self.optimizer.state[p]["momentum_buffer"] = buf.clone()
-        self.version = int(state["version"])  # type: ignore[arg-type]
+        self.version = int(state["version"])  # type: ignore[call-overload]
         self._snapshot = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import ClassVar
+from typing import Any, ClassVar
 
 
 class MsgType(str, Enum):
@@ -210,7 +210,7 @@ class Reject:
     retry_after: float  # seconds before retrying (LOCKED_OUT); 0 otherwise
 
 
-MESSAGE_CLASSES: dict[MsgType, type] = {
+MESSAGE_CLASSES: dict[MsgType, Any] = {
     cls.TYPE: cls
     for cls in (
         PairStart, PairReply, PairFinish, Paired, Join, Welcome, Shard, ShardData, Pull, Model,

@@ -76,9 +76,11 @@ _SCHEMAS: dict[MsgType, dict[str, Any]] = {t: _schema(c) for t, c in MESSAGE_CLA
 
 def encode(message: Any, frames: Sequence[Frame] = ()) -> list[Frame]:
     """Return the frames of ``message`` followed by its binary ``frames``."""
-    cls = type(message)
-    if MESSAGE_CLASSES.get(getattr(cls, "TYPE", None)) is not cls:
-        raise LocalProtocolError(RejectCode.MALFORMED, f"not a protocol message: {cls!r}")
+    mtype = getattr(type(message), "TYPE", None)
+    cls: Any = MESSAGE_CLASSES.get(mtype) if isinstance(mtype, MsgType) else None
+    if cls is None or type(message) is not cls:
+        raise LocalProtocolError(RejectCode.MALFORMED,
+                                 f"not a protocol message: {type(message)!r}")
     if len(frames) != cls.FRAMES:
         raise LocalProtocolError(RejectCode.MALFORMED,
                                  f"{cls.TYPE.value} takes {cls.FRAMES} frames, got {len(frames)}")

@@ -12,6 +12,7 @@ from typing import Sequence
 
 import zmq
 
+from ..protocol.wire import Frame
 from .keys import Identity
 from .sockets import configure
 
@@ -50,7 +51,7 @@ class ReqChannel:
             self.sock.connect(self.address)
         return self.sock
 
-    def request(self, frames: Sequence[bytes], timeout_s: float) -> list[bytes]:
+    def request(self, frames: Sequence[Frame], timeout_s: float) -> list[bytes]:
         """Send ``frames`` and return the reply's frames.
 
         Raises:

@@ -141,7 +141,8 @@ class HubServer:
             handler(frames)
 
     def _on_request(self, frames: list[zmq.Frame]) -> None:
-        peer_key = frames[-1].get("User-Id") if len(frames) > 1 else None
+        user_id = frames[-1].get("User-Id") if len(frames) > 1 else None
+        peer_key = user_id if isinstance(user_id, str) else None
         peer, message, delimited = _split([f.bytes for f in frames])
         self._delimited[peer] = delimited
         if len(self._delimited) > 4096:

@@ -28,6 +28,7 @@ from ..protocol.messages import (Ack, Bye, Done, Join, Model, Paired, PairFinish
                                  Welcome)
 from ..protocol.pake import WorkerPairing, key_fingerprint
 from ..protocol.tensors import frame_to_tensor
+from ..protocol.wire import Frame
 from .compute import GradientComputer
 from .device import DeviceChoice
 
@@ -41,7 +42,7 @@ MAX_REPLY_FRAME = 256 * 1024 * 1024
 class Channel(Protocol):
     """A request/reply link to the hub."""
 
-    def request(self, frames: Sequence[bytes], timeout_s: float) -> list[bytes]: ...
+    def request(self, frames: Sequence[Frame], timeout_s: float) -> list[bytes]: ...
     def close(self) -> None: ...
 
 
@@ -203,7 +204,8 @@ class WorkerSession:
         if fingerprint(model) != w.fingerprint:
             raise RejectedError(RejectCode.ARCH_MISMATCH,
                                 "this machine builds a different model: update ComputeShare")
-        images, labels = [], []
+        images: list[torch.Tensor] = []
+        labels: list[torch.Tensor] = []
         while sum(len(x) for x in labels) < w.shard_size:
             offset = sum(len(x) for x in labels)
             msg, body = self._call_frames(Shard(w.token, offset, SHARD_CHUNK), ShardData)
@@ -287,8 +289,8 @@ class WorkerSession:
         return self._call_frames(msg, expect, channel=channel)[0]
 
     def _call_frames(self, msg: Any, expect: type | tuple[type, ...],
-                     frames: Sequence[bytes] = (), channel: Channel | None = None,
-                     ) -> tuple[Any, list[bytes]]:
+                     frames: Sequence[Frame] = (), channel: Channel | None = None,
+                     ) -> tuple[Any, list[Frame]]:
         """One request with Lazy Pirate retries; rejects become exceptions."""
         timeout = self.opts.request_timeout_s
         if isinstance(msg, Pull):
@@ -322,7 +324,7 @@ class WorkerSession:
             raise _RetryPairing()
         raise RejectedError(code, reply.detail or MEANINGS[code])
 
-    def _request(self, channel: Channel, frames: list[bytes], timeout_s: float) -> list[bytes]:
+    def _request(self, channel: Channel, frames: list[Frame], timeout_s: float) -> list[bytes]:
         backoff = 0.25
         while True:
             try:
