@@ -7,20 +7,28 @@ from enum import Enum
 
 import torch
 
+from ..errors import RemoteProtocolError
+from ..protocol.codes import RejectCode
+
 
 class CodecId(str, Enum):
     """Codec names; the value travels in PUSH and MODEL headers."""
 
     RAW = "raw"  # little-endian float32, lossless, no compression
     ZSTD = "zstd"  # float32 with byte shuffle, then zstd: lossless
+    FP16 = "fp16"  # IEEE half precision: 2 bytes a value, lossy
+    BF16 = "bf16"  # bfloat16 (float32's exponent, 8-bit mantissa): 2 bytes a value, lossy
+    INT8 = "int8"  # int8 with one float32 scale per block of values: ~1 byte a value, lossy
+    TOPK = "topk"  # the largest k values by magnitude, as (index, value) pairs: sparse, lossy
 
 
 class Codec(ABC):
     """Turns a 1-D float32 CPU tensor into bytes and back.
 
     ``decode`` must never allocate more than ``numel * 4`` bytes of output plus a constant,
-    whatever the input, and must raise ``RemoteProtocolError`` (TOO_LARGE, BAD_SHAPE or
-    BAD_CODEC) on anything it cannot decode.
+    whatever the input, and must raise ``RemoteProtocolError`` (TOO_LARGE, BAD_SHAPE,
+    BAD_CODEC, BAD_INDEX or NOT_FINITE) on anything it cannot decode. Lossy codecs are used
+    through ``ErrorFeedback``, so what one encoding drops is sent with the next.
     """
 
     id: CodecId
@@ -37,3 +45,18 @@ class Codec(ABC):
     @abstractmethod
     def max_encoded_bytes(self, numel: int) -> int:
         """The most bytes a valid encoding of ``numel`` values can take."""
+
+
+# The most values any decoder produces (1 GiB of float32). Callers pass the model's own
+# size, but a sparse payload decodes to ``numel`` zeros whatever its length, so the bound
+# must hold even for a numel nobody checked.
+MAX_NUMEL = 1 << 28
+
+
+def check_numel(numel: object) -> int:
+    """``numel`` as a non-negative int within MAX_NUMEL, or RemoteProtocolError."""
+    if type(numel) is not int or numel < 0:
+        raise RemoteProtocolError(RejectCode.BAD_SHAPE, f"numel={numel!r}")
+    if numel > MAX_NUMEL:
+        raise RemoteProtocolError(RejectCode.TOO_LARGE, f"{numel} values (cap {MAX_NUMEL})")
+    return numel

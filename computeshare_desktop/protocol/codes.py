@@ -27,6 +27,7 @@ class RejectCode(str, Enum):
     TOO_LARGE = "TOO_LARGE"  # a frame or its decompressed content exceeds its cap
     BAD_CODEC = "BAD_CODEC"  # unknown codec, or a payload the codec cannot decode
     BAD_RANGE = "BAD_RANGE"  # a requested range (shard offset/count) is out of bounds
+    BAD_INDEX = "BAD_INDEX"  # sparse indices out of range, repeated or out of order
     NOT_TRAINING = "NOT_TRAINING"  # the hub is not accepting gradients right now
 
 
@@ -50,6 +51,7 @@ MEANINGS: dict[RejectCode, str] = {
     RejectCode.TOO_LARGE: "payload larger than allowed",
     RejectCode.BAD_CODEC: "payload could not be decoded",
     RejectCode.BAD_RANGE: "requested range is out of bounds",
+    RejectCode.BAD_INDEX: "sparse payload has indices out of range, repeated or unsorted",
     RejectCode.NOT_TRAINING: "the hub is not training right now",
 }
 
