@@ -1,8 +1,11 @@
-"""Which samples each shard holds and which batch a worker trains on at each version.
+"""Which samples each shard holds and which of them a worker trains on in each round.
 
 Both are pure functions of the session seed, so the hub, every worker and the reference
-single-process training in the tests agree on them without talking. A worker that replaces
-a dead one on the same shard carries on with exactly the batches the dead one would have used.
+single-process training in the tests agree on them without talking. Each shard is read as
+an endless *stream*: epoch ``e`` of the shard is its own seeded permutation, and the epochs
+follow one another. The hub keeps a cursor per shard and hands each round's work out as
+``(start, count)`` in that stream, so batches of any size, local steps, and a worker that
+replaces a dead one on the same shard all read every sample once per epoch, in order.
 """
 
 from __future__ import annotations
@@ -24,20 +27,24 @@ def shard_indices(num_samples: int, num_shards: int, shard: int, seed: int) -> t
     return perm.tensor_split(num_shards)[shard].clone()
 
 
-def batches_per_epoch(shard_size: int, batch_size: int) -> int:
-    """Full batches in one pass over a shard (the incomplete last batch is dropped)."""
-    return max(1, shard_size // batch_size)
+def epoch_order(shard_size: int, seed: int, shard: int, epoch: int) -> torch.Tensor:
+    """The permutation of a shard's positions used in ``epoch``."""
+    return torch.randperm(shard_size, generator=_generator(seed, shard, epoch))
 
 
-def batch_indices(shard_size: int, batch_size: int, seed: int, shard: int,
-                  version: int) -> torch.Tensor:
-    """Positions within the shard of the batch trained on model ``version``.
+def stream_positions(shard_size: int, seed: int, shard: int, start: int,
+                     count: int) -> torch.Tensor:
+    """Positions within the shard of samples ``[start, start + count)`` of its stream.
 
-    Epoch ``e = version // batches_per_epoch`` uses its own permutation, so any number of
-    rounds works, however many passes over the data that takes.
+    Raises:
+        ValueError: an empty shard, or a negative start or count.
     """
-    per_epoch = batches_per_epoch(shard_size, batch_size)
-    epoch, step = divmod(version, per_epoch)
-    size = min(batch_size, shard_size)
-    perm = torch.randperm(shard_size, generator=_generator(seed, shard, epoch))
-    return perm[step * size:(step + 1) * size].clone()
+    if shard_size <= 0 or start < 0 or count < 0:
+        raise ValueError(f"bad stream range: size {shard_size}, start {start}, count {count}")
+    parts, pos, end = [], start, start + count
+    while pos < end:
+        epoch, offset = divmod(pos, shard_size)
+        take = min(end - pos, shard_size - offset)
+        parts.append(epoch_order(shard_size, seed, shard, epoch)[offset:offset + take])
+        pos += take
+    return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.int64)

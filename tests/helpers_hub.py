@@ -66,8 +66,7 @@ def make_hub(*, data: Any = None, **overrides: Any) -> HubCore:
     config = HubConfig(**settings)
     data = train_set() if data is None else data
     model = build_model(config.model, data.info, seed=config.seed)
-    server = ParameterServer(model, base_lr=config.lr, momentum=config.momentum,
-                             codec=config.codec)
+    server = ParameterServer.for_session(model, config)
     return HubCore(config, pin=PIN, session_id=SESSION_ID, hub_key=HUB_KEY, train_set=data,
                    server=server, fingerprint=fingerprint(model), allowlist=Allowlist())
 
@@ -184,11 +183,14 @@ class Worker:
     def push(self, hub: HubCore, now: float, grad: torch.Tensor, *, version: int | None = None,
              loss: float = 1.0, samples: int = 8, codec: str = "raw",
              numel: int | None = None, payload: bytes | None = None,
-             compute_ms: float = 5.0) -> list[Out]:
+             compute_ms: float = 5.0, steps: int | None = None,
+             bandwidth: float = 0.0) -> list[Out]:
         data = get_codec(codec).encode(grad) if payload is None else payload
         msg = Push(token=self.token, version=hub.server.version if version is None else version,
                    codec=codec, numel=grad.numel() if numel is None else numel, loss=loss,
-                   samples=samples, compute_ms=compute_ms)
+                   samples=samples,
+                   steps=hub.config.local_steps if steps is None else steps,
+                   compute_ms=compute_ms, bandwidth=bandwidth)
         frames = encode(msg, [data])
         self.last_push_bytes = sum(len(f) for f in frames)
         return send_frames(hub, self.peer, frames, now)

@@ -46,7 +46,7 @@ def _serve(session: HubSession, server: HubServer, bar: RoundBar,
         result = server.serve()
     except KeyboardInterrupt:
         if not session.done:
-            session.out.save_checkpoint(session.server.state())
+            session.save_checkpoint()
             print(f"\nstopped at version {session.server.version}; continue with "
                   f"computeshare host --resume --out {session.out.path}", file=sys.stderr)
         raise

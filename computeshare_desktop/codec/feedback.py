@@ -36,9 +36,9 @@ class ErrorFeedback:
     def encode(self, flat: torch.Tensor) -> Encoded:
         """Encode ``flat`` plus the carried residual; the state changes only on ``keep``."""
         flat = flat.detach().reshape(-1).to("cpu", torch.float32)
-        if self.codec.lossless:
-            return Encoded(self.codec.encode(flat), flat, None)
         target = flat if self.residual is None else flat + self.residual
+        if self.codec.lossless:  # sends everything, an earlier lossy codec's residual too
+            return Encoded(self.codec.encode(target), target, None)
         payload = self.codec.encode(target)
         sent = self.codec.decode(payload, target.numel())
         return Encoded(payload, sent, target - sent)

@@ -102,7 +102,7 @@ class HubRunner:
             self._start_local_worker(server.port)
             self.result = server.serve(self._serve_stop)
             if self.result is None and session.server.version > 0:
-                session.out.save_checkpoint(session.server.state())
+                session.save_checkpoint()
                 self._post("stopped_early", version=session.server.version,
                            out_dir=str(session.out.path))
         except ComputeShareError as exc:

@@ -5,8 +5,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ..codec import CODECS
+from ..codec import CODECS, DEFAULT_FRACTION
 from ..errors import ConfigError
+
+
+OUTER_OPTIMIZERS = ("auto", "sgd", "nesterov")
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,12 +21,20 @@ class HubConfig:
     workers: int = 2  # number of shards = workers expected before training starts
     rounds: int = 600  # global batches (model versions) to train
     batch_size: int = 32  # per worker and round
-    lr: float = 0.01  # base learning rate; the step uses lr * gradients averaged
+    lr: float = 0.01  # for batch_size samples; a round steps with lr * its samples / batch_size
     momentum: float = 0.9
     seed: int = 0  # initial weights, shard split and batch order
-    codec: str = "zstd"  # for gradients and model snapshots
+    codec: str = "zstd"  # how workers encode pushes; model deltas use it too (see codec.delta)
+    model_codec: str = ""  # how model deltas are encoded, when not as pushes
+    topk: float = DEFAULT_FRACTION  # the fraction of values a top-k encoding keeps
+    local_steps: int = 0  # 0: push a gradient per round; H >= 1: H local SGD steps, push the change
+    outer: str = "auto"  # outer optimizer of local steps: sgd, nesterov; auto: nesterov if H > 1
+    outer_lr: float = 0.7  # the Nesterov outer learning rate (DiLoCo's)
+    balance: bool = True  # size each worker's batch to its speed so that all finish together
+    preset: str = ""  # the preset these settings came from, for the record
     eval_every: int = 100  # rounds between test-set evaluations (0: only at the end)
     checkpoint_every: int = 50  # rounds between resumable checkpoints (0: never)
+    snapshot_every: int = 0  # rounds between copies of the weights kept in snapshots/ (0: none)
     heartbeat_timeout_s: float = 6.0  # silence after which a worker is declared dead
     deadline_floor_s: float = 2.0  # a round never closes early for a missing worker before this
     deadline_factor: float = 4.0  # ... nor before this many times the median full round
@@ -37,12 +48,32 @@ class HubConfig:
             (self.lr > 0, "learning rate must be positive"),
             (0 <= self.momentum < 1, "momentum must be in [0, 1)"),
             (self.codec in CODECS, f"codec must be one of {', '.join(CODECS)}"),
-            (self.eval_every >= 0 and self.checkpoint_every >= 0, "intervals must be >= 0"),
+            (self.model_codec in ("", *CODECS),
+             f"model codec must be one of {', '.join(CODECS)}"),
+            (0 < self.topk <= 1, "the top-k fraction must be in (0, 1]"),
+            (self.local_steps >= 0, "local steps must be >= 0"),
+            (self.outer in OUTER_OPTIMIZERS,
+             f"the outer optimizer must be one of {', '.join(OUTER_OPTIMIZERS)}"),
+            (self.outer_lr > 0, "the outer learning rate must be positive"),
+            (min(self.eval_every, self.checkpoint_every, self.snapshot_every) >= 0,
+             "intervals must be >= 0"),
             (self.heartbeat_timeout_s > 0 and self.deadline_floor_s > 0, "timeouts must be > 0"),
         ]
         for ok, message in checks:
             if not ok:
                 raise ConfigError(message)
+
+    @property
+    def download_codec(self) -> str:
+        """The codec of model deltas."""
+        return self.model_codec or self.codec
+
+    @property
+    def outer_optimizer(self) -> str:
+        """``sgd`` or ``nesterov``: what ``outer="auto"`` means for these local steps."""
+        if self.outer != "auto":
+            return self.outer
+        return "nesterov" if self.local_steps > 1 else "sgd"
 
     def to_json(self) -> dict[str, object]:
         """A plain dict for session.json."""

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import torch
 
-from ..codec import get_codec
+from ..codec import CODECS, get_codec, make_codec
 from ..data import ArrayDataset
 from ..errors import RemoteProtocolError
 from ..protocol import TO_HUB, TO_PAIRING, RejectCode, SessionState, auth, decode, encode
@@ -28,7 +28,8 @@ from .config import HubConfig
 from .allowlist import Allowlist
 from .membership import Member, Membership
 from .pairing import PairingDesk
-from .rounds import Contribution, DeadlinePolicy, Round
+from .planner import WorkPlanner
+from .rounds import Contribution, DeadlinePolicy, Round, Task
 from .trainer import ParameterServer
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,8 @@ log = logging.getLogger(__name__)
 MAX_SHARD_CHUNK_BYTES = 4 * 1024 * 1024
 MAX_PAIRING_FRAME = 1024
 LOG_EVERY_S = 5.0
+DEFAULT_BANDWIDTH = 1e6  # bytes/s assumed for deadlines until workers have measured theirs
+MAX_BATCH_FACTOR = 4.0  # the largest share of work a fast worker gets, in nominal batches
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +61,8 @@ class HubCore:
 
     def __init__(self, config: HubConfig, *, pin: str, session_id: str, hub_key: str,
                  train_set: ArrayDataset, server: ParameterServer, fingerprint: str,
-                 allowlist: Allowlist | None = None) -> None:
+                 allowlist: Allowlist | None = None,
+                 cursors: dict[int, int] | None = None) -> None:
         self.config = config
         self.session_id = session_id
         self.server = server
@@ -70,7 +74,12 @@ class HubCore:
         self.deadlines = DeadlinePolicy(config.deadline_floor_s, config.deadline_factor)
         self.state = SessionState.DONE if server.version >= config.rounds else SessionState.WAITING
         self.round = Round(server.version, 0.0)
-        self.max_frame = server.codec.max_encoded_bytes(server.numel)
+        self.push_codec = make_codec(config.codec, topk=config.topk)
+        # A push may use any codec (decoding is strict whichever it is), within its bound.
+        self.max_frame = max(get_codec(c).max_encoded_bytes(server.numel) for c in CODECS)
+        self.planner = WorkPlanner(config.batch_size, balance=config.balance,
+                                   max_factor=MAX_BATCH_FACTOR)
+        self.cursors: dict[int, int] = dict(cursors or {})  # next sample of each shard's stream
         self._parked: dict[bytes, _Parked] = {}
         self._shards: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         self._events: list[dict[str, Any]] = []
@@ -122,7 +131,7 @@ class HubCore:
         for other in self.members.members():
             if other.key == member.key:
                 self.members.remove(other.token, "kicked")
-                self.deadlines.forget(other.worker_id)
+                self._forget(other)
                 self._event("worker_left", worker=other.summary(), reason="kicked")
         return True
 
@@ -130,7 +139,7 @@ class HubCore:
         """Reap silent workers, close overdue rounds, answer expired long-polls."""
         out: list[Reply] = []
         for member in self.members.reap(now):
-            self.deadlines.forget(member.worker_id)
+            self._forget(member)
             self._event("worker_left", worker=member.summary(), reason="silent")
         self._maybe_start(now, out)
         self._maybe_close(now, out)
@@ -166,7 +175,7 @@ class HubCore:
             raise RemoteProtocolError(RejectCode.UNKNOWN_WORKER, "join again")
         if isinstance(msg, Bye):
             self.members.remove(member.token, "said goodbye")
-            self.deadlines.forget(member.worker_id)
+            self._forget(member)
             self._event("worker_left", worker=member.summary(), reason="left")
             self._maybe_close(now, out)
             return (Ack(self.server.version),)
@@ -229,14 +238,37 @@ class HubCore:
             member.ready = True
             self._maybe_start(now, out)
         if self.state is SessionState.TRAINING and self.server.version > msg.after:
-            return self._model()
+            return self._model(member, msg.after)
         wait_ms = min(max(msg.wait_ms, 0), self.config.long_poll_ms)
         self._parked[peer] = _Parked(member.token, msg.after, now + wait_ms / 1000)
         return None
 
-    def _model(self) -> tuple[Any, ...]:
-        return (Model(self.server.version, self.server.codec.id.value, self.server.numel),
-                self.server.snapshot())
+    def _model(self, member: Member, have: int) -> tuple[Any, ...]:
+        """The current version for a worker holding ``have``, with its work for the round.
+
+        The payload is encoded once per version and shared by every reply (a delta for
+        workers one version behind, the whole model for the others).
+        """
+        payload = self.server.payload(have)
+        task = self._task(member)
+        c = self.config
+        return (Model(version=payload.version, codec=payload.codec, numel=self.server.numel,
+                      base=payload.base, check=payload.check, start=task.start,
+                      batch=task.batch, steps=task.steps, lr=task.lr,
+                      push_codec=self.push_codec.id.value, topk=c.topk),
+                payload.data)
+
+    def _task(self, member: Member) -> Task:
+        """This round's work for ``member``: the same for every download of the version."""
+        version = self.server.version
+        if member.task is None or member.task.version != version:
+            shard_size = len(self._shard_data(member.shard)[1])
+            batch = min(self.round.plan.get(member.worker_id, self.config.batch_size),
+                        max(1, shard_size))
+            member.task = Task(version, self.cursors.get(member.shard, 0), batch,
+                               self.config.local_steps, self.round.lr)
+            member.batch = batch
+        return member.task
 
     def _push(self, member: Member, msg: Push, body: list[Frame], now: float,
               out: list[Reply]) -> tuple[Any, ...]:
@@ -262,31 +294,45 @@ class HubCore:
             raise RemoteProtocolError(RejectCode.BAD_VERSION, f"current version is {version}")
         if member.shard in self.round.contributions:  # per shard: a rejoin is no new batch
             raise RemoteProtocolError(RejectCode.DUPLICATE, f"shard already pushed for {version}")
-        if msg.numel != self.server.numel:
-            raise RemoteProtocolError(RejectCode.BAD_SHAPE,
-                                      f"{msg.numel} values, model has {self.server.numel}")
-        if not (0 < msg.samples <= self.config.batch_size):
-            raise RemoteProtocolError(RejectCode.MALFORMED,
-                                      f"samples={msg.samples}, batch size {self.config.batch_size}")
-        if not (math.isfinite(msg.loss * msg.samples) and math.isfinite(msg.compute_ms)):
-            raise RemoteProtocolError(RejectCode.NOT_FINITE, "loss or compute time is not finite")
-        grad = get_codec(msg.codec).decode(body[0], msg.numel)
-        if not bool(torch.isfinite(grad).all()):
-            raise RemoteProtocolError(RejectCode.NOT_FINITE, "gradient contains NaN/inf")
+        self._check_push(msg, self._task(member))
+        update = get_codec(msg.codec).decode(body[0], msg.numel)
+        if not bool(torch.isfinite(update).all()):
+            raise RemoteProtocolError(RejectCode.NOT_FINITE, "update contains NaN/inf")
         compute_s = min(max(0.0, msg.compute_ms) / 1000, 1e6)
-        self.round.add(Contribution(member.worker_id, member.shard, grad, msg.samples, msg.loss,
-                                    compute_s), now)
+        self.round.add(Contribution(member.worker_id, member.shard, update, msg.samples,
+                                    msg.loss, compute_s), now)
+        self.round.largest_push = max(self.round.largest_push, len(body[0]))
         self.deadlines.observe(member.worker_id, now - self.round.opened_at)
+        self.planner.observe(member.worker_id, msg.samples, compute_s)
+        if msg.bandwidth > 0:
+            member.bandwidth = msg.bandwidth
         member.pushed += 1
         member.samples += msg.samples
         member.compute_s += compute_s
+
+    def _check_push(self, msg: Push, task: Task) -> None:
+        """The header of a push must match the work handed out (before decoding anything)."""
+        if msg.numel != self.server.numel:
+            raise RemoteProtocolError(RejectCode.BAD_SHAPE,
+                                      f"{msg.numel} values, model has {self.server.numel}")
+        if msg.steps != task.steps:
+            raise RemoteProtocolError(RejectCode.MALFORMED,
+                                      f"steps={msg.steps}, the round asked for {task.steps}")
+        if not (0 < msg.samples <= task.samples):
+            raise RemoteProtocolError(RejectCode.MALFORMED,
+                                      f"samples={msg.samples}, the round asked for {task.samples}")
+        if not (math.isfinite(msg.loss * msg.samples) and math.isfinite(msg.compute_ms)
+                and math.isfinite(msg.bandwidth)):
+            raise RemoteProtocolError(RejectCode.NOT_FINITE, "loss or timing is not finite")
 
     # ----------------------------------------------------------------- rounds
     def _ready(self) -> list[Member]:
         return [m for m in self.members.members() if m.ready]
 
     def _open_round(self, now: float) -> None:
-        self.round = Round(self.server.version, now)
+        plan = self.planner.plan([m.worker_id for m in self._ready()])
+        lr = self.server.lr_for(sum(plan.values()) or self.config.batch_size)
+        self.round = Round(self.server.version, now, plan=plan, lr=lr)
         self._opened[self.server.version] = now
         self._opened.pop(self.server.version - 256, None)
 
@@ -307,27 +353,50 @@ class HubCore:
         complete = rnd.complete({m.shard for m in ready})
         if not complete:
             assert rnd.first_push_at is not None
+            missing = {m.shard for m in ready} - rnd.contributions.keys()
             deadline = self.deadlines.deadline(rnd.opened_at, rnd.first_push_at,
-                                               {m.worker_id for m in ready})
+                                               {m.worker_id for m in ready},
+                                               self._transfer_s(len(missing)))
             if now < deadline:
                 return
             shards = {m.shard for m in ready} | rnd.contributions.keys()
             log.warning("[hub v%d] deadline: closing with %d of %d shards", rnd.version,
                         len(rnd.contributions), len(shards))
-        grad, loss = rnd.average()
-        self.server.step(grad, len(rnd.contributions))
-        self._event("round", round=rnd.version + 1, version=self.server.version, loss=loss,
-                    contributors=len(rnd.contributions), rejected=rnd.rejected,
-                    bytes_in=rnd.bytes_in, bytes_out=rnd.bytes_out,
-                    seconds=now - rnd.opened_at, complete=complete,
-                    compute_s=max(c.compute_s for c in rnd.contributions.values()),
-                    workers=[m.summary() for m in self.members.members()])
+        self._step(rnd, now, complete)
         self._open_round(now)
         if self.server.version >= self.config.rounds:
             self.state = SessionState.DONE
             log.info("[hub v%d] all %d rounds done", self.server.version, self.config.rounds)
             self._event("state", state=self.state.value)
         self._release(out)
+
+    def _step(self, rnd: Round, now: float, complete: bool) -> None:
+        """Average the round's updates, step the optimizer, advance the shards' streams."""
+        update, loss = rnd.average()
+        items = rnd.contributions.values()
+        samples = sum(c.samples for c in items)
+        self.server.step(update, samples // max(1, self.config.local_steps))
+        seconds = now - rnd.opened_at
+        for c in items:
+            self.cursors[c.shard] = self.cursors.get(c.shard, 0) + c.samples
+            member = next((m for m in self.members.members() if m.worker_id == c.worker_id),
+                          None)
+            if member is not None:
+                member.busy = min(1.0, c.compute_s / seconds) if seconds > 0 else 1.0
+        self._event("round", round=rnd.version + 1, version=self.server.version, loss=loss,
+                    contributors=len(rnd.contributions), rejected=rnd.rejected,
+                    bytes_in=rnd.bytes_in, bytes_out=rnd.bytes_out, samples=samples,
+                    seconds=seconds, complete=complete,
+                    compute_s=max(c.compute_s for c in items),
+                    busy=(sum(min(1.0, c.compute_s / seconds) for c in items) / len(items)
+                          if seconds > 0 else 1.0),
+                    workers=[m.summary() for m in self.members.members()])
+
+    def _transfer_s(self, missing: int) -> float:
+        """How long ``missing`` pushes the size of this round's largest take to arrive."""
+        rates = sorted(m.bandwidth for m in self.members.members() if m.bandwidth > 0)
+        rate = rates[len(rates) // 2] if rates else DEFAULT_BANDWIDTH
+        return missing * self.round.largest_push / rate
 
     def _release(self, out: list[Reply]) -> None:
         """Answer every parked long-poll that the new version or state satisfies."""
@@ -340,13 +409,22 @@ class HubCore:
             elif member is None:
                 reply = (Reject(RejectCode.UNKNOWN_WORKER.value, "join again", -1, 0.0),)
             elif self.server.version > parked.after:
-                reply = self._model()
+                reply = self._model(member, parked.after)
             else:
                 continue
             del self._parked[peer]
             out.append(self._reply(peer, *reply))
 
     # ----------------------------------------------------------------- helpers
+    def _forget(self, member: Member) -> None:
+        """A worker left: stop waiting for it and drop what was learned about it."""
+        self.deadlines.forget(member.worker_id)
+        self.planner.forget(member.worker_id)
+
+    def checkpoint(self) -> dict[str, object]:
+        """What a resumed session needs: the optimizer's state and each shard's stream."""
+        return {**self.server.state(), "cursors": dict(self.cursors)}
+
     def _reply(self, peer: bytes, msg: Any, *frames: Frame) -> Reply:
         encoded = encode(msg, frames)
         self.round.bytes_out += sum(len(f) for f in encoded)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from .rounds import Task
+
 log = logging.getLogger(__name__)
 
 
@@ -25,13 +27,18 @@ class Member:
     rejected: int = 0
     samples: int = 0
     compute_s: float = 0.0
+    batch: int = 0  # its per-step batch in the current round (its share of the work)
+    busy: float = 0.0  # compute time / round time, in its last round
+    bandwidth: float = 0.0  # its download rate in bytes/s, as it reported (0: unknown)
+    task: Task | None = None  # the work it was given with its latest model
 
     def summary(self) -> dict[str, object]:
         """What progress events say about this worker."""
         return {"id": self.worker_id, "name": self.name, "device": self.device,
                 "shard": self.shard, "pushed": self.pushed, "rejected": self.rejected,
                 "samples": self.samples, "ready": self.ready,
-                "compute_s": round(self.compute_s, 3)}
+                "compute_s": round(self.compute_s, 3), "batch": self.batch,
+                "busy": round(self.busy, 3)}
 
 
 class Membership:

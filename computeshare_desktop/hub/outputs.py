@@ -20,6 +20,7 @@ SESSION_FILE = "session.json"
 METRICS_FILE = "metrics.jsonl"
 CHECKPOINT_FILE = "checkpoint.pt"
 MODEL_FILE = "trained_model.pth"
+SNAPSHOT_DIR = "snapshots"
 
 
 def _atomic(path: Path, write: Any) -> None:
@@ -73,4 +74,14 @@ class OutputDir:
         """Write trained_model.pth (a plain state_dict) and return its path."""
         path = self.path / MODEL_FILE
         _atomic(path, lambda fh: torch.save(state_dict, fh))
+        return path
+
+    def save_snapshot(self, version: int, state_dict: dict[str, torch.Tensor],
+                      elapsed_s: float) -> Path:
+        """Keep a copy of the weights of ``version`` in snapshots/ (a plain state_dict) and
+        note it in metrics.jsonl, so that accuracy over time can be measured afterwards."""
+        path = self.path / SNAPSHOT_DIR / f"v{version:07d}.pth"
+        _atomic(path, lambda fh: torch.save(state_dict, fh))
+        self.append_metric({"type": "snapshot", "version": version, "path": str(path),
+                            "elapsed_s": elapsed_s})
         return path

@@ -10,28 +10,47 @@ import torch
 
 
 @dataclass(frozen=True, slots=True)
+class Task:
+    """One worker's work for one round, sent with the model."""
+
+    version: int
+    start: int  # first sample in the shard's stream
+    batch: int  # samples per step
+    steps: int  # 0: one gradient; H: H local steps
+    lr: float  # learning rate of the local steps
+
+    @property
+    def samples(self) -> int:
+        """Samples the task covers, all steps together."""
+        return self.batch * max(1, self.steps)
+
+
+@dataclass(frozen=True, slots=True)
 class Contribution:
-    """One accepted gradient."""
+    """One accepted update: a gradient, or the weight change of local steps."""
 
     worker_id: int
     shard: int
     grad: torch.Tensor  # flat float32, finite
-    samples: int
+    samples: int  # all steps together
     loss: float
     compute_s: float
 
 
 @dataclass(slots=True)
 class Round:
-    """The gradients pushed for one model version."""
+    """The updates pushed for one model version."""
 
     version: int
     opened_at: float
+    plan: dict[int, int] = field(default_factory=dict)  # per-step batch by worker id
+    lr: float = 0.0  # learning rate of local steps this round
     contributions: dict[int, Contribution] = field(default_factory=dict)  # by shard
     first_push_at: float | None = None
     rejected: int = 0
     bytes_in: int = 0
     bytes_out: int = 0
+    largest_push: int = 0  # payload bytes of the largest push so far
 
     def add(self, contribution: Contribution, now: float) -> None:
         """Record a gradient; callers reject a second one for the same shard before."""
@@ -44,10 +63,10 @@ class Round:
         return bool(self.contributions) and expected_shards <= self.contributions.keys()
 
     def average(self) -> tuple[torch.Tensor, float]:
-        """Sample-weighted mean gradient and loss of the contributions.
+        """Sample-weighted mean update and loss of the contributions.
 
-        Weighting by samples makes N equal batches of b exactly the gradient of one batch
-        of N*b, which is what the linear scaling rule assumes.
+        Weighting by samples makes batches of b1..bN exactly the gradient of one batch of
+        b1+..+bN, which is what the linear scaling rule assumes, whatever the split.
         """
         items = sorted(self.contributions.values(), key=lambda c: c.shard)
         total = sum(c.samples for c in items)
@@ -63,7 +82,8 @@ class DeadlinePolicy:
 
     It learns each worker's latency (round opening to its push arriving, stale pushes
     included) and waits ``factor`` times the slowest expected worker's median latency, never
-    less than ``floor_s`` after the opening nor ``floor_s`` after the round's first push. So
+    less than ``floor_s`` after the opening nor ``floor_s`` after the round's first push, plus
+    the time the pushes still missing need on the wire at the measured bandwidth. So
     a steady slow worker is always waited for, while a dead or stuck one costs at most that
     once: after the heartbeat timeout it is no longer expected at all.
     """
@@ -87,6 +107,11 @@ class DeadlinePolicy:
         known = [statistics.median(self._latency[w]) for w in expected if w in self._latency]
         return max([self.floor_s, *(self.factor * lat for lat in known)])
 
-    def deadline(self, opened_at: float, first_push_at: float, expected: set[int]) -> float:
-        """When a round opened at ``opened_at`` closes with whatever it has."""
-        return max(opened_at + self.wait_s(expected), first_push_at + self.floor_s)
+    def deadline(self, opened_at: float, first_push_at: float, expected: set[int],
+                 transfer_s: float = 0.0) -> float:
+        """When a round opened at ``opened_at`` closes with whatever it has.
+
+        ``transfer_s`` is how long the pushes still missing take to arrive at the measured
+        bandwidth: the round never closes on a push that is merely still on the wire.
+        """
+        return max(opened_at + self.wait_s(expected), first_push_at + self.floor_s + transfer_s)

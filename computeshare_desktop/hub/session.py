@@ -60,10 +60,8 @@ class HubSession:
         self.info = dataset_info(config.dataset)
         self.test_set = load_dataset(config.dataset, "test")
         model = build_model(config.model, self.info, seed=config.seed)
-        self.server = ParameterServer(model, base_lr=config.lr, momentum=config.momentum,
-                                      codec=config.codec)
-        if resume:
-            self._restore()
+        self.server = ParameterServer.for_session(model, config)
+        cursors = self._restore() if resume else {}
         self.session_id = meta.get("session_id") or auth.new_nonce()[:16]
         allowlist = Allowlist(self.out.path / ALLOWLIST_FILE)
         if not resume:
@@ -71,7 +69,7 @@ class HubSession:
         self.core = HubCore(config, pin=pin, session_id=self.session_id, hub_key=hub_key,
                             train_set=load_dataset(config.dataset, "train"),
                             server=self.server, fingerprint=fingerprint(model),
-                            allowlist=allowlist)
+                            allowlist=allowlist, cursors=cursors)
         self.out.write_session({"config": config.to_json(), "session_id": self.session_id,
                                 "hub_key": hub_key, "fingerprint": self.core.fingerprint,
                                 "protocol": PROTOCOL_VERSION, "computeshare": __version__,
@@ -81,13 +79,19 @@ class HubSession:
         self.started = time.monotonic()
         self.last_eval: tuple[int, float, float] | None = None
 
-    def _restore(self) -> None:
+    def _restore(self) -> dict[int, int]:
+        """Load the checkpoint into the server; each shard's stream position."""
         state = self.out.load_checkpoint()
         if state is None:
             log.warning("no checkpoint in %s: starting from version 0", self.out.path)
-            return
+            return {}
         self.server.restore(state)
         log.info("resumed from checkpoint at version %d", self.server.version)
+        return {int(k): int(v) for k, v in state.get("cursors", {}).items()}
+
+    def save_checkpoint(self) -> None:
+        """Write checkpoint.pt: weights, optimizer state, version, data positions."""
+        self.out.save_checkpoint(self.core.checkpoint())
 
     # ----------------------------------------------------------------- driven by transport
     def handle(self, peer: bytes, frames: Sequence[Frame], now: float,
@@ -128,7 +132,7 @@ class HubSession:
             self._record_eval(version, *evaluate(self.server.model, self.test_set))
         _, accuracy, loss = self.last_eval  # type: ignore[misc]
         if self.config.checkpoint_every:
-            self.out.save_checkpoint(self.server.state())
+            self.save_checkpoint()
         path = self.out.save_model(self.server.model.state_dict())
         result = HubResult(accuracy, loss, version, path, time.monotonic() - self.started)
         self._emit({"kind": "finished", "accuracy": accuracy, "loss": loss,
@@ -149,14 +153,17 @@ class HubSession:
 
     def _on_round(self, event: dict[str, Any]) -> None:
         record = {k: event[k] for k in ("round", "version", "loss", "contributors", "rejected",
-                                        "bytes_in", "bytes_out", "seconds", "compute_s")}
+                                        "bytes_in", "bytes_out", "samples", "seconds",
+                                        "compute_s", "busy")}
         self.out.append_metric({"type": "round", **record, "elapsed_s": self._elapsed()})
         version, c = event["version"], self.config
         if c.eval_every and version % c.eval_every == 0 and version < c.rounds:
             snapshot = copy.deepcopy(self.server.model)
             self._evals.append((version, self._pool.submit(evaluate, snapshot, self.test_set)))
         if c.checkpoint_every and version % c.checkpoint_every == 0:
-            self.out.save_checkpoint(self.server.state())
+            self.save_checkpoint()
+        if c.snapshot_every and version % c.snapshot_every == 0:
+            self.out.save_snapshot(version, self.server.model.state_dict(), self._elapsed())
 
     def _collect_evals(self, block: bool) -> None:
         while self._evals and (block or self._evals[0][1].done()):

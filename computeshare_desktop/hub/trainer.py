@@ -1,51 +1,128 @@
-"""The global model and its optimizer: SGD with momentum and the linear scaling rule."""
+"""The global model, its optimizer, and the weights as the workers hold them.
+
+Two kinds of update arrive from the rounds:
+
+* a gradient (synchronous mode): SGD with momentum, ``lr = base_lr * samples / batch_size``
+  (the linear scaling rule: the step follows the global batch);
+* a weight change after local steps: the outer optimizer of DiLoCo (Douillard et al. 2023)
+  treats it as a pseudo-gradient. "sgd" is SGD with momentum at lr 1: with one local step
+  of plain SGD at the round's lr, that is exactly the synchronous step. "nesterov" is SGD
+  with Nesterov momentum at ``outer_lr``.
+
+After each step the new weights are *published*: the delta from the previously published
+weights is encoded once and shared by every worker's download (see ``codec.delta``).
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch.nn.utils import parameters_to_vector
 
-from ..codec import get_codec
+from ..codec import Codec, get_codec, make_codec
+from ..codec.delta import FULL, apply_delta, make_delta, weights_check
+from .config import HubConfig
+
+
+@dataclass(frozen=True, slots=True)
+class Payload:
+    """An encoded model download: whole (base FULL) or a delta from version ``base``."""
+
+    version: int
+    base: int
+    codec: str
+    data: bytes
+    check: str
+
+
+class Publisher:
+    """The published weights of the latest version and the one delta that reached them."""
+
+    def __init__(self, flat: torch.Tensor, version: int, codec: Codec) -> None:
+        self.codec = codec
+        self.full_codec = codec if codec.lossless else get_codec("zstd")
+        self.weights = flat.detach().clone()
+        self.version = version
+        self.check = weights_check(self.weights)
+        self._delta: Payload | None = None
+        self._full: Payload | None = None
+
+    def publish(self, target: torch.Tensor) -> None:
+        """Publish the next version, as close to ``target`` as the codec gets."""
+        data = make_delta(self.codec, self.weights, target)
+        self.weights = apply_delta(self.codec, self.weights, data)  # as every worker will
+        self.version += 1
+        self.check = weights_check(self.weights)
+        self._delta = Payload(self.version, self.version - 1, self.codec.id.value, data,
+                              self.check)
+        self._full = None
+
+    def payload(self, have: int) -> Payload:
+        """What a worker holding version ``have`` (-1: nothing) downloads."""
+        if self._delta is not None and have == self._delta.base:
+            return self._delta
+        if self._full is None:
+            self._full = Payload(self.version, FULL, self.full_codec.id.value,
+                                 self.full_codec.encode(self.weights), self.check)
+        return self._full
 
 
 class ParameterServer:
-    """Holds the global model, applies averaged gradients, serves encoded snapshots."""
+    """Holds the global model, applies averaged updates, publishes each version."""
 
     def __init__(self, model: torch.nn.Module, *, base_lr: float, momentum: float,
-                 codec: str, version: int = 0) -> None:
+                 codec: str, batch_size: int = 1, local_steps: int = 0,
+                 outer: str = "sgd", outer_lr: float = 0.7, topk: float = 0.01,
+                 version: int = 0) -> None:
         self.model = model.cpu().float()
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.numel = sum(p.numel() for p in self.params)
         self.base_lr = base_lr
-        self.optimizer = torch.optim.SGD(self.params, lr=base_lr, momentum=momentum)
-        self.codec = get_codec(codec)
+        self.batch_size = batch_size
+        self.local_steps = local_steps
+        self.outer_lr = outer_lr if outer == "nesterov" else 1.0
+        self.optimizer = torch.optim.SGD(self.params, lr=base_lr, momentum=momentum,
+                                         nesterov=local_steps > 0 and outer == "nesterov")
+        self.codec = make_codec(codec, topk=topk)
         self.version = version
-        self._snapshot: tuple[int, bytes] | None = None
+        self.published = Publisher(self.flat(), version, self.codec)
 
-    def step(self, grad: torch.Tensor, num_gradients: int) -> None:
-        """Apply one averaged gradient with ``lr = base_lr * num_gradients``."""
+    @classmethod
+    def for_session(cls, model: torch.nn.Module, config: HubConfig) -> ParameterServer:
+        """The server a session with ``config`` trains ``model`` with."""
+        return cls(model, base_lr=config.lr, momentum=config.momentum,
+                   codec=config.download_codec, batch_size=config.batch_size,
+                   local_steps=config.local_steps, outer=config.outer_optimizer,
+                   outer_lr=config.outer_lr, topk=config.topk)
+
+    def lr_for(self, samples: int) -> float:
+        """The learning rate of a step over ``samples`` samples (the linear scaling rule)."""
+        return self.base_lr * samples / self.batch_size
+
+    def step(self, update: torch.Tensor, samples: int) -> None:
+        """Apply one averaged update computed over ``samples`` samples per step; publish."""
         offset = 0
         for p in self.params:
             n = p.numel()
-            p.grad = grad[offset:offset + n].view_as(p).clone()
+            p.grad = update[offset:offset + n].view_as(p).clone()
             offset += n
+        lr = self.outer_lr if self.local_steps else self.lr_for(samples)
         for group in self.optimizer.param_groups:
-            group["lr"] = self.base_lr * num_gradients
+            group["lr"] = lr
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.version += 1
+        self.published.publish(self.flat())
 
     def flat(self) -> torch.Tensor:
         """A copy of the weights as one flat float32 vector."""
         return parameters_to_vector(self.params).detach().clone()
 
-    def snapshot(self) -> bytes:
-        """The encoded weights of the current version (encoded once per version)."""
-        if self._snapshot is None or self._snapshot[0] != self.version:
-            self._snapshot = (self.version, self.codec.encode(self.flat()))
-        return self._snapshot[1]
+    def payload(self, have: int) -> Payload:
+        """The download for a worker that holds version ``have`` (see Publisher.payload)."""
+        return self.published.payload(have)
 
     def state(self) -> dict[str, object]:
         """What a checkpoint needs to resume bit for bit."""
@@ -54,7 +131,7 @@ class ParameterServer:
                 "momentum": [b if b is not None else torch.zeros(0) for b in buffers]}
 
     def restore(self, state: dict[str, object]) -> None:
-        """Inverse of ``state``."""
+        """Inverse of ``state``; the restored weights are published whole."""
         model: Any = state["model"]
         momentum: Any = state["momentum"]
         self.model.load_state_dict(model)
@@ -62,4 +139,4 @@ class ParameterServer:
             if buf.numel():
                 self.optimizer.state[p]["momentum_buffer"] = buf.clone()
         self.version = int(state["version"])  # type: ignore[call-overload]
-        self._snapshot = None
+        self.published = Publisher(self.flat(), self.version, self.codec)

@@ -24,7 +24,7 @@ class MsgType(str, Enum):
     SHARD = "shard"  # worker -> hub: ask for a chunk of the data shard
     SHARD_DATA = "shard_data"  # hub -> worker: images and labels of that chunk
     PULL = "pull"  # worker -> hub: long-poll for a model newer than `after`
-    MODEL = "model"  # hub -> worker: encoded weights of one version
+    MODEL = "model"  # hub -> worker: one version's weights (whole or a delta) + this round's work
     WAITING = "waiting"  # hub -> worker: nothing newer yet (long-poll ran out)
     PUSH = "push"  # worker -> hub: encoded gradient computed on `version`
     ACK = "ack"  # hub -> worker: request accepted
@@ -137,10 +137,18 @@ class Pull:
 @dataclass(frozen=True, slots=True)
 class Model:
     TYPE: ClassVar[MsgType] = MsgType.MODEL
-    FRAMES: ClassVar[int] = 1
+    FRAMES: ClassVar[int] = 1  # the weights, encoded with `codec`
     version: int
     codec: str
     numel: int
+    base: int  # -1: the frame is the whole model; else a delta from version `base`
+    check: str  # fingerprint of the weights of `version` (codec.delta.weights_check)
+    start: int  # this round's work: samples [start, start + steps*batch) of the shard's stream
+    batch: int  # samples per step
+    steps: int  # 0: push the gradient of one batch; H >= 1: take H local steps, push the change
+    lr: float  # learning rate of the local steps
+    push_codec: str  # how to encode the push
+    topk: float  # the top-k fraction, when push_codec is topk
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,14 +162,16 @@ class Waiting:
 @dataclass(frozen=True, slots=True)
 class Push:
     TYPE: ClassVar[MsgType] = MsgType.PUSH
-    FRAMES: ClassVar[int] = 1
+    FRAMES: ClassVar[int] = 1  # the gradient (steps 0) or the weight change, encoded
     token: str
     version: int
     codec: str
     numel: int
     loss: float
-    samples: int
+    samples: int  # samples processed, all steps together
+    steps: int  # as in the MODEL this answers
     compute_ms: float
+    bandwidth: float  # the worker's measured download rate in bytes/s; 0 when unknown
 
 
 @dataclass(frozen=True, slots=True)

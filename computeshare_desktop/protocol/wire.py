@@ -23,7 +23,7 @@ from .codes import RejectCode
 from .messages import MESSAGE_CLASSES, MsgType
 
 MAGIC = b"CS"
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 MAX_HEADER_BYTES = 4096
 MAX_STR_CHARS = 256
 MAX_LIST_ITEMS = 8

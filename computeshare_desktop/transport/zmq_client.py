@@ -8,7 +8,7 @@ whether to retry, so retry policy stays out of the transport.
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+from typing import Callable, Sequence
 
 import zmq
 
@@ -17,6 +17,8 @@ from .keys import Identity
 from .sockets import configure
 
 log = logging.getLogger(__name__)
+
+EXTENSIONS = 3  # how many more timeouts a request waits while the hub is known to be alive
 
 
 class ChannelTimeout(TimeoutError):
@@ -51,19 +53,27 @@ class ReqChannel:
             self.sock.connect(self.address)
         return self.sock
 
-    def request(self, frames: Sequence[Frame], timeout_s: float) -> list[bytes]:
+    def request(self, frames: Sequence[Frame], timeout_s: float,
+                keep_waiting: Callable[[], bool] | None = None) -> list[bytes]:
         """Send ``frames`` and return the reply's frames.
 
+        When ``timeout_s`` runs out and ``keep_waiting()`` says the hub is still alive (its
+        heartbeats are answered), the request is given another ``timeout_s``, at most
+        EXTENSIONS times, instead of being abandoned and sent again.
+
         Raises:
-            ChannelTimeout: nothing came back in ``timeout_s``.
+            ChannelTimeout: nothing came back in time.
         """
         sock = self._open()
         sock.send_multipart(list(frames), copy=False)
         self.bytes_sent += sum(len(f) for f in frames)
-        if sock.poll(int(timeout_s * 1000), zmq.POLLIN):
-            reply = sock.recv_multipart()
-            self.bytes_received += sum(len(f) for f in reply)
-            return reply
+        for attempt in range(1 + EXTENSIONS):
+            if attempt and not (keep_waiting is not None and keep_waiting()):
+                break
+            if sock.poll(int(timeout_s * 1000), zmq.POLLIN):
+                reply = sock.recv_multipart()
+                self.bytes_received += sum(len(f) for f in reply)
+                return reply
         self.reset()
         raise ChannelTimeout(f"no reply from {self.address} in {timeout_s:.1f} s")
 

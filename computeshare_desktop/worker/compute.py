@@ -1,23 +1,34 @@
-"""One worker step: load a model version, take this version's batch, return its gradient."""
+"""One worker's round: a gradient of one batch, or H local SGD steps and their weight change."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import torch
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from ..data import DatasetInfo
 from ..evaluation import batch_loss
-from ..sampling import batch_indices
+from ..sampling import stream_positions
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """What one round of work produced, on the CPU."""
+
+    flat: torch.Tensor  # the gradient, or the weight change (start - end) of local steps
+    loss: float  # mean training loss over the batches
+    samples: int  # all steps together
+    seconds: float  # compute time, weight loading included
 
 
 class GradientComputer:
     """Holds the model and the shard on the worker's device."""
 
     def __init__(self, model: torch.nn.Module, info: DatasetInfo, device: torch.device,
-                 images: torch.Tensor, labels: torch.Tensor, *, shard: int, seed: int,
-                 batch_size: int) -> None:
+                 images: torch.Tensor, labels: torch.Tensor, *, shard: int,
+                 seed: int) -> None:
         self.model = model.to(device).train()
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.numel = sum(p.numel() for p in self.params)
@@ -27,19 +38,57 @@ class GradientComputer:
         self.labels = labels.to(device)
         self.shard = shard
         self.seed = seed
-        self.batch_size = batch_size
 
-    def compute(self, weights: torch.Tensor,
-                version: int) -> tuple[torch.Tensor, float, int, float]:
-        """Return ``(flat gradient on CPU, loss, samples, seconds)`` for model ``version``."""
-        start = time.perf_counter()
-        with torch.no_grad():
-            vector_to_parameters(weights.to(self.device), self.params)
-        idx = batch_indices(len(self.labels), self.batch_size, self.seed, self.shard, version)
+    def _batch_loss(self, start: int, batch: int) -> torch.Tensor:
+        idx = stream_positions(len(self.labels), self.seed, self.shard, start, batch)
         idx = idx.to(self.device)
         self.model.zero_grad(set_to_none=False)
         loss = batch_loss(self.model, self.images[idx], self.labels[idx], self.info)
         loss.backward()
+        return loss.detach()
+
+    def _load(self, weights: torch.Tensor) -> torch.Tensor:
+        """Put ``weights`` into the model; returns them on the device.
+
+        ``vector_to_parameters`` makes the parameters views of the vector it is given, so
+        the model gets its own copy: training must never write into the caller's weights
+        (on the CPU, ``.to`` would not copy).
+        """
+        on_device = weights.to(self.device, torch.float32)
+        with torch.no_grad():
+            vector_to_parameters(on_device.clone(), self.params)
+        return on_device
+
+    def _grads(self) -> torch.Tensor:
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
-        flat = parameters_to_vector(grads).detach().to("cpu", torch.float32)
-        return flat, float(loss.detach()), len(idx), time.perf_counter() - start
+        return parameters_to_vector(grads).detach()
+
+    def gradient(self, weights: torch.Tensor, start: int, batch: int) -> Update:
+        """The gradient at ``weights`` of samples ``[start, start + batch)`` of the stream."""
+        began = time.perf_counter()
+        self._load(weights)
+        loss = self._batch_loss(start, batch)
+        flat = self._grads().to("cpu", torch.float32)
+        return Update(flat, float(loss), batch, time.perf_counter() - began)
+
+    def local_steps(self, weights: torch.Tensor, start: int, batch: int, steps: int,
+                    lr: float) -> Update:
+        """``steps`` steps of plain SGD at ``lr`` from ``weights``; the change of weights.
+
+        With one step this is ``lr`` times the gradient, which is what makes one local step
+        with an outer SGD reproduce synchronous training.
+        """
+        began = time.perf_counter()
+        start_weights = self._load(weights)
+        losses = []
+        for step in range(steps):
+            losses.append(self._batch_loss(start + step * batch, batch))
+            with torch.no_grad():
+                for p in self.params:
+                    if p.grad is not None:
+                        p.add_(p.grad, alpha=-lr)
+        with torch.no_grad():
+            change = start_weights - parameters_to_vector(self.params)
+        loss = float(torch.stack(losses).mean()) if losses else 0.0
+        return Update(change.to("cpu", torch.float32), loss, batch * steps,
+                      time.perf_counter() - began)

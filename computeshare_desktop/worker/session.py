@@ -17,32 +17,36 @@ from typing import Any, Callable, Protocol, Sequence
 
 import torch
 
-from ..codec import get_codec
+from ..codec import ErrorFeedback, make_codec
 from ..data import dataset_info
 from ..errors import HubUnreachableError, RejectedError
 from ..models import build_model, fingerprint
 from ..errors import RemoteProtocolError
 from ..protocol import MEANINGS, RejectCode, decode, encode
 from ..protocol.messages import (Ack, Bye, Done, Join, Model, Paired, PairFinish, PairReply,
-                                 PairStart, Ping, Pull, Push, Reject, Shard, ShardData, Waiting,
-                                 Welcome)
+                                 PairStart, Ping, Pong, Pull, Push, Reject, Shard, ShardData,
+                                 Waiting, Welcome)
 from ..protocol.pake import WorkerPairing, key_fingerprint
 from ..protocol.tensors import frame_to_tensor
 from ..protocol.wire import Frame
-from .compute import GradientComputer
+from .compute import GradientComputer, Update
 from .device import DeviceChoice
+from .link import LinkMeter
+from .replica import Drift, Replica
 
 log = logging.getLogger(__name__)
 
 EventSink = Callable[[dict[str, Any]], None]
 SHARD_CHUNK = 4096  # images per SHARD request; the hub caps it further by bytes
+MAX_SHARD_REPLY = 4 * 1024 * 1024  # bytes of one SHARD_DATA chunk at most (hub's cap)
 MAX_REPLY_FRAME = 256 * 1024 * 1024
 
 
 class Channel(Protocol):
     """A request/reply link to the hub."""
 
-    def request(self, frames: Sequence[Frame], timeout_s: float) -> list[bytes]: ...
+    def request(self, frames: Sequence[Frame], timeout_s: float,
+                keep_waiting: Callable[[], bool] | None = None) -> list[bytes]: ...
     def close(self) -> None: ...
 
 
@@ -69,7 +73,7 @@ class WorkerOptions:
 
     pin: str
     name: str
-    request_timeout_s: float = 5.0  # a reply later than the long-poll plus this is lost
+    request_timeout_s: float = 5.0  # plus the transfer time of its bytes (see LinkMeter)
     first_contact_s: float = 15.0  # give up this soon if the hub never answered at all
     give_up_s: float = 120.0  # give up after this long without any answer
     heartbeat_s: float = 1.0
@@ -110,6 +114,9 @@ class WorkerSession:
         self._full_since: float | None = None
         self._computer: GradientComputer | None = None
         self._beat: threading.Thread | None = None
+        self._last_pong: float | None = None  # when the heartbeat last heard the hub
+        self.link = LinkMeter(options.request_timeout_s)
+        self._feedback: ErrorFeedback | None = None
 
     # ----------------------------------------------------------------- public
     def run(self) -> WorkerResult:
@@ -208,7 +215,9 @@ class WorkerSession:
         labels: list[torch.Tensor] = []
         while sum(len(x) for x in labels) < w.shard_size:
             offset = sum(len(x) for x in labels)
+            began = time.monotonic()
             msg, body = self._call_frames(Shard(w.token, offset, SHARD_CHUNK), ShardData)
+            self.link.observe(sum(len(f) for f in body), time.monotonic() - began)
             n = msg.image_shape[0] if msg.image_shape else 0
             if msg.offset != offset or n == 0 or len(msg.image_shape) != 4:
                 raise RejectedError(RejectCode.MALFORMED, "unexpected shard chunk from hub")
@@ -218,42 +227,68 @@ class WorkerSession:
             self._emit("shard", received=offset + n, total=w.shard_size)
         self._computer = GradientComputer(
             model, info, self.device.device, torch.cat(images), torch.cat(labels),
-            shard=w.shard, seed=w.seed, batch_size=w.batch_size)
+            shard=w.shard, seed=w.seed)
 
     def _train(self) -> bool:
         """Pull, compute, push; True when the session is over."""
         w, computer = self.welcome, self._computer
         assert w is not None and computer is not None
-        codec = get_codec(w.codec)
-        after = -1
+        self.link.sharing = w.num_shards
+        replica = Replica(computer.numel)
         while not self.stop.is_set():
-            pull = Pull(w.token, after, self.opts.pull_wait_ms, w.fingerprint)
+            pull = Pull(w.token, replica.version, self.opts.pull_wait_ms, w.fingerprint)
             msg, body = self._call_frames(pull, (Model, Waiting))
             if isinstance(msg, Done):
                 return True
             if isinstance(msg, Waiting):
                 continue
-            if msg.numel != computer.numel or msg.codec != codec.id.value:
-                raise RejectedError(RejectCode.BAD_SHAPE, f"hub sent {msg.numel} {msg.codec} "
-                                    f"values for a model of {computer.numel}")
-            weights = codec.decode(body[0], msg.numel)
-            grad, loss, samples, seconds = computer.compute(weights, msg.version)
-            push = Push(w.token, msg.version, codec.id.value, grad.numel(), loss, samples,
-                        seconds * 1000)
-            accepted = self._push(push, self.encode_gradient(codec, grad, msg.version))
+            try:
+                replica.apply(msg, body[0])
+            except Drift as exc:
+                log.warning("model copy out of step with the hub (%s): downloading it whole",
+                            exc)
+                self._emit("resync", version=msg.version)
+                continue
+            assert replica.weights is not None
+            update = self._work(computer, replica.weights, msg)
+            accepted = self._send_update(w.token, msg, update)
             if accepted is None:
                 return True
-            after = self.version = msg.version
-            self._emit("round", version=msg.version, loss=loss, compute_s=seconds,
-                       accepted=accepted, pushed=self.pushed, rejected=self.rejected)
+            self.version = msg.version
+            self._emit("round", version=msg.version, loss=update.loss,
+                       compute_s=update.seconds, samples=update.samples, accepted=accepted,
+                       pushed=self.pushed, rejected=self.rejected)
         return True
 
-    def encode_gradient(self, codec: Any, grad: torch.Tensor, version: int) -> bytes:
-        """The payload of a push (a seam for fault-injection tests)."""
-        return codec.encode(grad)
+    def _work(self, computer: GradientComputer, weights: torch.Tensor, msg: Model) -> Update:
+        """The round's work as the hub planned it: one gradient, or local steps."""
+        if msg.batch < 1 or msg.steps < 0 or not msg.lr >= 0:
+            raise RejectedError(RejectCode.MALFORMED, "the hub planned impossible work")
+        if msg.steps == 0:
+            return computer.gradient(weights, msg.start, msg.batch)
+        return computer.local_steps(weights, msg.start, msg.batch, msg.steps, msg.lr)
+
+    def _send_update(self, token: str, msg: Model, update: Update) -> bool | None:
+        """Encode with error feedback and push; as ``_push``."""
+        codec = make_codec(msg.push_codec, topk=msg.topk)
+        if self._feedback is None:
+            self._feedback = ErrorFeedback(codec)
+        self._feedback.codec = codec  # the residual carries over if the hub changes codec
+        encoded = self._feedback.encode(update.flat)
+        push = Push(token, msg.version, codec.id.value, update.flat.numel(), update.loss,
+                    update.samples, msg.steps, update.seconds * 1000, self.link.rate)
+        accepted = self._push(push, self.encode_gradient(codec, encoded.payload, msg.version))
+        if accepted:
+            self._feedback.keep(encoded)
+        return accepted
+
+    def encode_gradient(self, codec: Any, payload: bytes, version: int) -> bytes:
+        """The payload of a push as it goes on the wire (a seam for fault-injection tests)."""
+        return payload
 
     def _push(self, push: Push, payload: bytes) -> bool | None:
         """Send a gradient; True if applied, False if refused, None when the session is over."""
+        began = time.monotonic()
         try:
             reply, _ = self._call_frames(push, Ack, frames=[payload])
         except RejectedError as exc:
@@ -268,6 +303,7 @@ class WorkerSession:
             raise
         if isinstance(reply, Done):
             return None
+        self.link.observe(len(payload), time.monotonic() - began)
         self.pushed += 1
         return True
 
@@ -291,10 +327,19 @@ class WorkerSession:
     def _call_frames(self, msg: Any, expect: type | tuple[type, ...],
                      frames: Sequence[Frame] = (), channel: Channel | None = None,
                      ) -> tuple[Any, list[Frame]]:
-        """One request with Lazy Pirate retries; rejects become exceptions."""
-        timeout = self.opts.request_timeout_s
+        """One request with Lazy Pirate retries; rejects become exceptions.
+
+        Its timeout follows the bytes it moves: the upload, and for a pull the model it
+        brings back (its whole size, the most a reply can carry).
+        """
+        nbytes = sum(len(f) for f in frames)
+        wait_s = 0.0
         if isinstance(msg, Pull):
-            timeout += msg.wait_ms / 1000
+            wait_s = msg.wait_ms / 1000
+            nbytes += 4 * self._computer.numel if self._computer is not None else 0
+        elif isinstance(msg, Shard):
+            nbytes += MAX_SHARD_REPLY
+        timeout = self.link.timeout_s(nbytes, wait_s)
         channel = channel or self.channel
         assert channel is not None
         reply, body = decode(self._request(channel, encode(msg, frames), timeout),
@@ -328,7 +373,7 @@ class WorkerSession:
         backoff = 0.25
         while True:
             try:
-                reply = channel.request(frames, timeout_s)
+                reply = channel.request(frames, timeout_s, keep_waiting=self._hub_alive)
                 self._last_answer = time.monotonic()
                 return reply
             except TimeoutError:
@@ -338,6 +383,11 @@ class WorkerSession:
                 if self.stop.wait(backoff):
                     raise HubUnreachableError("stopped while waiting for the hub") from None
                 backoff = min(backoff * 2, 5.0)
+
+    def _hub_alive(self) -> bool:
+        """True while the heartbeat has heard the hub recently (a transfer is just slow)."""
+        last = self._last_pong
+        return last is not None and time.monotonic() - last < 3 * self.opts.heartbeat_s + 2
 
     def _check_give_up(self) -> None:
         now = time.monotonic()
@@ -364,10 +414,12 @@ class WorkerSession:
                 if token is None:
                     continue
                 try:
-                    channel.request(encode(Ping(token)),
-                                    timeout_s=min(2.0, self.opts.request_timeout_s))
-                except TimeoutError:
-                    pass
+                    reply, _ = decode(channel.request(
+                        encode(Ping(token)), timeout_s=min(2.0, self.opts.request_timeout_s)))
+                except (TimeoutError, RemoteProtocolError):
+                    continue
+                if isinstance(reply, Pong):
+                    self._last_pong = time.monotonic()
         finally:
             channel.close()
 

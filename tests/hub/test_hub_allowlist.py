@@ -23,7 +23,7 @@ def test_nothing_gets_past_a_key_that_never_paired() -> None:
     w1, w2 = start_training(hub)
     grad = get_codec("raw").encode(grads(hub, 1)[0])
     hub.drain_events()
-    push = encode(Push(w1.token, 0, "raw", hub.server.numel, 1.0, 8, 1.0), [grad])
+    push = encode(Push(w1.token, 0, "raw", hub.server.numel, 1.0, 8, 0, 1.0, 0.0), [grad])
     requests: list[list[Any]] = [
         encode(Join("x", "cpu")), encode(Pull(w1.token, -1, 10, hub.fingerprint)), push,
         encode(Ping(w1.token)), encode(Shard(w1.token, 0, 10)), encode(Bye(w1.token)),
@@ -46,7 +46,7 @@ def test_a_token_only_works_with_the_key_it_joined_with() -> None:
                 Shard(w1.token, 0, 10)):
         reply = only(send(hub, w2.peer, msg, T0, key=w2.key))  # an allowed key, not w1's
         assert reject_code(reply) is RejectCode.UNKNOWN_WORKER, msg
-    stolen = Push(w1.token, 0, "raw", grad.numel(), 1.0, 8, 1.0)
+    stolen = Push(w1.token, 0, "raw", grad.numel(), 1.0, 8, 0, 1.0, 0.0)
     reply = only(send(hub, w2.peer, stolen, T0, [get_codec("raw").encode(grad)], key=w2.key))
     assert reject_code(reply) is RejectCode.UNKNOWN_WORKER
     assert len(hub.members) == 2 and hub.round.contributions == {}

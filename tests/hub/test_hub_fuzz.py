@@ -90,7 +90,7 @@ class Harness:
             (Join("fuzz", "cpu"), []),
             (Shard(w.token, 0, 10), []),
             (Pull(w.token, hub.server.version - 1, 10, hub.fingerprint), []),
-            (Push(w.token, hub.server.version, "raw", hub.server.numel, 1.0, 8, 1.0),
+            (Push(w.token, hub.server.version, "raw", hub.server.numel, 1.0, 8, 0, 1.0, 0.0),
              [self.grad]),
             (Ping(w.token), []),
             (Bye(w.token), []),
@@ -240,7 +240,7 @@ def test_a_push_with_fields_at_their_extremes() -> None:
     hub = make_hub()
     w1, w2 = start_training(hub)
     grad = get_codec("raw").encode(grads(hub, 1)[0])
-    msg = Push(w1.token, 0, "raw", hub.server.numel, 1.0, 8, 1.0)
+    msg = Push(w1.token, 0, "raw", hub.server.numel, 1.0, 8, 0, 1.0, 0.0)
     for changes, code in (({"samples": 2**53}, RejectCode.MALFORMED),
                           ({"samples": -(2**53)}, RejectCode.MALFORMED),
                           ({"version": -(2**53)}, RejectCode.STALE),

@@ -1,7 +1,8 @@
 """Two in-process workers with real gradients drive HubCore past several epochs of their shards.
 
 The hub's final weights must equal single-process SGD on the sample-weighted mean of both
-shards' batches, with lr = base_lr * 2 and momentum: the distributed run is that run.
+shards' batches, with lr = base_lr * 2 and momentum: the distributed run is that run. The
+workers keep their copies with the real ``Replica`` from the hub's delta downloads.
 """
 
 from __future__ import annotations
@@ -13,14 +14,14 @@ import torch
 from helpers_hub import T0, Worker, admit, make_hub, only, send, train_set
 from torch.nn.utils import parameters_to_vector
 
-from computeshare_desktop.codec import get_codec
 from computeshare_desktop.data import dataset_info
 from computeshare_desktop.evaluation import batch_loss
 from computeshare_desktop.models import build_model
 from computeshare_desktop.protocol.messages import Ack, Done, Model, Shard, ShardData
 from computeshare_desktop.protocol.tensors import frame_to_tensor
-from computeshare_desktop.sampling import batch_indices, batches_per_epoch, shard_indices
+from computeshare_desktop.sampling import shard_indices, stream_positions
 from computeshare_desktop.worker.compute import GradientComputer
+from computeshare_desktop.worker.replica import Replica
 
 SAMPLES, BATCH, ROUNDS = 400, 50, 10  # 200 images a shard: 4 batches an epoch, 2.5 epochs
 
@@ -35,8 +36,7 @@ def load_shard(hub, w: Worker) -> GradientComputer:  # type: ignore[no-untyped-d
     info = dataset_info(w.welcome.dataset)
     model = build_model(w.welcome.model, info)  # unseeded: the hub's weights arrive by MODEL
     return GradientComputer(model, info, torch.device("cpu"), images, labels,
-                            shard=w.welcome.shard, seed=w.welcome.seed,
-                            batch_size=w.welcome.batch_size)
+                            shard=w.welcome.shard, seed=w.welcome.seed)
 
 
 def small_train_set():  # type: ignore[no-untyped-def]
@@ -52,7 +52,7 @@ def reference_run(hub) -> torch.Tensor:  # type: ignore[no-untyped-def]
     for version in range(ROUNDS):
         sgd.zero_grad()
         for s, idx in enumerate(shards):
-            batch = idx[batch_indices(len(idx), BATCH, config.seed, s, version)]
+            batch = idx[stream_positions(len(idx), config.seed, s, version * BATCH, BATCH)]
             (batch_loss(model, data.images[batch], data.labels[batch], data.info) / 2).backward()
         sgd.step()
     return parameters_to_vector(params).detach()
@@ -70,29 +70,31 @@ def one_thread() -> Iterator[None]:
 @pytest.mark.usefixtures("one_thread")
 def test_two_workers_train_past_one_epoch_exactly_like_one_process() -> None:
     hub = make_hub(data=small_train_set(), batch_size=BATCH, rounds=ROUNDS, lr=0.05)
-    assert batches_per_epoch(SAMPLES // 2, BATCH) * 2 < ROUNDS
+    assert (SAMPLES // 2) // BATCH * 2 < ROUNDS  # more than two epochs of each shard
     workers = [admit(hub, b"w1", T0), admit(hub, b"w2", T0)]
     computers = [load_shard(hub, w) for w in workers]
-    after = [-1, -1]
+    replicas = [Replica(hub.server.numel) for _ in workers]
     losses = []
     now = T0
     while not hub.done:
         now += 0.01
         models = {}
         for i, w in enumerate(workers):
-            for o in w.pull(hub, now, after=after[i]):
+            for o in w.pull(hub, now, after=replicas[i].version):
                 if isinstance(o.msg, Model):
                     models[o.peer] = o
         assert set(models) == {b"w1", b"w2"}, f"version {hub.server.version}"
         for i, (w, c) in enumerate(zip(workers, computers, strict=True)):
             o = models[w.peer]
-            flat = get_codec(o.msg.codec).decode(o.body[0], o.msg.numel)
-            grad, loss, samples, _ = c.compute(flat, o.msg.version)
-            assert samples == BATCH
-            reply = w.push(hub, now, grad, version=o.msg.version, loss=loss, samples=samples,
-                           codec="zstd")
+            assert o.msg.base == (-1 if o.msg.version == 0 else o.msg.version - 1)
+            replicas[i].apply(o.msg, o.body[0])
+            assert torch.equal(replicas[i].weights, hub.server.published.weights)
+            assert (o.msg.batch, o.msg.steps) == (BATCH, 0)
+            update = c.gradient(replicas[i].weights, o.msg.start, o.msg.batch)
+            assert update.samples == BATCH
+            reply = w.push(hub, now, update.flat, version=o.msg.version, loss=update.loss,
+                           samples=update.samples, codec="zstd")
             assert isinstance(only(reply, w.peer), Ack)
-            after[i] = o.msg.version
         rounds = [e for e in hub.drain_events() if e["kind"] == "round"]
         assert len(rounds) == 1 and rounds[0]["contributors"] == 2
         losses.append(rounds[0]["loss"])

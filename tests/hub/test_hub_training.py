@@ -85,7 +85,7 @@ def test_two_pushes_make_one_averaged_sgd_step_with_scaled_lr() -> None:
             p.grad = mean[offset:offset + p.numel()].view_as(p).clone()
             offset += p.numel()
         for group in sgd.param_groups:
-            group["lr"] = 0.05 * 2
+            group["lr"] = 0.05 * (s1 + s2) / 24  # the linear scaling rule: lr follows samples
         sgd.step()
         expected = torch.nn.utils.parameters_to_vector(params).detach()
         assert torch.allclose(weights(hub), expected, atol=1e-7, rtol=0)
@@ -122,11 +122,12 @@ def test_deadline_closes_a_round_with_the_pushes_it_has() -> None:
     w1, w2 = start_training(hub, T0)
     before = weights(hub)
     g1 = grads(hub, 1, seed=11)[0]
-    assert isinstance(only(w1.push(hub, T0 + 0.1, g1)), Ack)
+    # a fast link (1 GB/s): the missing push would take no time on the wire
+    assert isinstance(only(w1.push(hub, T0 + 0.1, g1, bandwidth=1e9)), Ack)
     assert hub.tick(T0 + 1.0) == [] and hub.server.version == 0  # before the deadline
     assert hub.tick(T0 + 1.999) == [] and hub.server.version == 0
     hub.drain_events()
-    hub.tick(T0 + 2.1)
+    hub.tick(T0 + 2.11)
     assert hub.server.version == 1
     (event,) = [e for e in hub.drain_events() if e["kind"] == "round"]
     assert event["contributors"] == 1 and event["complete"] is False
@@ -139,10 +140,22 @@ def test_deadline_closes_a_round_with_the_pushes_it_has() -> None:
     assert hub.server.version == 2
 
 
+def test_deadline_waits_for_a_push_still_on_a_slow_wire() -> None:
+    """The missing push is as large as the first; at 10 kB/s it needs 8.7 s to arrive."""
+    hub = make_hub(deadline_floor_s=2.0, heartbeat_timeout_s=60.0)
+    w1, w2 = start_training(hub, T0)
+    w1.push(hub, T0 + 0.1, grads(hub, 1)[0], bandwidth=1e4)
+    transfer = w1.last_push_bytes / 1e4  # the payload, give or take its header
+    assert hub.tick(T0 + 0.1 + 2.0 + transfer - 0.1) == [] and hub.server.version == 0
+    hub.tick(T0 + 0.1 + 2.0 + transfer + 0.1)
+    assert hub.server.version == 1
+
+
 def test_deadline_adapts_to_the_slowest_expected_worker() -> None:
     policy = DeadlinePolicy(floor_s=2.0, factor=4.0, history=3)
     assert policy.deadline(10.0, 10.5, {1, 2}) == 12.5  # floor after the first push
     assert policy.deadline(10.0, 10.0, {1, 2}) == 12.0  # no history: the floor
+    assert policy.deadline(10.0, 10.5, {1, 2}, transfer_s=3.0) == 15.5  # a push on the wire
     for latency in (1.0, 3.0, 0.1):
         policy.observe(1, latency)
     assert policy.wait_s({1}) == 4.0  # 4 x median(1, 3, 0.1)
@@ -158,7 +171,7 @@ def test_deadline_adapts_to_the_slowest_expected_worker() -> None:
 def test_round_events_and_done_after_the_last_round() -> None:
     hub = make_hub(rounds=3)
     w1, w2 = start_training(hub)
-    snapshot_bytes = len(hub.server.snapshot())
+    snapshot_bytes = len(hub.server.payload(-1).data)
     hub.drain_events()
     for r in range(3):
         pushes = [w.push(hub, T0 + r, g, loss=1.0 + r, samples=8)

@@ -1,11 +1,11 @@
-"""Shards and batches are pure functions of the seed: disjoint, covering, cycling by epoch."""
+"""Shards and sample streams are pure functions of the seed: disjoint, covering, by epoch."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from computeshare_desktop.sampling import batch_indices, batches_per_epoch, shard_indices
+from computeshare_desktop.sampling import epoch_order, shard_indices, stream_positions
 
 
 @pytest.mark.parametrize("n,shards,seed", [(4000, 2, 0), (4000, 3, 1), (10, 4, 5), (3, 5, 0),
@@ -34,39 +34,46 @@ def test_shard_out_of_range(shard: int) -> None:
         shard_indices(10, 2, shard, 0)
 
 
-def test_batches_are_deterministic_and_shard_specific() -> None:
-    a = batch_indices(2000, 32, seed=0, shard=0, version=17)
-    assert torch.equal(a, batch_indices(2000, 32, seed=0, shard=0, version=17))
-    assert not torch.equal(a, batch_indices(2000, 32, seed=0, shard=1, version=17))
-    assert not torch.equal(a, batch_indices(2000, 32, seed=1, shard=0, version=17))
-    assert not torch.equal(a, batch_indices(2000, 32, seed=0, shard=0, version=18))
+def test_streams_are_deterministic_and_shard_specific() -> None:
+    a = stream_positions(2000, seed=0, shard=0, start=544, count=32)
+    assert torch.equal(a, stream_positions(2000, seed=0, shard=0, start=544, count=32))
+    assert not torch.equal(a, stream_positions(2000, seed=0, shard=1, start=544, count=32))
+    assert not torch.equal(a, stream_positions(2000, seed=1, shard=0, start=544, count=32))
+    assert not torch.equal(a, stream_positions(2000, seed=0, shard=0, start=576, count=32))
 
 
-def test_batches_cycle_through_epochs_with_new_permutations() -> None:
-    shard_size, batch = 10, 3  # 3 full batches per epoch; 1 sample left out each epoch
-    per_epoch = batches_per_epoch(shard_size, batch)
-    assert per_epoch == 3
-    epochs = []
-    for epoch in range(50):
-        batches = [batch_indices(shard_size, batch, 0, 0, epoch * per_epoch + k)
-                   for k in range(per_epoch)]
-        assert all(len(b) == batch for b in batches)
-        flat = torch.cat(batches).tolist()
-        assert len(set(flat)) == 9 and all(0 <= i < shard_size for i in flat)  # no repeats
-        epochs.append(tuple(flat))
-    assert len(set(epochs)) == 50  # each epoch its own order
-    left_out = {(set(range(10)) - set(e)).pop() for e in epochs}
-    assert len(left_out) > 3  # the dropped sample changes from epoch to epoch
+def test_each_epoch_reads_every_sample_once_in_its_own_order() -> None:
+    size, epochs = 10, 30
+    stream = stream_positions(size, 0, 0, 0, size * epochs).view(epochs, size)
+    for row in stream.tolist():
+        assert sorted(row) == list(range(size))
+    assert len({tuple(r) for r in stream.tolist()}) == epochs
 
 
-@pytest.mark.parametrize("version", [0, 1, 2, 3, 1_000, 123_457, 2**40])
-def test_versions_far_beyond_one_epoch_have_full_batches(version: int) -> None:
-    b = batch_indices(7, 2, seed=3, shard=1, version=version)
-    assert len(b) == 2 and len(set(b.tolist())) == 2 and all(0 <= i < 7 for i in b.tolist())
+@pytest.mark.parametrize("cuts", [[3, 3, 3, 3, 3, 3, 7, 1, 10, 30], [1] * 25, [25], [9, 16]])
+def test_any_split_into_batches_reads_the_same_stream(cuts: list[int]) -> None:
+    """Batches of any size (work sized to each device) read the stream without gaps."""
+    whole = stream_positions(7, 3, 1, 4, sum(cuts))
+    parts, start = [], 4
+    for c in cuts:
+        parts.append(stream_positions(7, 3, 1, start, c))
+        start += c
+    assert torch.equal(torch.cat(parts), whole)
 
 
-def test_batch_larger_than_the_shard_uses_the_whole_shard() -> None:
-    assert batches_per_epoch(5, 32) == 1
-    b0, b1 = (batch_indices(5, 32, 0, 0, v) for v in (0, 1))
-    assert sorted(b0.tolist()) == sorted(b1.tolist()) == [0, 1, 2, 3, 4]
-    assert b0.tolist() != b1.tolist()
+@pytest.mark.parametrize("start", [0, 6, 7, 1_000, 123_457, 2**40])
+def test_positions_far_beyond_one_epoch(start: int) -> None:
+    b = stream_positions(7, seed=3, shard=1, start=start, count=2)
+    assert len(b) == 2 and all(0 <= i < 7 for i in b.tolist())
+    epoch, offset = divmod(start, 7)
+    assert b[0] == epoch_order(7, 3, 1, epoch)[offset]
+
+
+@pytest.mark.parametrize("args", [(0, 0, 0, 0, 1), (5, 0, 0, -1, 1), (5, 0, 0, 0, -1)])
+def test_bad_ranges_are_value_errors(args: tuple[int, ...]) -> None:
+    with pytest.raises(ValueError):
+        stream_positions(*args)
+
+
+def test_empty_count_is_empty() -> None:
+    assert stream_positions(5, 0, 0, 3, 0).numel() == 0

@@ -41,7 +41,7 @@ def test_examples_cover_every_message_type() -> None:
 @pytest.mark.parametrize("mtype", list(MsgType), ids=lambda t: t.value)
 def test_round_trip(mtype: MsgType) -> None:
     frames = example_frames(mtype)
-    assert frames[0][:3] == b"CS\x02" == HEAD
+    assert frames[0][:3] == b"CS\x03" == HEAD
     msg, body = decode(frames)
     assert msg == EXAMPLES[mtype]
     assert type(msg) is MESSAGE_CLASSES[mtype]
@@ -83,11 +83,12 @@ def test_wrong_magic_is_malformed(head: bytes) -> None:
     assert rejected([head]) is RejectCode.MALFORMED
 
 
-def test_protocol_version_is_two() -> None:
-    assert PROTOCOL_VERSION == 2  # 1 was the HMAC challenge-response pairing
+def test_protocol_version_is_three() -> None:
+    # 1 was the HMAC challenge-response pairing, 2 sent whole float32 models every round
+    assert PROTOCOL_VERSION == 3
 
 
-@pytest.mark.parametrize("version", [0, 1, 3, 255])
+@pytest.mark.parametrize("version", [0, 1, 2, 4, 255])
 def test_other_protocol_version(version: int) -> None:
     frames = example_frames(MsgType.PAIR_START)
     frames[0] = frames[0][:2] + bytes([version]) + frames[0][3:]
@@ -254,7 +255,7 @@ def test_welcome_carries_no_proof_any_more() -> None:
     (Join(name="\udc80", device="cpu"), (), RejectCode.MALFORMED),
     (ShardData(0, 0, [1] * 9), (b"", b""), RejectCode.MALFORMED),
     (Ack(version=1), (b"unexpected",), RejectCode.MALFORMED),
-    (Push("t", 0, "raw", 1, 0.0, 1, 0.0), (), RejectCode.MALFORMED),
+    (Push("t", 0, "raw", 1, 0.0, 1, 0, 0.0, 0.0), (), RejectCode.MALFORMED),
     ({"t": "ack", "version": 1}, (), RejectCode.MALFORMED),
     (object(), (), RejectCode.MALFORMED),
 ])

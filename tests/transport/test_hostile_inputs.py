@@ -22,7 +22,7 @@ def push(raw: Raw, token: str, version: int | None, payload: bytes, *, numel: in
     if version is None:
         assert hub is not None
         version = hub.session.server.version
-    msg = Push(token, version, codec, numel, loss, 8, 1.0)
+    msg = Push(token, version, codec, numel, loss, 8, 0, 1.0, 0.0)
     return decode(raw.send(encode(msg, [payload])))[0]
 
 
