@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from typing import Any, Callable
 
+import numpy as np
 import pytest
 import torch
 import zstandard
@@ -35,6 +37,29 @@ def nan_grad(hub: HubCore, value: float) -> bytes:
     g = grads(hub, 1, seed=99)[0]
     g[hub.server.numel // 2] = value
     return get_codec("raw").encode(g)
+
+
+def int8_payload(hub: HubCore, *, scale: float = 0.01, first: int = 1) -> bytes:
+    """A well-sized int8 payload with one chosen scale and one chosen first value."""
+    nblocks = -(-hub.server.numel // 128)
+    scales = np.full(nblocks, 0.01, dtype="<f4")
+    scales[-1] = scale
+    values = np.ones(hub.server.numel, dtype=np.int8)
+    values[0] = first
+    return scales.tobytes() + values.tobytes()
+
+
+def sparse(indices: list[int], values: list[float]) -> bytes:
+    return np.array(indices, dtype="<u4").tobytes() + np.array(values, dtype="<f4").tobytes()
+
+
+def half_with(hub: HubCore, codec: str, value: float) -> bytes:
+    g = grads(hub, 1, seed=99)[0]
+    g[7] = value
+    data = bytearray(get_codec(codec).encode(g))
+    if codec == "fp16" and not math.isfinite(value):  # fp16 encoding clamps: write the word
+        data[14:16] = np.array([value], dtype="<f2").tobytes()
+    return bytes(data)
 
 
 def undeclared_bomb() -> bytes:
@@ -72,6 +97,36 @@ BAD: list[tuple[str, Callable[[HubCore, Worker], list[bytes]], RejectCode, bool]
      RejectCode.MALFORMED, True),
     ("too many samples", lambda h, w: push_frames(h, w, good(h), samples=1_000_001),
      RejectCode.MALFORMED, True),
+    ("int8 nan scale", lambda h, w: push_frames(h, w, int8_payload(h, scale=NAN), codec="int8"),
+     RejectCode.NOT_FINITE, True),
+    ("int8 inf scale", lambda h, w: push_frames(h, w, int8_payload(h, scale=INF), codec="int8"),
+     RejectCode.NOT_FINITE, True),
+    ("int8 negative scale", lambda h, w: push_frames(h, w, int8_payload(h, scale=-1.0),
+                                                     codec="int8"), RejectCode.BAD_CODEC, True),
+    ("int8 value -128", lambda h, w: push_frames(h, w, int8_payload(h, first=-128),
+                                                 codec="int8"), RejectCode.BAD_CODEC, True),
+    ("int8 short", lambda h, w: push_frames(h, w, int8_payload(h)[:-1], codec="int8"),
+     RejectCode.BAD_SHAPE, True),
+    ("topk index out of range", lambda h, w: push_frames(
+        h, w, sparse([0, h.server.numel], [1.0, 1.0]), codec="topk"), RejectCode.BAD_INDEX, True),
+    ("topk index repeated", lambda h, w: push_frames(h, w, sparse([4, 4], [1.0, 1.0]),
+                                                     codec="topk"), RejectCode.BAD_INDEX, True),
+    ("topk out of order", lambda h, w: push_frames(h, w, sparse([9, 4], [1.0, 1.0]),
+                                                   codec="topk"), RejectCode.BAD_INDEX, True),
+    ("topk nan value", lambda h, w: push_frames(h, w, sparse([1, 2], [1.0, NAN]), codec="topk"),
+     RejectCode.NOT_FINITE, True),
+    ("topk torn entry", lambda h, w: push_frames(h, w, sparse([1, 2], [1.0, 2.0])[:-3],
+                                                 codec="topk"), RejectCode.BAD_SHAPE, True),
+    ("fp16 nan", lambda h, w: push_frames(h, w, half_with(h, "fp16", NAN), codec="fp16"),
+     RejectCode.NOT_FINITE, True),
+    ("bf16 inf", lambda h, w: push_frames(h, w, half_with(h, "bf16", INF), codec="bf16"),
+     RejectCode.NOT_FINITE, True),
+    ("bf16 short", lambda h, w: push_frames(h, w, half_with(h, "bf16", 1.0)[:-2], codec="bf16"),
+     RejectCode.BAD_SHAPE, True),
+    ("local steps in a gradient session", lambda h, w: push_frames(h, w, good(h), steps=4),
+     RejectCode.MALFORMED, True),
+    ("inf bandwidth", lambda h, w: push_frames(h, w, good(h), bandwidth=INF),
+     RejectCode.NOT_FINITE, True),
     ("frame over the cap", lambda h, w: push_frames(h, w, bytes(h.max_frame + 1)),
      RejectCode.TOO_LARGE, False),
     ("no binary frame", lambda h, w: push_frames(h, w, good(h))[:1], RejectCode.MALFORMED, False),
