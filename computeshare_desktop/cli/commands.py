@@ -20,6 +20,7 @@ from ..discovery.hub_advert import HubAdvertising, resolve_interface
 from ..errors import ConfigError
 from ..evaluation import evaluate as evaluate_model
 from ..hub import HubConfig, HubResult, HubSession
+from ..hub.presets import resolve
 from ..models import build_model
 from ..protocol.auth import new_pin
 from ..protocol.pake import key_fingerprint
@@ -31,9 +32,14 @@ PIN_ENV = "COMPUTESHARE_PIN"
 
 
 def _config(args: argparse.Namespace, workers: int) -> HubConfig:
+    preset, mode = resolve(args.preset, codec=args.codec, topk=args.topk,
+                           local_steps=args.local_steps)
     return HubConfig(dataset=args.dataset, model=args.model, workers=workers,
                      rounds=args.rounds, batch_size=args.batch_size, lr=args.lr,
-                     codec=args.codec, seed=args.seed, eval_every=args.eval_every)
+                     seed=args.seed, eval_every=args.eval_every, preset=preset,
+                     codec=mode.codec, topk=mode.topk, local_steps=mode.local_steps,
+                     outer=args.outer, outer_lr=args.outer_lr, balance=not args.no_balance,
+                     snapshot_every=args.snapshot_every)
 
 
 def _interfaces(args: argparse.Namespace) -> list[str] | None:

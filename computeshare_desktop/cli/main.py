@@ -12,6 +12,8 @@ import sys
 from typing import Sequence
 
 from ..codec import CODECS
+from ..hub.config import OUTER_OPTIMIZERS
+from ..hub.presets import PRESET_CHOICES, PRESETS
 from ..data import DATASETS
 from ..errors import ComputeShareError
 from ..models import MODELS
@@ -44,7 +46,14 @@ def _session_args(p: argparse.ArgumentParser, rounds: int) -> None:
     p.add_argument("--dataset", default="mnist-sample", choices=DATASETS, help="default %(default)s (bundled, offline)")
     p.add_argument("--model", default="simplenet", choices=MODELS, help="default %(default)s")
     p.add_argument("--lr", type=float, default=0.01, help="base learning rate, scaled by the number of workers (default %(default)s)")
-    p.add_argument("--codec", default="zstd", choices=CODECS, help="wire codec for gradients and weights (default %(default)s)")
+    p.add_argument("--preset", default=None, choices=PRESET_CHOICES, help="the link: " + "; ".join(f"{p.name}: {p.summary}" for p in PRESETS.values()) + "; auto (default): measure the first rounds, then pick one")
+    p.add_argument("--codec", default=None, choices=CODECS, help="how updates and model deltas travel (overrides the preset); lossy codecs use error feedback")
+    p.add_argument("--topk", type=float, default=None, metavar="FRACTION", help="the fraction of values the topk codec sends (default 0.01)")
+    p.add_argument("--local-steps", type=int, default=None, metavar="H", help="0: a gradient per round (synchronous SGD); H: H local SGD steps per round, then push the change (overrides the preset)")
+    p.add_argument("--outer", default="auto", choices=OUTER_OPTIMIZERS, help="outer optimizer of local steps: sgd (momentum), nesterov (DiLoCo); auto: nesterov when H > 1")
+    p.add_argument("--outer-lr", type=float, default=0.7, help="learning rate of the Nesterov outer step (default %(default)s)")
+    p.add_argument("--no-balance", action="store_true", help="equal batches for every worker, whatever its speed")
+    p.add_argument("--snapshot-every", type=int, default=0, metavar="R", help="keep a copy of the weights every R rounds in OUT/snapshots (default: none)")
     p.add_argument("--seed", type=int, default=0, help="initial weights and data order (default %(default)s)")
     p.add_argument("--eval-every", type=int, default=100, help="rounds between test evaluations (default %(default)s)")
     p.add_argument("--out", default=None, help="output folder (default ./computeshare-run)")
@@ -55,12 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="computeshare", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Pool the machines you have to train one PyTorch model over the LAN.",
-        epilog=EXIT_CODES)
+        epilog=EXIT_CODES, allow_abbrev=False)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     fmt = argparse.RawDescriptionHelpFormatter
 
     host = sub.add_parser("host", help="run a hub (parameter server) until training is done",
-                          formatter_class=fmt, epilog=EXIT_CODES)
+                          formatter_class=fmt, epilog=EXIT_CODES, allow_abbrev=False)
     host.add_argument("--pin", help="session PIN workers must type (default: a random 6-digit PIN, printed)")
     host.add_argument("--workers", type=int, default=2, help="number of shards = workers expected (default %(default)s)")
     _session_args(host, rounds=600)
@@ -72,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     host.add_argument("--no-advertise", action="store_true", help="do not announce the session on the LAN (workers then need the address)")
     _common(host)
 
-    join = sub.add_parser("join", help="join a hub as a worker", formatter_class=fmt, epilog=EXIT_CODES)
+    join = sub.add_parser("join", help="join a hub as a worker", formatter_class=fmt, epilog=EXIT_CODES, allow_abbrev=False)
     join.add_argument("address", nargs="?", default=None, help="hub address: HOST, HOST:PORT or tcp://HOST:PORT (default: find the session on the LAN)")
     join.add_argument("--session", default=None, help="with no address: the session name or id to join when there are several")
     join.add_argument("--interface", action="append", default=None, metavar="IF", help="look for sessions on this interface or address only (repeatable)")
@@ -85,13 +94,13 @@ def build_parser() -> argparse.ArgumentParser:
     _common(join)
 
     demo = sub.add_parser("demo", help="hub plus local workers on this machine, offline",
-                          formatter_class=fmt, epilog=EXIT_CODES)
+                          formatter_class=fmt, epilog=EXIT_CODES, allow_abbrev=False)
     demo.add_argument("--workers", type=int, default=2, help="local worker processes (default %(default)s)")
     _session_args(demo, rounds=600)
     _common(demo)
 
     ses = sub.add_parser("sessions", help="list the ComputeShare sessions on the LAN",
-                         formatter_class=fmt, epilog=EXIT_CODES)
+                         formatter_class=fmt, epilog=EXIT_CODES, allow_abbrev=False)
     ses.add_argument("--watch", action="store_true", help="keep the list live until Ctrl-C")
     ses.add_argument("--interface", action="append", default=None, metavar="IF", help="look on this interface or address only (repeatable)")
     ses.add_argument("--scan", type=float, default=3.0, help="seconds to look (default %(default)s)")
@@ -99,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(ses)
 
     ev = sub.add_parser("evaluate", help="print the test accuracy of a saved model",
-                        formatter_class=fmt, epilog=EXIT_CODES)
+                        formatter_class=fmt, epilog=EXIT_CODES, allow_abbrev=False)
     ev.add_argument("model_file", help="a trained_model.pth")
     ev.add_argument("--dataset", default=None, choices=DATASETS, help="default: from session.json beside the file, else mnist-sample")
     ev.add_argument("--model", default=None, choices=MODELS, help="default: from session.json beside the file, else simplenet")

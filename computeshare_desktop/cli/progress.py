@@ -39,7 +39,13 @@ class RoundBar:
         kind = event["kind"]
         if kind == "round":
             self._advance(event["version"], loss=f"{event['loss']:.3f}",
-                          workers=str(len(event["workers"])))
+                          workers=str(len(event["workers"])),
+                          wire=f"{(event['bytes_in'] + event['bytes_out']) / 1e3:.0f}kB",
+                          busy=f"{100 * event['busy']:.0f}%")
+        elif kind == "mode" and self.bar is not None:
+            self.bar.write(f"auto: {event['preset']} preset ({event['codec']}, "
+                           f"{event['local_steps']} local steps) for a "
+                           f"{8 * event['bandwidth'] / 1e6:.0f} Mbit/s link", file=sys.stderr)
         elif kind == "eval":
             self._set(acc=f"{100 * event['accuracy']:.1f}%")
         elif kind in ("worker_joined", "worker_left") and self.bar is not None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ..codec import CODECS, DEFAULT_FRACTION
 from ..errors import ConfigError
+from .presets import PRESET_CHOICES, Mode
 
 
 OUTER_OPTIMIZERS = ("auto", "sgd", "nesterov")
@@ -31,7 +32,7 @@ class HubConfig:
     outer: str = "auto"  # outer optimizer of local steps: sgd, nesterov; auto: nesterov if H > 1
     outer_lr: float = 0.7  # the Nesterov outer learning rate (DiLoCo's)
     balance: bool = True  # size each worker's batch to its speed so that all finish together
-    preset: str = ""  # the preset these settings came from, for the record
+    preset: str = "custom"  # lan/wifi/slow: where these settings came from; auto: tune them
     eval_every: int = 100  # rounds between test-set evaluations (0: only at the end)
     checkpoint_every: int = 50  # rounds between resumable checkpoints (0: never)
     snapshot_every: int = 0  # rounds between copies of the weights kept in snapshots/ (0: none)
@@ -55,6 +56,8 @@ class HubConfig:
             (self.outer in OUTER_OPTIMIZERS,
              f"the outer optimizer must be one of {', '.join(OUTER_OPTIMIZERS)}"),
             (self.outer_lr > 0, "the outer learning rate must be positive"),
+            (self.preset in (*PRESET_CHOICES, "custom"),
+             f"preset must be one of {', '.join(PRESET_CHOICES)}"),
             (min(self.eval_every, self.checkpoint_every, self.snapshot_every) >= 0,
              "intervals must be >= 0"),
             (self.heartbeat_timeout_s > 0 and self.deadline_floor_s > 0, "timeouts must be > 0"),
@@ -63,17 +66,17 @@ class HubConfig:
             if not ok:
                 raise ConfigError(message)
 
-    @property
-    def download_codec(self) -> str:
-        """The codec of model deltas."""
-        return self.model_codec or self.codec
 
     @property
-    def outer_optimizer(self) -> str:
+    def mode(self) -> Mode:
+        """The mode the session starts in (``preset="auto"`` may change it)."""
+        return Mode(self.codec, self.topk, self.local_steps)
+
+    def outer_for(self, local_steps: int) -> str:
         """``sgd`` or ``nesterov``: what ``outer="auto"`` means for these local steps."""
         if self.outer != "auto":
             return self.outer
-        return "nesterov" if self.local_steps > 1 else "sgd"
+        return "nesterov" if local_steps > 1 else "sgd"
 
     def to_json(self) -> dict[str, object]:
         """A plain dict for session.json."""

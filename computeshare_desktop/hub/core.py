@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import logging
 import math
+import statistics
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 import torch
 
-from ..codec import CODECS, get_codec, make_codec
+from ..codec import CODECS, get_codec
 from ..data import ArrayDataset
 from ..errors import RemoteProtocolError
 from ..protocol import TO_HUB, TO_PAIRING, RejectCode, SessionState, auth, decode, encode
@@ -29,6 +30,7 @@ from .allowlist import Allowlist
 from .membership import Member, Membership
 from .pairing import PairingDesk
 from .planner import WorkPlanner
+from .presets import AUTO, PROBE_ROUNDS, choose
 from .rounds import Contribution, DeadlinePolicy, Round, Task
 from .trainer import ParameterServer
 
@@ -74,12 +76,13 @@ class HubCore:
         self.deadlines = DeadlinePolicy(config.deadline_floor_s, config.deadline_factor)
         self.state = SessionState.DONE if server.version >= config.rounds else SessionState.WAITING
         self.round = Round(server.version, 0.0)
-        self.push_codec = make_codec(config.codec, topk=config.topk)
         # A push may use any codec (decoding is strict whichever it is), within its bound.
         self.max_frame = max(get_codec(c).max_encoded_bytes(server.numel) for c in CODECS)
         self.planner = WorkPlanner(config.batch_size, balance=config.balance,
                                    max_factor=MAX_BATCH_FACTOR)
         self.cursors: dict[int, int] = dict(cursors or {})  # next sample of each shard's stream
+        self._probe: list[tuple[float, float]] = []  # (compute, rest) of rounds, for "auto"
+        self._tuned = config.preset != AUTO or server.version >= PROBE_ROUNDS
         self._parked: dict[bytes, _Parked] = {}
         self._shards: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         self._events: list[dict[str, Any]] = []
@@ -251,11 +254,11 @@ class HubCore:
         """
         payload = self.server.payload(have)
         task = self._task(member)
-        c = self.config
+        mode = self.server.mode
         return (Model(version=payload.version, codec=payload.codec, numel=self.server.numel,
                       base=payload.base, check=payload.check, start=task.start,
-                      batch=task.batch, steps=task.steps, lr=task.lr,
-                      push_codec=self.push_codec.id.value, topk=c.topk),
+                      batch=task.batch, steps=task.steps, lr=task.lr, push_codec=mode.codec,
+                      topk=mode.topk),
                 payload.data)
 
     def _task(self, member: Member) -> Task:
@@ -266,7 +269,7 @@ class HubCore:
             batch = min(self.round.plan.get(member.worker_id, self.config.batch_size),
                         max(1, shard_size))
             member.task = Task(version, self.cursors.get(member.shard, 0), batch,
-                               self.config.local_steps, self.round.lr)
+                               self.server.local_steps, self.round.lr)
             member.batch = batch
         return member.task
 
@@ -363,6 +366,7 @@ class HubCore:
             log.warning("[hub v%d] deadline: closing with %d of %d shards", rnd.version,
                         len(rnd.contributions), len(shards))
         self._step(rnd, now, complete)
+        self._maybe_tune()
         self._open_round(now)
         if self.server.version >= self.config.rounds:
             self.state = SessionState.DONE
@@ -375,7 +379,7 @@ class HubCore:
         update, loss = rnd.average()
         items = rnd.contributions.values()
         samples = sum(c.samples for c in items)
-        self.server.step(update, samples // max(1, self.config.local_steps))
+        self.server.step(update, samples // max(1, self.server.local_steps))
         seconds = now - rnd.opened_at
         for c in items:
             self.cursors[c.shard] = self.cursors.get(c.shard, 0) + c.samples
@@ -383,6 +387,8 @@ class HubCore:
                           None)
             if member is not None:
                 member.busy = min(1.0, c.compute_s / seconds) if seconds > 0 else 1.0
+        slowest = max(c.compute_s for c in items)
+        self._probe.append((slowest, max(0.0, seconds - slowest)))
         self._event("round", round=rnd.version + 1, version=self.server.version, loss=loss,
                     contributors=len(rnd.contributions), rejected=rnd.rejected,
                     bytes_in=rnd.bytes_in, bytes_out=rnd.bytes_out, samples=samples,
@@ -391,6 +397,25 @@ class HubCore:
                     busy=(sum(min(1.0, c.compute_s / seconds) for c in items) / len(items)
                           if seconds > 0 else 1.0),
                     workers=[m.summary() for m in self.members.members()])
+
+    def _maybe_tune(self) -> None:
+        """Preset "auto": after the probe rounds, switch to the preset the link calls for."""
+        if self._tuned or len(self._probe) < PROBE_ROUNDS:
+            return
+        self._tuned = True
+        compute = statistics.median(c for c, _ in self._probe[1:])  # the first warms up
+        other = statistics.median(o for _, o in self._probe[1:])
+        rates = [m.bandwidth for m in self.members.members() if m.bandwidth > 0]
+        rate = statistics.median(rates) if rates else 0.0
+        preset = choose(compute_s=compute, other_s=other)
+        log.info("[hub v%d] auto: a round is %.3f s of compute and %.3f s of the rest (link "
+                 "%.0f Mbit/s): %s (%s, %d local steps)", self.server.version, compute, other,
+                 8 * rate / 1e6, preset.label, preset.mode.codec, preset.mode.local_steps)
+        if preset.mode != self.server.mode:
+            self.server.set_mode(preset.mode, self.config.outer_for(preset.mode.local_steps),
+                                 self.config.outer_lr)
+        self._event("mode", preset=preset.name, **preset.mode.to_json(),
+                    compute_s=compute, other_s=other, bandwidth=rate)
 
     def _transfer_s(self, missing: int) -> float:
         """How long ``missing`` pushes the size of this round's largest take to arrive."""
@@ -422,8 +447,9 @@ class HubCore:
         self.planner.forget(member.worker_id)
 
     def checkpoint(self) -> dict[str, object]:
-        """What a resumed session needs: the optimizer's state and each shard's stream."""
-        return {**self.server.state(), "cursors": dict(self.cursors)}
+        """What a resumed session needs: the optimizer, the mode, each shard's stream."""
+        return {**self.server.state(), "cursors": dict(self.cursors),
+                "mode": self.server.mode.to_json()}
 
     def _reply(self, peer: bytes, msg: Any, *frames: Frame) -> Reply:
         encoded = encode(msg, frames)

@@ -26,6 +26,7 @@ from .config import HubConfig
 from .allowlist import Allowlist
 from .core import HubCore, Reply
 from .outputs import OutputDir
+from .presets import Mode
 from .trainer import ParameterServer
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,10 @@ class HubSession:
         if state is None:
             log.warning("no checkpoint in %s: starting from version 0", self.out.path)
             return {}
+        if "mode" in state:  # preset "auto" may have switched from the configured mode
+            mode = Mode(**state["mode"])  # (set first: a switch resets the momentum)
+            self.server.set_mode(mode, self.config.outer_for(mode.local_steps),
+                                 self.config.outer_lr)
         self.server.restore(state)
         log.info("resumed from checkpoint at version %d", self.server.version)
         return {int(k): int(v) for k, v in state.get("cursors", {}).items()}

@@ -24,6 +24,7 @@ from torch.nn.utils import parameters_to_vector
 from ..codec import Codec, get_codec, make_codec
 from ..codec.delta import FULL, apply_delta, make_delta, weights_check
 from .config import HubConfig
+from .presets import Mode
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +42,7 @@ class Publisher:
     """The published weights of the latest version and the one delta that reached them."""
 
     def __init__(self, flat: torch.Tensor, version: int, codec: Codec) -> None:
-        self.codec = codec
-        self.full_codec = codec if codec.lossless else get_codec("zstd")
+        self.codec = codec  # of deltas; whole models always travel losslessly
         self.weights = flat.detach().clone()
         self.version = version
         self.check = weights_check(self.weights)
@@ -63,39 +63,59 @@ class Publisher:
         """What a worker holding version ``have`` (-1: nothing) downloads."""
         if self._delta is not None and have == self._delta.base:
             return self._delta
-        if self._full is None:
+        if self._full is None or self._full.version != self.version:
             self._full = Payload(self.version, FULL, self.full_codec.id.value,
                                  self.full_codec.encode(self.weights), self.check)
         return self._full
+
+    @property
+    def full_codec(self) -> Codec:
+        """Whole models: the delta codec when lossless, else zstd (lossless)."""
+        return self.codec if self.codec.lossless else get_codec("zstd")
 
 
 class ParameterServer:
     """Holds the global model, applies averaged updates, publishes each version."""
 
     def __init__(self, model: torch.nn.Module, *, base_lr: float, momentum: float,
-                 codec: str, batch_size: int = 1, local_steps: int = 0,
-                 outer: str = "sgd", outer_lr: float = 0.7, topk: float = 0.01,
-                 version: int = 0) -> None:
+                 mode: Mode, outer: str = "sgd", outer_lr: float = 0.7, batch_size: int = 1,
+                 model_codec: str = "", version: int = 0) -> None:
         self.model = model.cpu().float()
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.numel = sum(p.numel() for p in self.params)
         self.base_lr = base_lr
         self.batch_size = batch_size
-        self.local_steps = local_steps
-        self.outer_lr = outer_lr if outer == "nesterov" else 1.0
-        self.optimizer = torch.optim.SGD(self.params, lr=base_lr, momentum=momentum,
-                                         nesterov=local_steps > 0 and outer == "nesterov")
-        self.codec = make_codec(codec, topk=topk)
+        self.model_codec = model_codec
+        self.optimizer = torch.optim.SGD(self.params, lr=base_lr, momentum=momentum)
         self.version = version
-        self.published = Publisher(self.flat(), version, self.codec)
+        self.published = Publisher(self.flat(), version, get_codec("zstd"))
+        self.mode, self.outer, self.outer_lr = mode, outer, outer_lr
+        self.set_mode(mode, outer, outer_lr)
 
     @classmethod
     def for_session(cls, model: torch.nn.Module, config: HubConfig) -> ParameterServer:
         """The server a session with ``config`` trains ``model`` with."""
-        return cls(model, base_lr=config.lr, momentum=config.momentum,
-                   codec=config.download_codec, batch_size=config.batch_size,
-                   local_steps=config.local_steps, outer=config.outer_optimizer,
-                   outer_lr=config.outer_lr, topk=config.topk)
+        return cls(model, base_lr=config.lr, momentum=config.momentum, mode=config.mode,
+                   outer=config.outer_for(config.local_steps), outer_lr=config.outer_lr,
+                   batch_size=config.batch_size, model_codec=config.model_codec)
+
+    @property
+    def local_steps(self) -> int:
+        return self.mode.local_steps
+
+    def set_mode(self, mode: Mode, outer: str, outer_lr: float) -> None:
+        """Switch how updates travel and step (from the next version on).
+
+        Momentum is kept in the units of the updates: a gradient, or a weight change. When
+        those change, the momentum starts afresh.
+        """
+        if (mode.local_steps > 0) != (self.mode.local_steps > 0):
+            self.optimizer.state.clear()
+        self.mode, self.outer = mode, outer
+        self.outer_lr = outer_lr if outer == "nesterov" else 1.0
+        for group in self.optimizer.param_groups:
+            group["nesterov"] = mode.local_steps > 0 and outer == "nesterov"
+        self.published.codec = make_codec(self.model_codec or mode.codec, topk=mode.topk)
 
     def lr_for(self, samples: int) -> float:
         """The learning rate of a step over ``samples`` samples (the linear scaling rule)."""
@@ -139,4 +159,4 @@ class ParameterServer:
             if buf.numel():
                 self.optimizer.state[p]["momentum_buffer"] = buf.clone()
         self.version = int(state["version"])  # type: ignore[call-overload]
-        self.published = Publisher(self.flat(), self.version, self.codec)
+        self.published = Publisher(self.flat(), self.version, self.published.codec)
