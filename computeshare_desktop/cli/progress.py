@@ -56,7 +56,8 @@ class RoundBar:
     def worker_event(self, event: dict[str, Any]) -> None:
         """Update from a WorkerSession event."""
         if event["kind"] == "round":
-            self._advance(event["version"] + 1, loss=f"{event['loss']:.3f}",
+            self._advance(event["version"] + max(1, event.get("steps", 0)),
+                          loss=f"{event['loss']:.3f}",
                           pushed=str(event["pushed"]), rejected=str(event["rejected"]))
         elif event["kind"] == "joined" and self.bar is not None:
             self.bar.total = event["rounds"]

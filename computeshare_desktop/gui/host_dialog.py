@@ -9,12 +9,18 @@ from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QComboBox, QDialog,
                                QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox,
                                QVBoxLayout, QWidget)
 
+from ..codec import CODECS
 from ..data import DATASETS
 from ..errors import ConfigError
+from ..hub.presets import PRESETS, resolve
 from ..models import MODELS
 from .options import HostOptions
 
 LABEL_WIDTH = 170
+PRESET_LABELS = {"auto": "Automatic (measure the link)",
+                 **{name: preset.label for name, preset in PRESETS.items()}}
+AUTO_NOTE = ("Starts with lossless gradients, measures the first rounds, then picks Fast LAN, "
+             "Wi-Fi or Slow link.")
 
 
 def _spin(low: int, high: int, value: int, step: int = 1) -> QSpinBox:
@@ -85,6 +91,34 @@ class HostDialog(QDialog):
         self.port = _spin(0, 65533, initial.port)
         self.port.setGroupSeparatorShown(False)
         self.port.setSpecialValueText("any free port")
+        self.preset = QComboBox()
+        for name, label in PRESET_LABELS.items():
+            self.preset.addItem(label, name)
+        self.preset.setCurrentIndex(max(0, self.preset.findData(initial.preset)))
+        self.preset_note = QLabel()
+        self.preset_note.setProperty("role", "muted")
+        self.preset_note.setWordWrap(True)
+        self.advanced = QGroupBox("Advanced: choose the codec and local steps yourself")
+        self.advanced.setCheckable(True)
+        self.advanced.setChecked(initial.advanced)
+        self.codec = _combo(CODECS, initial.codec)
+        self.codec.setToolTip("How gradients (or weight changes) and model updates travel. "
+                              "raw and zstd are lossless; fp16, bf16, int8 and topk are lossy "
+                              "with error feedback.")
+        self.topk = QDoubleSpinBox()
+        self.topk.setDecimals(3)
+        self.topk.setRange(0.001, 1.0)
+        self.topk.setSingleStep(0.005)
+        self.topk.setValue(initial.topk)
+        _pad(self.topk)
+        self.local_steps = _spin(0, 1024, initial.local_steps)
+        self.local_steps.setSpecialValueText("off (a gradient per round)")
+        self.preset.currentIndexChanged.connect(self._preset_changed)
+        self.codec.currentTextChanged.connect(self._codec_changed)
+        if not initial.advanced:
+            self._preset_changed()
+        self._describe()
+        self._codec_changed()
         self.error = QLabel()
         self.error.setObjectName("Error")
         self.error.setWordWrap(True)
@@ -106,6 +140,10 @@ class HostDialog(QDialog):
         folder.addWidget(self.browse)
         people = _form(("Expected workers", self.workers), ("", self.train_here),
                        ("Output folder", folder))
+        self.advanced.setLayout(_form(("Codec", self.codec), ("Top-k fraction", self.topk),
+                                      ("Local steps", self.local_steps)))
+        link = _form(("Network between machines", self.preset), ("", self.preset_note))
+        link.addRow(self.advanced)
         network = _form(("Session name", self.name), ("Port", self.port))
         buttons = QHBoxLayout()
         buttons.addStretch(1)
@@ -122,7 +160,7 @@ class HostDialog(QDialog):
         layout.addWidget(title)
         layout.addWidget(hint)
         for caption, form in (("Training", training), ("Workers and results", people),
-                              ("Network", network)):
+                              ("Speed on your network", link), ("Network", network)):
             group = QGroupBox(caption)
             group.setLayout(form)
             layout.addWidget(group)
@@ -137,7 +175,27 @@ class HostDialog(QDialog):
             lr=round(self.lr.value(), 6), eval_every=self.eval_every.value(),
             workers=self.workers.value(), train_here=self.train_here.isChecked(),
             out_dir=self.out_dir.text().strip(), name=self.name.text().strip(),
-            port=self.port.value())
+            port=self.port.value(), preset=self.preset.currentData(),
+            advanced=self.advanced.isChecked(), codec=self.codec.currentText(),
+            topk=round(self.topk.value(), 6), local_steps=self.local_steps.value())
+
+    def _preset_changed(self) -> None:
+        """Show what the chosen preset means in the advanced fields (unless overridden)."""
+        self._describe()
+        if self.advanced.isChecked():
+            return
+        _, mode = resolve(self.preset.currentData())
+        self.codec.setCurrentText(mode.codec)
+        self.topk.setValue(mode.topk)
+        self.local_steps.setValue(mode.local_steps)
+
+    def _describe(self) -> None:
+        name = self.preset.currentData()
+        self.preset_note.setText(PRESETS[name].summary.capitalize() + "." if name in PRESETS
+                                 else AUTO_NOTE)
+
+    def _codec_changed(self) -> None:
+        self.topk.setEnabled(self.codec.currentText() == "topk")
 
     def accept(self) -> None:
         """Start only with values the hub accepts; otherwise say why and stay open."""

@@ -12,6 +12,7 @@ import platformdirs
 from ..discovery import DiscoveredSession
 from ..errors import ConfigError
 from ..hub import HubConfig
+from ..hub.presets import resolve
 from ..transport import DEFAULT_PORT
 
 
@@ -40,12 +41,23 @@ class HostOptions:
     name: str = ""  # session name on the LAN ("" : HOST — DATASET)
     port: int = DEFAULT_PORT  # 0: any free port; a busy default falls back to any free port
     advertise: bool = True
+    preset: str = "auto"  # the network: auto, lan, wifi, slow (see hub.presets)
+    advanced: bool = False  # the codec, top-k fraction and local steps below override it
+    codec: str = "zstd"
+    topk: float = 0.01
+    local_steps: int = 0
 
     def config(self) -> HubConfig:
         """The hub configuration (raises ConfigError on a bad value)."""
+        if self.advanced:
+            preset, mode = resolve(self.preset, codec=self.codec, topk=self.topk,
+                                   local_steps=self.local_steps)
+        else:
+            preset, mode = resolve(self.preset)
         return HubConfig(dataset=self.dataset, model=self.model, workers=self.workers,
                          rounds=self.rounds, batch_size=self.batch_size, lr=self.lr,
-                         eval_every=self.eval_every)
+                         eval_every=self.eval_every, preset=preset, codec=mode.codec,
+                         topk=mode.topk, local_steps=mode.local_steps)
 
     def session_name(self) -> str:
         """The name advertised on the LAN."""

@@ -20,6 +20,8 @@ class WorkerRow:
     samples: int = 0
     last_seen: float | None = None
     state: str = "joining"
+    share: int = 0  # its per-step batch: the hub sizes it to the device's speed
+    busy: float | None = None  # compute time / round time in its last round
     marks: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=64))
 
     def progress(self, now: float, pushed: int, rejected: int, samples: int) -> None:
@@ -32,6 +34,14 @@ class WorkerRow:
         self.marks.append((now, samples))
         while len(self.marks) > 2 and now - self.marks[0][0] > RATE_WINDOW_S:
             self.marks.popleft()
+
+    def work(self, summary: dict[str, object]) -> None:
+        """Its share of the work and how busy its device was, from a hub round event."""
+        share, busy = summary.get("batch"), summary.get("busy")
+        if isinstance(share, int) and share > 0:
+            self.share = share
+        if isinstance(busy, (int, float)) and busy > 0:
+            self.busy = float(busy)
 
     def rate(self, now: float) -> float:
         """Samples per second over the recent window (0 once it stops pushing)."""

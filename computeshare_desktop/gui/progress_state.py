@@ -56,6 +56,8 @@ class ProgressState:
         self.batch_size = 0
         self.started_at: float | None = None
         self._rounds: deque[tuple[float, int]] = deque(maxlen=ETA_ROUNDS)
+        self._round_bytes: deque[int] = deque(maxlen=ETA_ROUNDS)  # both directions, at the hub
+        self.busy: float | None = None  # the workers' mean compute / round time, last round
         self._traffic: deque[tuple[float, int]] = deque(maxlen=256)
         self._log: list[str] = []
         self._refused: Counter[str] = Counter()
@@ -87,6 +89,13 @@ class ProgressState:
         if len(recent) < 2 or recent[-1][0] <= recent[0][0]:
             return 0.0
         return (recent[-1][1] - recent[0][1]) / (recent[-1][0] - recent[0][0])
+
+    def bytes_per_round(self) -> float | None:
+        """Median bytes the hub moved per round over the recent rounds."""
+        if not self._round_bytes:
+            return None
+        ordered = sorted(self._round_bytes)
+        return float(ordered[len(ordered) // 2])
 
     def take_log(self) -> list[str]:
         """Log lines added since the last call."""
@@ -181,13 +190,26 @@ class ProgressState:
         self._progress(e["version"], e["loss"], now)
         self.bytes_received += e["bytes_in"]
         self.bytes_sent += e["bytes_out"]
+        self._round_work(e)
         for w in e["workers"]:
             row = self.workers.setdefault(w["id"], WorkerRow(w["id"], w["name"], w["device"]))
             row.progress(now, w["pushed"], w["rejected"], w["samples"])
+            row.work(w)
             row.state = "training" if w["ready"] else "loading data"
         if not e.get("complete", True):
             self._say(f"Round {e['round']} closed at its deadline with {e['contributors']} "
                       "gradient(s)")
+
+    def _round_work(self, e: dict[str, Any]) -> None:
+        """Bytes per round and how busy the devices were (hub round events)."""
+        self._round_bytes.append(e.get("bytes_in", 0) + e.get("bytes_out", 0))
+        if "busy" in e:
+            self.busy = e["busy"]
+
+    def _hub_mode(self, e: dict[str, Any], now: float) -> None:
+        self._say(f"Measured {e['compute_s'] * 1000:.0f} ms of compute and "
+                  f"{e['other_s'] * 1000:.0f} ms of communication a round: now training with "
+                  f"the “{e['preset']}” preset ({e['codec']}, {e['local_steps']} local steps)")
 
     def _hub_eval(self, e: dict[str, Any], now: float) -> None:
         self.accuracy.append((e["version"], e["accuracy"]))
@@ -258,8 +280,9 @@ class ProgressState:
                 row.state = "ready"
 
     def _worker_round(self, e: dict[str, Any], now: float) -> None:
-        self._progress(e["version"] + 1, e["loss"], now)
-        self.compute_ms.append((e["version"] + 1, 1000 * e["compute_s"]))
+        version = e["version"] + max(1, e.get("steps", 0))
+        self._progress(version, e["loss"], now)
+        self.compute_ms.append((version, 1000 * e["compute_s"]))
         self._silent = False
         self.pushed, self.rejected = e["pushed"], e["rejected"]
         row = self._own_row()
@@ -329,8 +352,12 @@ class ProgressState:
         if e["worker"]["id"] != self.worker_id:
             self._hub_worker_left(e, now)
 
+    def _feed_mode(self, e: dict[str, Any], now: float) -> None:
+        self._hub_mode(e, now)
+
     def _feed_round(self, e: dict[str, Any], now: float) -> None:
         self._fed = True
+        self._round_work(e)
         if e["version"] > self.version and self.phase in ("starting", "waiting"):
             self.phase, self.started_at = "training", self.started_at or now
         for w in e["workers"]:
@@ -340,6 +367,7 @@ class ProgressState:
                 row = self.workers[w["id"]] = WorkerRow(
                     w["id"], self._mine(w["name"]) if mine else w["name"], w["device"])
             row.progress(now, w["pushed"], w["rejected"], w["samples"])
+            row.work(w)
             row.state = "training" if w["ready"] else "loading data"
 
     def _feed_eval(self, e: dict[str, Any], now: float) -> None:

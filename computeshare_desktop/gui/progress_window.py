@@ -103,7 +103,8 @@ class ProgressWindow(QMainWindow):
         self.eta_label = QLabel("ETA —")
         self.eta_label.setProperty("role", "muted")
         cards = [("loss", "Training loss"), ("accuracy", "Test accuracy"),
-                 ("sent", "Sent"), ("received", "Received"), ("bandwidth", "Bandwidth")]
+                 ("per_round", "Per round"), ("busy", "Devices busy"),
+                 ("traffic", "Sent / received"), ("bandwidth", "Bandwidth")]
         if hub:
             cards.append(("workers", "Workers"))
         else:  # this machine's own share: its compute time and its gradients
@@ -192,8 +193,10 @@ class ProgressWindow(QMainWindow):
                                f"Elapsed {human_duration(elapsed)}")
         c = self.cards
         c["loss"].set_value(f"{s.loss_smooth[-1][1]:.4f}" if s.loss_smooth else "—")
-        c["sent"].set_value(human_bytes(s.bytes_sent))
-        c["received"].set_value(human_bytes(s.bytes_received))
+        per_round = s.bytes_per_round()
+        c["per_round"].set_value(human_bytes(int(per_round)) if per_round is not None else "—")
+        c["busy"].set_value(f"{100 * s.busy:.0f}%" if s.busy is not None else "—")
+        c["traffic"].set_value(f"{human_bytes(s.bytes_sent)} / {human_bytes(s.bytes_received)}")
         c["bandwidth"].set_value(human_rate(s.bandwidth()))
         accuracy = s.latest_accuracy()
         c["accuracy"].set_value(percent(accuracy) if accuracy is not None else "—")

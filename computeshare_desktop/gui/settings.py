@@ -28,7 +28,7 @@ SETTINGS_FILE = "settings.json"
 # Host dialog values worth remembering; the output folder is remembered as its parent so
 # every new session gets a fresh run folder.
 HOST_KEYS = ("dataset", "model", "rounds", "batch_size", "workers", "lr", "train_here",
-             "eval_every", "name", "port")
+             "eval_every", "name", "port", "preset", "advanced", "codec", "topk", "local_steps")
 
 
 def settings_path() -> Path:

@@ -8,8 +8,12 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTab
 from .formatting import ago
 from .progress_rows import WorkerRow
 
-COLUMNS = ("Worker", "Device", "Samples/s", "Pushed", "Rejected", "Last seen", "State")
-_NUMERIC = {2, 3, 4}
+COLUMNS = ("Worker", "Device", "Share", "Busy", "Samples/s", "Pushed", "Rejected", "Last seen",
+           "State")
+_NUMERIC = {2, 3, 4, 5, 6}
+WORKING = ("training", "done")  # rows whose share of the work is shown
+TIPS = {2: "Its part of each round's samples: the hub gives faster devices larger batches",
+        3: "How much of the last round its device spent computing"}
 
 
 class WorkersTable(QTableWidget):
@@ -29,15 +33,23 @@ class WorkersTable(QTableWidget):
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)  # long names elide
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         header.setHighlightSections(False)
+        for column, tip in TIPS.items():
+            item = self.horizontalHeaderItem(column)
+            if item is not None:
+                item.setToolTip(tip)
 
     def show_rows(self, rows: list[WorkerRow], now: float) -> None:
         """Render the rows (sorted by worker id)."""
         if self.rowCount() != len(rows):
             self.setRowCount(len(rows))
+        working = [w for w in rows if w.state in WORKING and w.share]
+        total = sum(w.share for w in working) or 1
         for r, row in enumerate(sorted(rows, key=lambda w: w.worker_id)):
             rate = row.rate(now)
-            texts = (row.name, row.device, f"{rate:,.0f}" if rate else "—", f"{row.pushed:,}",
-                     f"{row.rejected:,}",
+            share = f"{100 * row.share / total:.0f}% · {row.share}" if row in working else "—"
+            texts = (row.name, row.device, share,
+                     f"{100 * row.busy:.0f}%" if row.busy is not None else "—",
+                     f"{rate:,.0f}" if rate else "—", f"{row.pushed:,}", f"{row.rejected:,}",
                      ago(None if row.last_seen is None else now - row.last_seen), row.state)
             for c, text in enumerate(texts):
                 self._set(r, c, text)

@@ -269,7 +269,7 @@ class HubCore:
             batch = min(self.round.plan.get(member.worker_id, self.config.batch_size),
                         max(1, shard_size))
             member.task = Task(version, self.cursors.get(member.shard, 0), batch,
-                               self.server.local_steps, self.round.lr)
+                               self.round.steps, self.round.lr)
             member.batch = batch
         return member.task
 
@@ -333,11 +333,20 @@ class HubCore:
         return [m for m in self.members.members() if m.ready]
 
     def _open_round(self, now: float) -> None:
+        """Plan the next round: each worker's batch, the local steps and their lr.
+
+        Versions count global steps, so a session of R rounds trains the same samples in
+        every mode: a round of H local steps advances the version by H, and the last one
+        is cut short to land on R.
+        """
+        version = self.server.version
         plan = self.planner.plan([m.worker_id for m in self._ready()])
         lr = self.server.lr_for(sum(plan.values()) or self.config.batch_size)
-        self.round = Round(self.server.version, now, plan=plan, lr=lr)
-        self._opened[self.server.version] = now
-        self._opened.pop(self.server.version - 256, None)
+        steps = min(self.server.local_steps, max(1, self.config.rounds - version))
+        self.round = Round(version, now, plan=plan, lr=lr, steps=steps)
+        self._opened[version] = now
+        for old in [v for v in self._opened if v < version - 256]:
+            del self._opened[old]
 
     def _maybe_start(self, now: float, out: list[Reply]) -> None:
         ready = len(self._ready())
@@ -379,7 +388,7 @@ class HubCore:
         update, loss = rnd.average()
         items = rnd.contributions.values()
         samples = sum(c.samples for c in items)
-        self.server.step(update, samples // max(1, self.server.local_steps))
+        self.server.step(update, samples // max(1, rnd.steps), steps=max(1, rnd.steps))
         seconds = now - rnd.opened_at
         for c in items:
             self.cursors[c.shard] = self.cursors.get(c.shard, 0) + c.samples
@@ -389,7 +398,8 @@ class HubCore:
                 member.busy = min(1.0, c.compute_s / seconds) if seconds > 0 else 1.0
         slowest = max(c.compute_s for c in items)
         self._probe.append((slowest, max(0.0, seconds - slowest)))
-        self._event("round", round=rnd.version + 1, version=self.server.version, loss=loss,
+        self._event("round", round=self.server.version, version=self.server.version,
+                    steps=self.server.version - rnd.version, loss=loss,
                     contributors=len(rnd.contributions), rejected=rnd.rejected,
                     bytes_in=rnd.bytes_in, bytes_out=rnd.bytes_out, samples=samples,
                     seconds=seconds, complete=complete,

@@ -162,12 +162,17 @@ class HubSession:
                                         "compute_s", "busy")}
         self.out.append_metric({"type": "round", **record, "elapsed_s": self._elapsed()})
         version, c = event["version"], self.config
-        if c.eval_every and version % c.eval_every == 0 and version < c.rounds:
+        previous = version - event["steps"]
+
+        def due(every: int) -> bool:  # versions advance by the local steps: crossings count
+            return bool(every) and version // every > previous // every
+
+        if due(c.eval_every) and version < c.rounds:
             snapshot = copy.deepcopy(self.server.model)
             self._evals.append((version, self._pool.submit(evaluate, snapshot, self.test_set)))
-        if c.checkpoint_every and version % c.checkpoint_every == 0:
+        if due(c.checkpoint_every):
             self.save_checkpoint()
-        if c.snapshot_every and version % c.snapshot_every == 0:
+        if due(c.snapshot_every):
             self.out.save_snapshot(version, self.server.model.state_dict(), self._elapsed())
 
     def _collect_evals(self, block: bool) -> None:

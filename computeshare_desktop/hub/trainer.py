@@ -49,14 +49,13 @@ class Publisher:
         self._delta: Payload | None = None
         self._full: Payload | None = None
 
-    def publish(self, target: torch.Tensor) -> None:
-        """Publish the next version, as close to ``target`` as the codec gets."""
+    def publish(self, target: torch.Tensor, version: int) -> None:
+        """Publish ``version``, as close to ``target`` as the codec gets."""
         data = make_delta(self.codec, self.weights, target)
         self.weights = apply_delta(self.codec, self.weights, data)  # as every worker will
-        self.version += 1
+        base, self.version = self.version, version
         self.check = weights_check(self.weights)
-        self._delta = Payload(self.version, self.version - 1, self.codec.id.value, data,
-                              self.check)
+        self._delta = Payload(version, base, self.codec.id.value, data, self.check)
         self._full = None
 
     def payload(self, have: int) -> Payload:
@@ -121,8 +120,9 @@ class ParameterServer:
         """The learning rate of a step over ``samples`` samples (the linear scaling rule)."""
         return self.base_lr * samples / self.batch_size
 
-    def step(self, update: torch.Tensor, samples: int) -> None:
-        """Apply one averaged update computed over ``samples`` samples per step; publish."""
+    def step(self, update: torch.Tensor, samples: int, steps: int = 1) -> None:
+        """Apply one averaged update of ``steps`` steps over ``samples`` samples a step;
+        the version advances by ``steps``; publish it."""
         offset = 0
         for p in self.params:
             n = p.numel()
@@ -133,8 +133,8 @@ class ParameterServer:
             group["lr"] = lr
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        self.version += 1
-        self.published.publish(self.flat())
+        self.version += steps
+        self.published.publish(self.flat(), self.version)
 
     def flat(self) -> torch.Tensor:
         """A copy of the weights as one flat float32 vector."""

@@ -255,7 +255,7 @@ class WorkerSession:
             if accepted is None:
                 return True
             self.version = msg.version
-            self._emit("round", version=msg.version, loss=update.loss,
+            self._emit("round", version=msg.version, steps=msg.steps, loss=update.loss,
                        compute_s=update.seconds, samples=update.samples, accepted=accepted,
                        pushed=self.pushed, rejected=self.rejected)
         return True

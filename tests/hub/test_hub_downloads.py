@@ -130,8 +130,8 @@ def test_lossy_deltas_feed_back_what_they_dropped() -> None:
     for codec, fraction in (("topk", 0.05), ("int8", 0.0)):
         pub = Publisher(start, 0, make_codec(codec, topk=fraction or 0.01))
         errors = []
-        for _ in range(30):
-            pub.publish(target)
+        for version in range(1, 31):
+            pub.publish(target, version)
             errors.append(float((pub.weights - target).abs().max()))
         assert errors[-1] < 0.02 * errors[0], (codec, errors[0], errors[-1])
         assert pub.check == weights_check(pub.weights)

@@ -118,17 +118,21 @@ def test_pushes_beyond_the_planned_work_are_refused() -> None:
 
 # ----------------------------------------------------------------- local steps
 def test_local_steps_are_planned_and_the_outer_nesterov_step_is_applied() -> None:
-    hub = make_hub(local_steps=4, lr=0.01, batch_size=8, outer_lr=0.7)
+    """Versions count steps: rounds of 4 local steps advance 0 -> 4 -> 8 -> 10 (cut short)."""
+    hub = make_hub(local_steps=4, lr=0.01, batch_size=8, outer_lr=0.7, rounds=10)
     w1, w2 = start_training(hub)
-    (o,) = [o for o in w1.pull(hub, T0) if isinstance(o.msg, Model)]
-    assert (o.msg.steps, o.msg.batch, o.msg.lr) == (4, 8, pytest.approx(0.01 * 16 / 8))
     model, _, params = optimizer_copy(hub)
     outer = torch.optim.SGD(params, lr=0.7, momentum=0.9, nesterov=True)
-    for r in range(3):
-        d1, d2 = grads(hub, 2, seed=r)
-        assert isinstance(only(w1.push(hub, T0, d1, samples=32, steps=4), b"w1"), Ack)
-        assert isinstance(only(w2.push(hub, T0, d2, samples=32, steps=4), b"w2"), Ack)
-        assert hub.server.version == r + 1
+    for version, steps in ((0, 4), (4, 4), (8, 2)):
+        (o,) = [o for o in w1.pull(hub, T0, after=version - 1) if isinstance(o.msg, Model)]
+        assert (o.msg.version, o.msg.steps, o.msg.batch) == (version, steps, 8)
+        assert o.msg.lr == pytest.approx(0.01 * 16 / 8)  # the global batch's lr, per step
+        d1, d2 = grads(hub, 2, seed=version)
+        assert isinstance(only(w1.push(hub, T0, d1, samples=8 * steps, steps=steps), b"w1"),
+                          Ack)
+        assert isinstance(only(w2.push(hub, T0, d2, samples=8 * steps, steps=steps), b"w2"),
+                          Ack)
+        assert hub.server.version == version + steps
         mean = (d1 + d2) / 2
         offset = 0
         for p in params:
@@ -137,8 +141,10 @@ def test_local_steps_are_planned_and_the_outer_nesterov_step_is_applied() -> Non
         outer.step()
         expected = torch.nn.utils.parameters_to_vector(params).detach()
         assert torch.allclose(weights(hub), expected, atol=1e-6, rtol=0)
-    (event,) = [e for e in hub.drain_events() if e["kind"] == "round"][-1:]
-    assert event["samples"] == 64
+    rounds = [e for e in hub.drain_events() if e["kind"] == "round"]
+    assert [(e["version"], e["steps"], e["samples"]) for e in rounds] == [
+        (4, 4, 64), (8, 4, 64), (10, 2, 32)]
+    assert hub.done
 
 
 def test_local_steps_with_one_step_and_outer_sgd_is_the_synchronous_step() -> None:

@@ -54,7 +54,11 @@ def test_host_with_local_training_runs_to_the_end_and_shows_final_accuracy(
     assert window.progress_bar.value() == window.progress_bar.maximum() == 60
     rows = window.state.workers.values()
     assert [w.pushed for w in rows] == [60] and "(host)" in next(iter(rows)).name
-    assert window.workers_table.item(0, 3).text() == "60"
+    assert window.workers_table.item(0, 5).text() == "60"  # pushed
+    assert window.workers_table.item(0, 2).text() == "100% · 32"  # its share: all of it
+    assert window.workers_table.item(0, 3).text().endswith("%")  # how busy its device was
+    assert window.cards["per_round"].value.text().endswith("KB")
+    assert window.cards["busy"].value.text().endswith("%")
     assert window.cards["accuracy"].value.text() == percent(final["accuracy"])
     qtbot.waitUntil(lambda: not window.runner.running, timeout=15_000)
 

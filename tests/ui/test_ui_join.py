@@ -56,7 +56,7 @@ def test_discovered_session_wrong_pin_then_join_and_train(qtbot, main_window, tm
         assert window.progress_bar.maximum() == 3000 and window.progress_bar.value() >= 10
         assert window.state.loss and window.cards["loss"].value.text() != "—"
         qtbot.waitUntil(lambda: window.workers_table.rowCount() == 1
-                        and int(window.workers_table.item(0, 3).text().replace(",", "")) > 0,
+                        and int(window.workers_table.item(0, 5).text().replace(",", "")) > 0,
                         timeout=10_000)
         qtbot.waitUntil(lambda: model.data(model.index(model.row_of_name(SESSION), 4))
                         == "1 / 1", timeout=15_000)
