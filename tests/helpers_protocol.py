@@ -33,7 +33,7 @@ EXAMPLES: dict[MsgType, Any] = {
     MsgType.SHARD_DATA: ShardData(offset=0, total=2000, image_shape=[512, 1, 28, 28]),
     MsgType.PULL: Pull(token=HEX32, after=-1, wait_ms=2000, fingerprint="f" * 16),
     MsgType.MODEL: Model(version=41, codec="zstd", numel=21840, base=40, check="1f2e3d4c",
-                         start=1312, batch=32, steps=0, lr=0.02, push_codec="int8",
+                         start=1312, batch=32, steps=0, lr=0.02, momentum=0.0, push_codec="int8",
                          topk=0.01),
     MsgType.WAITING: Waiting(version=41, state="training"),
     MsgType.PUSH: Push(token=HEX32, version=41, codec="zstd", numel=21840, loss=2.302585,

@@ -257,7 +257,8 @@ class HubCore:
         mode = self.server.mode
         return (Model(version=payload.version, codec=payload.codec, numel=self.server.numel,
                       base=payload.base, check=payload.check, start=task.start,
-                      batch=task.batch, steps=task.steps, lr=task.lr, push_codec=mode.codec,
+                      batch=task.batch, steps=task.steps, lr=task.lr,
+                      momentum=self.server.worker_momentum, push_codec=mode.codec,
                       topk=mode.topk),
                 payload.data)
 

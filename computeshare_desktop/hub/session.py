@@ -154,12 +154,16 @@ class HubSession:
         for event in self.core.drain_events():
             if event["kind"] == "round":
                 self._on_round(event)
+            elif event["kind"] == "mode":  # preset "auto" chose: the file says from when
+                self.out.append_metric({"type": "mode", "version": self.server.version,
+                                        **{k: v for k, v in event.items() if k != "kind"},
+                                        "elapsed_s": self._elapsed()})
             self._emit(event)
 
     def _on_round(self, event: dict[str, Any]) -> None:
         record = {k: event[k] for k in ("round", "version", "loss", "contributors", "rejected",
-                                        "bytes_in", "bytes_out", "samples", "seconds",
-                                        "compute_s", "busy")}
+                                        "bytes_in", "bytes_out", "samples", "steps",
+                                        "seconds", "compute_s", "busy")}
         self.out.append_metric({"type": "round", **record, "elapsed_s": self._elapsed()})
         version, c = event["version"], self.config
         previous = version - event["steps"]

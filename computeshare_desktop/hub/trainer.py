@@ -9,6 +9,11 @@ Two kinds of update arrive from the rounds:
   of plain SGD at the round's lr, that is exactly the synchronous step. "nesterov" is SGD
   with Nesterov momentum at ``outer_lr``.
 
+With top-k pushes the momentum moves to the workers instead, as in Deep Gradient
+Compression (Lin et al. 2018): each worker accumulates its own velocity and sparsifies
+that, and the hub only averages. A hub-side momentum would turn the sparse average into a
+dense step, which a sparse download could then only follow with a lag.
+
 After each step the new weights are *published*: the delta from the previously published
 weights is encoded once and shared by every worker's download (see ``codec.delta``).
 """
@@ -78,13 +83,16 @@ class ParameterServer:
 
     def __init__(self, model: torch.nn.Module, *, base_lr: float, momentum: float,
                  mode: Mode, outer: str = "sgd", outer_lr: float = 0.7, batch_size: int = 1,
-                 model_codec: str = "", version: int = 0) -> None:
+                 model_codec: str = "", workers: int = 1, version: int = 0) -> None:
         self.model = model.cpu().float()
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.numel = sum(p.numel() for p in self.params)
         self.base_lr = base_lr
         self.batch_size = batch_size
         self.model_codec = model_codec
+        self.momentum = momentum
+        self.workers = workers
+        self.worker_momentum = 0.0  # momentum the workers keep (top-k); 0: the hub keeps it
         self.optimizer = torch.optim.SGD(self.params, lr=base_lr, momentum=momentum)
         self.version = version
         self.published = Publisher(self.flat(), version, get_codec("zstd"))
@@ -96,7 +104,8 @@ class ParameterServer:
         """The server a session with ``config`` trains ``model`` with."""
         return cls(model, base_lr=config.lr, momentum=config.momentum, mode=config.mode,
                    outer=config.outer_for(config.local_steps), outer_lr=config.outer_lr,
-                   batch_size=config.batch_size, model_codec=config.model_codec)
+                   batch_size=config.batch_size, model_codec=config.model_codec,
+                   workers=config.workers)
 
     @property
     def local_steps(self) -> int:
@@ -105,16 +114,25 @@ class ParameterServer:
     def set_mode(self, mode: Mode, outer: str, outer_lr: float) -> None:
         """Switch how updates travel and step (from the next version on).
 
-        Momentum is kept in the units of the updates: a gradient, or a weight change. When
-        those change, the momentum starts afresh.
+        Momentum is kept in the units of the updates (a gradient, or a weight change) and
+        in one place (here, or on the workers for top-k). When either changes, it starts
+        afresh.
         """
-        if (mode.local_steps > 0) != (self.mode.local_steps > 0):
+        sparse = mode.codec == "topk"
+        if (mode.local_steps > 0) != (self.mode.local_steps > 0) or \
+                sparse != (self.mode.codec == "topk"):
             self.optimizer.state.clear()
         self.mode, self.outer = mode, outer
-        self.outer_lr = outer_lr if outer == "nesterov" else 1.0
+        self.worker_momentum = self.momentum if sparse else 0.0
+        hub_momentum = 0.0 if sparse else self.momentum
+        nesterov = mode.local_steps > 0 and outer == "nesterov" and hub_momentum > 0
+        self.outer_lr = outer_lr if nesterov else 1.0
         for group in self.optimizer.param_groups:
-            group["nesterov"] = mode.local_steps > 0 and outer == "nesterov"
-        self.published.codec = make_codec(self.model_codec or mode.codec, topk=mode.topk)
+            group["momentum"], group["nesterov"] = hub_momentum, nesterov
+        # A sparse download must carry what every worker's sparse push changed: N times k.
+        download = self.model_codec or mode.codec
+        fraction = min(1.0, mode.topk * (self.workers if download == "topk" else 1))
+        self.published.codec = make_codec(download, topk=fraction)
 
     def lr_for(self, samples: int) -> float:
         """The learning rate of a step over ``samples`` samples (the linear scaling rule)."""

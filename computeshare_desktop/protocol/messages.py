@@ -147,6 +147,7 @@ class Model:
     batch: int  # samples per step
     steps: int  # 0: push the gradient of one batch; H >= 1: take H local steps, push the change
     lr: float  # learning rate of the local steps
+    momentum: float  # momentum kept on the worker (sparse pushes); 0: the hub keeps it
     push_codec: str  # how to encode the push
     topk: float  # the top-k fraction, when push_codec is topk
 

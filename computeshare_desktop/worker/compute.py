@@ -59,6 +59,14 @@ class GradientComputer:
             vector_to_parameters(on_device.clone(), self.params)
         return on_device
 
+    def _move(self, flat: torch.Tensor, alpha: float) -> None:
+        """Add ``alpha * flat`` to the parameters (a flat vector in their order)."""
+        offset = 0
+        for p in self.params:
+            n = p.numel()
+            p.add_(flat[offset:offset + n].view_as(p), alpha=alpha)
+            offset += n
+
     def _grads(self) -> torch.Tensor:
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
         return parameters_to_vector(grads).detach()
@@ -72,11 +80,14 @@ class GradientComputer:
         return Update(flat, float(loss), batch, time.perf_counter() - began)
 
     def local_steps(self, weights: torch.Tensor, start: int, batch: int, steps: int,
-                    lr: float) -> Update:
-        """``steps`` steps of plain SGD at ``lr`` from ``weights``; the change of weights.
+                    lr: float, *, momentum: float = 0.0,
+                    velocity: torch.Tensor | None = None) -> Update:
+        """``steps`` steps of SGD at ``lr`` from ``weights``; the change of weights.
 
-        With one step this is ``lr`` times the gradient, which is what makes one local step
-        with an outer SGD reproduce synchronous training.
+        Plain SGD by default: with one step the change is ``lr`` times the gradient, which
+        is what makes one local step with an outer SGD reproduce synchronous training.
+        With ``momentum``, ``velocity`` (a flat buffer on this device, updated in place)
+        carries it from step to step and from round to round.
         """
         began = time.perf_counter()
         start_weights = self._load(weights)
@@ -84,9 +95,13 @@ class GradientComputer:
         for step in range(steps):
             losses.append(self._batch_loss(start + step * batch, batch))
             with torch.no_grad():
-                for p in self.params:
-                    if p.grad is not None:
-                        p.add_(p.grad, alpha=-lr)
+                if momentum and velocity is not None:
+                    velocity.mul_(momentum).add_(self._grads())
+                    self._move(velocity, -lr)
+                else:
+                    for p in self.params:
+                        if p.grad is not None:
+                            p.add_(p.grad, alpha=-lr)
         with torch.no_grad():
             change = start_weights - parameters_to_vector(self.params)
         loss = float(torch.stack(losses).mean()) if losses else 0.0

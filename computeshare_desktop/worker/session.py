@@ -117,6 +117,7 @@ class WorkerSession:
         self._last_pong: float | None = None  # when the heartbeat last heard the hub
         self.link = LinkMeter(options.request_timeout_s)
         self._feedback: ErrorFeedback | None = None
+        self._velocity: torch.Tensor | None = None  # momentum kept here for sparse pushes
 
     # ----------------------------------------------------------------- public
     def run(self) -> WorkerResult:
@@ -250,8 +251,8 @@ class WorkerSession:
                 self._emit("resync", version=msg.version)
                 continue
             assert replica.weights is not None
-            update = self._work(computer, replica.weights, msg)
-            accepted = self._send_update(w.token, msg, update)
+            update, velocity = self._work(computer, replica.weights, msg)
+            accepted = self._send_update(w.token, msg, update, velocity)
             if accepted is None:
                 return True
             self.version = msg.version
@@ -260,26 +261,47 @@ class WorkerSession:
                        pushed=self.pushed, rejected=self.rejected)
         return True
 
-    def _work(self, computer: GradientComputer, weights: torch.Tensor, msg: Model) -> Update:
-        """The round's work as the hub planned it: one gradient, or local steps."""
-        if msg.batch < 1 or msg.steps < 0 or not msg.lr >= 0:
+    def _work(self, computer: GradientComputer, weights: torch.Tensor,
+              msg: Model) -> tuple[Update, torch.Tensor | None]:
+        """The round's work as the hub planned it: one gradient, or local steps; and the
+        velocity after it when the momentum is kept here (kept only if the push is)."""
+        if msg.batch < 1 or msg.steps < 0 or not (msg.lr >= 0 and 0 <= msg.momentum < 1):
             raise RejectedError(RejectCode.MALFORMED, "the hub planned impossible work")
+        velocity = None
+        if msg.momentum:  # gradients are sparsified on the CPU; local steps run on the device
+            device = computer.device if msg.steps else torch.device("cpu")
+            velocity = (self._velocity.to(device, copy=True) if self._velocity is not None
+                        else torch.zeros(computer.numel, device=device))
         if msg.steps == 0:
-            return computer.gradient(weights, msg.start, msg.batch)
-        return computer.local_steps(weights, msg.start, msg.batch, msg.steps, msg.lr)
+            return computer.gradient(weights, msg.start, msg.batch), velocity
+        return computer.local_steps(weights, msg.start, msg.batch, msg.steps, msg.lr,
+                                    momentum=msg.momentum, velocity=velocity), velocity
 
-    def _send_update(self, token: str, msg: Model, update: Update) -> bool | None:
-        """Encode with error feedback and push; as ``_push``."""
+    def _send_update(self, token: str, msg: Model, update: Update,
+                     velocity: torch.Tensor | None) -> bool | None:
+        """Encode with error feedback and push; as ``_push``.
+
+        A gradient with momentum kept here (Deep Gradient Compression's momentum
+        correction) sends the velocity instead, and the velocity of every value that went
+        out starts again from zero (its momentum factor masking).
+        """
         codec = make_codec(msg.push_codec, topk=msg.topk)
         if self._feedback is None:
             self._feedback = ErrorFeedback(codec)
         self._feedback.codec = codec  # the residual carries over if the hub changes codec
-        encoded = self._feedback.encode(update.flat)
+        flat = update.flat
+        if velocity is not None and msg.steps == 0:
+            velocity.mul_(msg.momentum).add_(flat)
+            flat = velocity
+        encoded = self._feedback.encode(flat)
         push = Push(token, msg.version, codec.id.value, update.flat.numel(), update.loss,
                     update.samples, msg.steps, update.seconds * 1000, self.link.rate)
         accepted = self._push(push, self.encode_gradient(codec, encoded.payload, msg.version))
         if accepted:
             self._feedback.keep(encoded)
+            if velocity is not None and msg.steps == 0:
+                velocity[encoded.sent != 0] = 0
+            self._velocity = velocity
         return accepted
 
     def encode_gradient(self, codec: Any, payload: bytes, version: int) -> bytes:

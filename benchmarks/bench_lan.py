@@ -1,0 +1,167 @@
+"""Shaped-LAN benchmark: ComputeShare's modes beside torch DDP (gloo) on a virtual LAN.
+
+Needs root (network namespaces). Builds a LAN of namespaces joined by a bridge, with every
+machine's link shaped by htb (unshaped, 1 Gbit/s, 100 Mbit/s, 20 Mbit/s), and runs real
+processes on it: a `computeshare host` machine plus 1, 2 or 4 `computeshare join` workers,
+or 1, 2 or 4 DDP ranks on the same worker machines, model, data and per-worker batch (32).
+Every process uses one torch thread; all share this machine's cores.
+
+    sudo .venv/bin/python benchmarks/bench_lan.py                 # everything (hours)
+    sudo .venv/bin/python benchmarks/bench_lan.py --plan targets  # what the targets need
+    sudo .venv/bin/python benchmarks/bench_lan.py --plan quick    # a smoke run
+
+Each finished run is appended to --results (JSON lines) and skipped when the benchmark is
+run again (--fresh starts over), so an interrupted run resumes. The report is rewritten
+from all results at the end (--report-only rewrites it without running anything).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.lan import evaluate, report  # noqa: E402
+from benchmarks.lan.net import LINKS, ShapedLan, netns_available  # noqa: E402
+from benchmarks.lan.runs import Spec, run_cs, run_ddp, summarize  # noqa: E402
+
+LOSSLESS = "lossless sync"
+MODES: dict[str, tuple[str, ...]] = {
+    LOSSLESS: ("--codec", "zstd", "--local-steps", "0"),  # = preset lan
+    "fp16": ("--codec", "fp16", "--local-steps", "0"),
+    "int8": ("--codec", "int8", "--local-steps", "0"),  # = preset wifi
+    "top-k 1%": ("--codec", "topk", "--topk", "0.01", "--local-steps", "0"),
+    "local 8, zstd": ("--codec", "zstd", "--local-steps", "8"),
+    "preset slow": ("--preset", "slow"),  # top-k 1% + 8 local steps
+    "auto": ("--preset", "auto"),
+}
+TWO_EPOCHS = 125  # steps of 2 x 32 samples: 8,000 samples, mnist-sample's train set twice
+WORKERS = (1, 2, 4)
+
+
+def spec(label: str, model: str, workers: int, link: str, **kw: Any) -> Spec:
+    system = "ddp" if label == "ddp" else "cs"
+    return Spec(system, label, model, workers, link, MODES.get(label, ()), **kw)
+
+
+def throughput(models: tuple[str, ...], links: tuple[str, ...],
+               workers: tuple[int, ...]) -> Iterator[Spec]:
+    """Short runs: steady-state samples/s, round split and bytes."""
+    for model in models:
+        heavy = model == "resnet18"
+        labels = (("ddp", LOSSLESS, "int8", "top-k 1%", "preset slow") if heavy else
+                  ("ddp", *MODES))
+        for link in links:
+            for n in workers:
+                for label in labels:
+                    if heavy:
+                        yield spec(label, model, n, link, steps=100_000, budget_s=60,
+                                   min_steady=2)
+                    else:
+                        yield spec(label, model, n, link, steps=100_000, budget_s=12,
+                                   min_steady=20)
+
+
+def accuracy_runs() -> Iterator[Spec]:
+    """Whole trainings with snapshots: time to a target accuracy, accuracy per sample."""
+    for label in ("ddp", *MODES):  # simplenet, the default demo's 600 steps, at 100 Mbit/s
+        yield spec(label, "simplenet", 2, "100mbit", steps=600, budget_s=600,
+                   snapshot_every=20)
+    for label in ("ddp", LOSSLESS, "int8", "top-k 1%"):  # the same samples, any link
+        yield spec(label, "resnet18", 2, "unshaped", steps=TWO_EPOCHS, budget_s=3600,
+                   snapshot_every=25)
+    for label in ("preset slow", "auto"):  # ResNet-18 where it matters: 100 Mbit/s
+        yield spec(label, "resnet18", 2, "100mbit", steps=TWO_EPOCHS, budget_s=3600,
+                   snapshot_every=8)
+
+
+def plan(name: str) -> list[Spec]:
+    if name == "quick":
+        return [spec(label, "simplenet", 2, "100mbit", steps=100_000, budget_s=8,
+                     min_steady=10) for label in ("ddp", LOSSLESS, "int8", "preset slow")]
+    targets = [*accuracy_runs(),
+               *throughput(("resnet18",), ("100mbit",), (2,)),
+               *throughput(("simplenet",), ("unshaped", "100mbit"), (2,))]
+    if name == "targets":
+        return targets
+    rest = [*throughput(("simplenet", "resnet18"), tuple(LINKS), WORKERS)]
+    return targets + [s for s in rest if s not in targets]
+
+
+def load(path: Path) -> dict[str, dict[str, Any]]:
+    done: dict[str, dict[str, Any]] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                done[row["key"]] = row
+    return done
+
+
+def run_one(s: Spec, lans: dict[int, ShapedLan]) -> dict[str, Any]:
+    lan = lans.get(s.workers)
+    if lan is None:
+        for old in lans.values():
+            old.close()
+        lans.clear()
+        lan = lans[s.workers] = ShapedLan(["hub", *(f"w{i}" for i in range(1, s.workers + 1))])
+        lan.__enter__()
+    lan.shape(s.link)
+    work = Path(tempfile.mkdtemp(prefix="bench-lan-"))
+    try:
+        result = (run_ddp if s.system == "ddp" else run_cs)(lan, s, work)
+        result["summary"] = summarize(result)
+        result["curve"] = evaluate.curve(result) if s.snapshot_every else []
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    result.pop("marks", None)  # summarized; per-round records stay out of the results file
+    result["records"] = [r for r in result["records"] if r.get("type") in ("mode", "eval")]
+    return result
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    p.add_argument("--plan", choices=("full", "targets", "quick"), default="full")
+    p.add_argument("--results", type=Path, default=Path("benchmarks/results/lan.jsonl"))
+    p.add_argument("--out", type=Path, default=Path("docs/BENCHMARKS-LAN.md"))
+    p.add_argument("--fresh", action="store_true", help="forget earlier results")
+    p.add_argument("--report-only", action="store_true")
+    args = p.parse_args()
+    if args.fresh and args.results.exists():
+        args.results.unlink()
+    done = load(args.results)
+    if not args.report_only:
+        if not netns_available():
+            print("needs root and `ip netns` (network namespaces)", file=sys.stderr)
+            return 2
+        todo = [s for s in plan(args.plan) if s.key not in done]
+        args.results.parent.mkdir(parents=True, exist_ok=True)
+        lans: dict[int, ShapedLan] = {}
+        try:
+            for i, s in enumerate(sorted(todo, key=lambda s: s.workers), 1):
+                began = time.monotonic()
+                print(f"[{i}/{len(todo)}] {s.model} {s.label}, {s.workers} worker(s), "
+                      f"{s.link}", flush=True)
+                row = run_one(s, lans)
+                done[s.key] = row
+                with args.results.open("a") as fh:
+                    fh.write(json.dumps(row) + "\n")
+                print(f"    {report.one_line(row)} ({time.monotonic() - began:.0f} s)",
+                      flush=True)
+        finally:
+            for lan in lans.values():
+                lan.close()
+    args.out.write_text(report.render(list(done.values())))
+    print(f"report written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
