@@ -113,7 +113,7 @@ def run_one(s: Spec, lans: dict[int, ShapedLan]) -> dict[str, Any]:
         lans.clear()
         lan = lans[s.workers] = ShapedLan(["hub", *(f"w{i}" for i in range(1, s.workers + 1))])
         lan.__enter__()
-    lan.shape(s.link)
+    lan.shape_link(s.link)
     work = Path(tempfile.mkdtemp(prefix="bench-lan-"))
     try:
         result = (run_ddp if s.system == "ddp" else run_cs)(lan, s, work)

@@ -33,6 +33,7 @@ from typing import Any, Iterator
 log = logging.getLogger(__name__)
 
 IP = shutil.which("ip") or "/usr/sbin/ip"
+TC = shutil.which("tc") or "/usr/sbin/tc"
 INTERFACE = "eth0"  # the name of every host's link, inside its own namespace
 CMD_TIMEOUT_S = 10.0
 # Our default names are cs<creator pid>-<creator start time, hex ticks>-<random>{-host|.switch};
@@ -275,6 +276,35 @@ class VirtualLan:
         """`subprocess.run` inside the host; `timeout` defaults to 30 s."""
         kw.setdefault("timeout", 30)
         return subprocess.run(self.command(host, argv), **kw)
+
+    def shape(self, rate: str | None, hosts: list[str] | None = None) -> None:
+        """Limit each host's link to ``rate`` (``"100mbit"``; None: unshaped), both ways.
+
+        htb on the host's own veth end (its upload) and on the bridge's end (its download):
+        ``netem`` and ``tbf`` are not in every kernel, ``htb`` is.
+        """
+        for name in hosts or list(self.hosts):
+            host = self._host(name)
+            for ns, dev in ((host.namespace, INTERFACE), (self.switch_namespace, host.port)):
+                subprocess.run([TC, "-n", ns, "qdisc", "del", "dev", dev, "root"],
+                               capture_output=True, timeout=CMD_TIMEOUT_S, check=False)
+                if rate is None:
+                    continue
+                for args in (["qdisc", "add", "dev", dev, "root", "handle", "1:", "htb",
+                              "default", "10", "r2q", "100"],
+                             ["class", "add", "dev", dev, "parent", "1:", "classid", "1:10",
+                              "htb", "rate", rate, "ceil", rate]):
+                    proc = subprocess.run([TC, "-n", ns, *args], capture_output=True,
+                                          text=True, timeout=CMD_TIMEOUT_S)
+                    if proc.returncode != 0:
+                        raise NetlabError(f"tc {' '.join(args)}: {proc.stderr.strip()}")
+
+    def tx_bytes(self, host: str) -> int:
+        """Bytes the host has sent on its link so far (headers included)."""
+        proc = subprocess.run(self.command(host, ["cat", f"/sys/class/net/{INTERFACE}/"
+                                                         "statistics/tx_bytes"]),
+                              capture_output=True, text=True, timeout=CMD_TIMEOUT_S, check=True)
+        return int(proc.stdout.strip())
 
     def capture(self, host: str, *, start_timeout_s: float = 10.0) -> Capture:
         """Start recording every frame on the host's link, both directions; returns once live."""

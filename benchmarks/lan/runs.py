@@ -87,6 +87,14 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+def _tail(path: Path, size: int = 2000) -> str:
+    """The end of a log file (stderr goes to files: a full pipe would stall the process)."""
+    try:
+        return path.read_bytes()[-size:].decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def _stop(procs: list[subprocess.Popen[bytes]], first_signal: int) -> None:
     for proc in procs:
         if proc.poll() is None:
@@ -110,7 +118,7 @@ def run_cs(lan: ShapedLan, spec: Spec, work: Path) -> dict[str, Any]:
                             "--pin", PIN, "--no-advertise", "--out", str(out),
                             "--eval-every", "0", "--quiet",
                             "--snapshot-every", str(spec.snapshot_every), *spec.args],
-                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                    env=env, stdout=subprocess.DEVNULL, stderr=(work / "hub.err").open("wb"))
     started = time.monotonic()
     while not (out / "session.json").exists() and hub.poll() is None:
         time.sleep(POLL_S)
@@ -134,7 +142,7 @@ def run_cs(lan: ShapedLan, spec: Spec, work: Path) -> dict[str, Any]:
         time.sleep(POLL_S)
     _stop([hub], signal.SIGINT)
     _stop(workers, signal.SIGTERM)
-    err = hub.stderr.read().decode(errors="replace")[-2000:] if hub.stderr else ""
+    err = _tail(work / "hub.err")
     records = _lines(out / "metrics.jsonl")
     return {"spec": asdict(spec), "key": spec.key, "stopped_early": stopped_early,
             "hub_exit": hub.returncode, "hub_stderr": err, "records": records,
@@ -164,7 +172,7 @@ def run_ddp(lan: ShapedLan, spec: Spec, work: Path) -> dict[str, Any]:
         "--batch", str(spec.batch), "--snapshot-every", str(spec.snapshot_every),
         "--budget", str(spec.budget_s), "--check-every", str(check_every),
         "--out", str(work / "ddp")], env=env, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE) for r in range(spec.workers)]
+        stderr=(work / f"rank{r}.err").open("wb")) for r in range(spec.workers)]
     started = time.monotonic()
     watch = Watch()
     watch.mark(lan, 0)
@@ -173,7 +181,7 @@ def run_ddp(lan: ShapedLan, spec: Spec, work: Path) -> dict[str, Any]:
         watch.mark(lan, len(steps))
         time.sleep(POLL_S)
     _stop(procs, signal.SIGTERM)
-    err = procs[0].stderr.read().decode(errors="replace")[-2000:] if procs[0].stderr else ""
+    err = _tail(work / "rank0.err")
     return {"spec": asdict(spec), "key": spec.key, "records": _lines(work / "ddp" /
                                                                       "steps.jsonl"),
             "marks": watch.marks, "rank0_exit": procs[0].returncode, "stderr": err,

@@ -1,0 +1,56 @@
+"""Timeouts that follow the bytes, on a shaped link: a ResNet-18 push (44.7 MB of float32)
+over 50 Mbit/s takes about 7 s, longer than the old fixed 5 s push timeout and 7 s pull
+timeout. Each payload must cross the link once: the worker's bytes on the wire stay within a
+few percent of the payloads the hub received, and the worker never gave up on a request."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from netlab import VirtualLan, netns_available
+
+pytestmark = pytest.mark.slow
+CLI = [sys.executable, "-m", "computeshare_desktop.cli"]
+PIN = "735194"
+PORT = 47400
+RATE, RATE_BPS = "50mbit", 50e6
+OLD_PUSH_TIMEOUT_S = 5.0
+
+
+@pytest.mark.skipif(not netns_available(), reason="needs root for network namespaces")
+def test_a_push_longer_than_the_old_timeout_is_sent_once(tmp_path) -> None:
+    out = tmp_path / "hub"
+    env = {**os.environ, "COMPUTESHARE_HOME": str(tmp_path / "home"), "OMP_NUM_THREADS": "1",
+           "COMPUTESHARE_PIN": PIN}
+    with VirtualLan(["hub", "w1"]) as lan:
+        lan.shape(RATE)
+        hub = lan.popen("hub", [*CLI, "host", "--pin", PIN, "--workers", "1", "--rounds", "2",
+                                "--model", "resnet18", "--codec", "raw", "--eval-every", "0",
+                                "--port", str(PORT), "--no-advertise", "--out", str(out),
+                                "--quiet"], env=env, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True)
+        sent_before = lan.tx_bytes("w1")
+        worker = lan.run("w1", [*CLI, "join", f"{lan.address('hub')}:{PORT}", "--device",
+                                "cpu", "--threads", "1", "--quiet", "--name", "w1"],
+                         env=env, capture_output=True, text=True, timeout=300)
+        sent = lan.tx_bytes("w1") - sent_before
+        hub_out, hub_err = hub.communicate(timeout=120)
+    assert worker.returncode == 0, worker.stdout + worker.stderr
+    assert hub.returncode == 0, hub_out + hub_err
+    assert "no answer from the hub" not in worker.stderr  # no request timed out
+    rounds = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    rounds = [r for r in rounds if r["type"] == "round"]
+    assert [(r["version"], r["contributors"], r["rejected"]) for r in rounds] == \
+        [(1, 1, 0), (2, 1, 0)]
+    pushed = sum(r["bytes_in"] for r in rounds)  # the two pushes (and their headers)
+    assert pushed > 2 * 44_000_000
+    assert pushed / (RATE_BPS / 8) / 2 > OLD_PUSH_TIMEOUT_S  # each push outlasts the old timeout
+    # Everything the worker sent: the two pushes, plus its shard requests, pulls, heartbeats
+    # and TCP's acknowledgements of the model downloads. A second copy of a push would add
+    # 50%.
+    assert pushed <= sent <= 1.05 * pushed, (sent, pushed)
