@@ -44,14 +44,16 @@ import zstandard
 
 from computeshare_desktop import __version__ as CS_VERSION
 from computeshare_desktop.codec import get_codec
+from computeshare_desktop.codec.delta import make_delta
 from computeshare_desktop.data import dataset_info, load_dataset
 from computeshare_desktop.evaluation import batch_loss
+from computeshare_desktop.hub.presets import Mode
 from computeshare_desktop.hub.rounds import Contribution, Round
 from computeshare_desktop.hub.trainer import ParameterServer
 from computeshare_desktop.models import build_model, flat_gradients, flat_parameters
 from computeshare_desktop.protocol import encode
 from computeshare_desktop.protocol.messages import Ack, Model, Ping, Pong, Pull, Push
-from computeshare_desktop.sampling import batch_indices, shard_indices
+from computeshare_desktop.sampling import shard_indices, stream_positions
 from computeshare_desktop.worker.compute import GradientComputer
 
 PIN = "424242"
@@ -197,7 +199,8 @@ def run_session(codec: str, rounds: int, rep: int, root: Path) -> SessionRun:
     start = time.monotonic()
     hub = spawn(["host", "--pin", PIN, "--bind", "127.0.0.1", "--port", str(port), "--workers",
                  str(WORKERS), "--rounds", str(rounds), "--batch-size", str(BATCH), "--codec",
-                 codec, "--eval-every", "0", "--dataset", DATASET, "--model", MODEL,
+                 codec, "--local-steps", "0", "--no-balance", "--eval-every", "0",
+                 "--dataset", DATASET, "--model", MODEL,
                  "--out", str(out / "hub"), "--quiet", "--no-advertise"], out / "host.log")
     workers = [spawn(["join", f"127.0.0.1:{port}", "--pin", PIN, "--device", "cpu",
                       "--threads", "1", "--quiet", "--name", f"bench-{i + 1}"],
@@ -260,6 +263,18 @@ def round_stats(runs: Sequence[SessionRun], codec: str, warmup: int) -> RoundSta
 
 # ---------------------------------------------------------------------------- protocol sizes
 TOKEN, FINGERPRINT = "0" * 32, "0" * 16  # same lengths as auth.new_token() and fingerprint()
+CHECK = "0" * 8  # same length as codec.delta.weights_check()
+BANDWIDTH = 123456789.01234567  # a measured rate in PUSH: a float repr of typical length
+LR = 0.01 * WORKERS  # the step's lr: base lr x samples / batch size
+
+
+def model_header(v: int, codec: str) -> Model:
+    """The MODEL header of version ``v``: a delta from v - 1 (the whole model for v = 0)."""
+    return Model(v, codec, NUMEL, v - 1, CHECK, v * BATCH, BATCH, 0, LR, 0.0, codec, 0.01)
+
+
+def push_header(v: int, codec: str, loss: float, compute_ms: float) -> Push:
+    return Push(TOKEN, v, codec, NUMEL, loss, BATCH, 0, compute_ms, BANDWIDTH)
 
 
 def header_len(message: Any) -> int:
@@ -273,8 +288,8 @@ def header_sizes(codec: str) -> dict[str, int]:
     loss, compute_ms = 0.12345678901234567, 8.123456789012345
     sizes: dict[str, Any] = {
         "pull": Pull(TOKEN, 149, 2000, FINGERPRINT),
-        "model": Model(150, codec, NUMEL),
-        "push": Push(TOKEN, 150, codec, NUMEL, loss, BATCH, compute_ms),
+        "model": model_header(150, codec),
+        "push": push_header(150, codec, loss, compute_ms),
         "ack": Ack(151),
         "ping": Ping(TOKEN),
         "pong": Pong(150, "training"),
@@ -310,31 +325,35 @@ def replay(rounds: int) -> Replay:
     """Run ``rounds`` versions of simplenet/mnist-sample with 2 workers, no sockets."""
     info, train = dataset_info(DATASET), load_dataset(DATASET, "train")
     server = ParameterServer(build_model(MODEL, info, seed=0), base_lr=0.01, momentum=0.9,
-                             codec="zstd")
+                             mode=Mode("zstd", 0.01, 0), batch_size=BATCH)
     workers = []
     for shard in range(WORKERS):
         idx = shard_indices(len(train), WORKERS, shard, 0)
         workers.append(GradientComputer(build_model(MODEL, info), info, torch.device("cpu"),
                                         train.images[idx].contiguous(),
                                         train.labels[idx].contiguous(),
-                                        shard=shard, seed=0, batch_size=BATCH))
+                                        shard=shard, seed=0))
     out = Replay([], [], {c: [] for c in CODECS}, {c: [] for c in CODECS},
                  {c: {} for c in CODECS}, [])
+    previous = None
     for version in range(rounds):
-        _replay_round(server, workers, version, out)
+        previous = _replay_round(server, workers, version, previous, out)
     return out
 
 
 def _replay_round(server: ParameterServer, workers: list[GradientComputer], version: int,
-                  out: Replay) -> None:
+                  previous: torch.Tensor | None, out: Replay) -> torch.Tensor:
+    """One round; returns the weights it started from (the next round's delta base)."""
     flat = server.flat()
 
     def note(codec: str, part: str, seconds: float) -> None:
         out.parts[codec].setdefault(part, []).append(seconds)
 
-    for c in CODECS:
+    for c in CODECS:  # version 0 goes out whole, every later one as a delta
         codec = get_codec(c)
-        weights, t = _timed(functools.partial(codec.encode, flat))
+        encode = (functools.partial(codec.encode, flat) if previous is None else
+                  functools.partial(make_delta, codec, previous, flat))
+        weights, t = _timed(encode)
         out.model[c].append(len(weights))
         note(c, "hub: encode weights", t)
         decode = functools.partial(codec.decode, weights, NUMEL)
@@ -342,9 +361,10 @@ def _replay_round(server: ParameterServer, workers: list[GradientComputer], vers
     rnd, losses = Round(version, 0.0), []
     sizes: dict[str, list[int]] = {c: [] for c in CODECS}
     for worker_id, computer in enumerate(workers, start=1):
-        grad, loss, samples, seconds = computer.compute(flat, version)
+        update = computer.gradient(flat, version * BATCH, BATCH)
+        grad, loss, samples = update.flat, update.loss, update.samples
         losses.append(loss)
-        out.compute.append(seconds)
+        out.compute.append(update.seconds)
         for c in CODECS:
             codec = get_codec(c)
             payload, t = _timed(functools.partial(codec.encode, grad))
@@ -354,13 +374,14 @@ def _replay_round(server: ParameterServer, workers: list[GradientComputer], vers
             note(c, "hub: decode gradient", _timed(decode)[1])
         rnd.add(Contribution(worker_id, worker_id - 1, grad, samples, loss, 0.0), 0.0)
     (grad, loss), t_avg = _timed(rnd.average)
-    _, t_step = _timed(functools.partial(server.step, grad, len(rnd.contributions)))
+    _, t_step = _timed(functools.partial(server.step, grad, BATCH * len(rnd.contributions)))
     for c in CODECS:
         out.push[c].append(sizes[c])
         note(c, "hub: average", t_avg)
         note(c, "hub: optimizer step", t_step)
     out.loss.append(loss)
     out.worker_loss.append(losses)
+    return flat
 
 
 def real_gradients(model: torch.nn.Module, count: int, versions: range) -> list[torch.Tensor]:
@@ -371,7 +392,7 @@ def real_gradients(model: torch.nn.Module, count: int, versions: range) -> list[
     for version in versions:
         for shard in range(WORKERS):
             idx = shard_indices(len(train), WORKERS, shard, 0)
-            pos = batch_indices(len(idx), BATCH, 0, shard, version)
+            pos = stream_positions(len(idx), 0, shard, version * BATCH, BATCH)
             model.zero_grad(set_to_none=True)
             batch_loss(model, train.images[idx[pos]], train.labels[idx[pos]], info).backward()
             grads.append(flat_gradients(model))
@@ -576,20 +597,20 @@ def computed_round_bytes(rep: Replay, codec: str, record: dict[str, Any]) -> tup
     float repr can differ by a few characters).
     """
     v, cms = record["round"] - 1, record["compute_s"] * 1000
-    push = sum(header_len(Push(TOKEN, v, codec, NUMEL, loss, BATCH, cms)) + size
+    push = sum(header_len(push_header(v, codec, loss, cms)) + size
                for loss, size in zip(rep.worker_loss[v], rep.push[codec][v], strict=True))
     pull = header_len(Pull(TOKEN, v, 2000, FINGERPRINT)) + header_len(
         Pull(TOKEN, v - 1, 2000, FINGERPRINT))
-    down = WORKERS * (header_len(Model(v, codec, NUMEL)) + rep.model[codec][v])
+    down = WORKERS * (header_len(model_header(v, codec)) + rep.model[codec][v])
     return push + pull, down + WORKERS * header_len(Ack(v))
 
 
 def per_worker_bytes(rep: Replay, codec: str, versions: range) -> tuple[float, float, list[int]]:
     """Median bytes of one PUSH and one MODEL download (header + payload) over ``versions``."""
-    pushes = [header_len(Push(TOKEN, v, codec, NUMEL, loss, BATCH, 8.123456789012345)) + size
+    pushes = [header_len(push_header(v, codec, loss, 8.123456789012345)) + size
               for v in versions
               for loss, size in zip(rep.worker_loss[v], rep.push[codec][v], strict=True)]
-    downs = [header_len(Model(v, codec, NUMEL)) + rep.model[codec][v] for v in versions]
+    downs = [header_len(model_header(v, codec)) + rep.model[codec][v] for v in versions]
     return median(pushes), median(downs), pushes
 
 
