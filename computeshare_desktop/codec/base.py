@@ -33,6 +33,7 @@ class Codec(ABC):
 
     id: CodecId
     lossless: bool = True
+    finite: bool = False  # decoding checks every value is finite (no need to check again)
 
     @abstractmethod
     def encode(self, flat: torch.Tensor) -> bytes:
@@ -45,6 +46,11 @@ class Codec(ABC):
     @abstractmethod
     def max_encoded_bytes(self, numel: int) -> int:
         """The most bytes a valid encoding of ``numel`` values can take."""
+
+    def encode_residual(self, flat: torch.Tensor) -> tuple[bytes, torch.Tensor]:
+        """The encoding of ``flat`` and what it leaves out (``flat`` minus its decoding)."""
+        payload = self.encode(flat)
+        return payload, flat - self.decode(payload, flat.numel())
 
 
 # The most values any decoder produces (1 GiB of float32). Callers pass the model's own

@@ -19,10 +19,9 @@ from .base import Codec
 
 @dataclass(frozen=True, slots=True)
 class Encoded:
-    """One encoding: its payload, what the receiver decodes, and the residual after it."""
+    """One encoding: its payload and the residual after it (what the receiver lacks)."""
 
     payload: bytes
-    sent: torch.Tensor
     residual: torch.Tensor | None  # None for a lossless codec
 
 
@@ -38,10 +37,8 @@ class ErrorFeedback:
         flat = flat.detach().reshape(-1).to("cpu", torch.float32)
         target = flat if self.residual is None else flat + self.residual
         if self.codec.lossless:  # sends everything, an earlier lossy codec's residual too
-            return Encoded(self.codec.encode(target), target, None)
-        payload = self.codec.encode(target)
-        sent = self.codec.decode(payload, target.numel())
-        return Encoded(payload, sent, target - sent)
+            return Encoded(self.codec.encode(target), None)
+        return Encoded(*self.codec.encode_residual(target))
 
     def keep(self, encoded: Encoded) -> None:
         """The receiver accepted ``encoded``: carry its residual into the next call."""

@@ -9,8 +9,6 @@ a new version is published or their wait runs out, which is why replies can come
 from __future__ import annotations
 
 import logging
-import math
-import statistics
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -29,18 +27,15 @@ from .config import HubConfig
 from .allowlist import Allowlist
 from .membership import Member, Membership
 from .pairing import PairingDesk
-from .planner import WorkPlanner
-from .presets import AUTO, PROBE_ROUNDS, choose
-from .rounds import Contribution, DeadlinePolicy, Round, Task
+from .rejects import RejectLog
+from .rounds import Round, Task
+from .schedule import Schedule
 from .trainer import ParameterServer
 
 log = logging.getLogger(__name__)
 
 MAX_SHARD_CHUNK_BYTES = 4 * 1024 * 1024
 MAX_PAIRING_FRAME = 1024
-LOG_EVERY_S = 5.0
-DEFAULT_BANDWIDTH = 1e6  # bytes/s assumed for deadlines until workers have measured theirs
-MAX_BATCH_FACTOR = 4.0  # the largest share of work a fast worker gets, in nominal batches
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +54,7 @@ class _Parked:
 
 
 class HubCore:
-    """Pairing, membership, shards, synchronous rounds and the optimizer step."""
+    """Pairing, membership, shards, long-polls and pushes; the rounds are its Schedule."""
 
     def __init__(self, config: HubConfig, *, pin: str, session_id: str, hub_key: str,
                  train_set: ArrayDataset, server: ParameterServer, fingerprint: str,
@@ -73,22 +68,15 @@ class HubCore:
         self.allowlist = allowlist if allowlist is not None else Allowlist()
         self.pairing = PairingDesk(pin, session_id, hub_key, self.allowlist)
         self.members = Membership(config.workers, config.heartbeat_timeout_s)
-        self.deadlines = DeadlinePolicy(config.deadline_floor_s, config.deadline_factor)
         self.state = SessionState.DONE if server.version >= config.rounds else SessionState.WAITING
-        self.round = Round(server.version, 0.0)
+        self.schedule = Schedule(config, server, cursors)
         # A push may use any codec (decoding is strict whichever it is), within its bound.
         self.max_frame = max(get_codec(c).max_encoded_bytes(server.numel) for c in CODECS)
-        self.planner = WorkPlanner(config.batch_size, balance=config.balance,
-                                   max_factor=MAX_BATCH_FACTOR)
-        self.cursors: dict[int, int] = dict(cursors or {})  # next sample of each shard's stream
-        self._probe: list[tuple[float, float]] = []  # (compute, rest) of rounds, for "auto"
-        self._tuned = config.preset != AUTO or server.version >= PROBE_ROUNDS
         self._parked: dict[bytes, _Parked] = {}
         self._shards: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         self._events: list[dict[str, Any]] = []
         self._told: set[int] = set()  # workers that have been told the session is done
-        self._opened: dict[int, float] = {}  # when recent versions were published
-        self._log_gate: dict[RejectCode, tuple[float, int]] = {}  # last logged, suppressed
+        self._reject_log = RejectLog()
 
     # ----------------------------------------------------------------- entry points
     def handle(self, peer: bytes, frames: Sequence[Frame], now: float,
@@ -263,16 +251,7 @@ class HubCore:
                 payload.data)
 
     def _task(self, member: Member) -> Task:
-        """This round's work for ``member``: the same for every download of the version."""
-        version = self.server.version
-        if member.task is None or member.task.version != version:
-            shard_size = len(self._shard_data(member.shard)[1])
-            batch = min(self.round.plan.get(member.worker_id, self.config.batch_size),
-                        max(1, shard_size))
-            member.task = Task(version, self.cursors.get(member.shard, 0), batch,
-                               self.round.steps, self.round.lr)
-            member.batch = batch
-        return member.task
+        return self.schedule.task(member, len(self._shard_data(member.shard)[1]))
 
     def _push(self, member: Member, msg: Push, body: list[Frame], now: float,
               out: list[Reply]) -> tuple[Any, ...]:
@@ -286,153 +265,36 @@ class HubCore:
         return (Ack(self.server.version),)
 
     def _accept(self, member: Member, msg: Push, body: list[Frame], now: float) -> None:
-        version = self.server.version
         if self.state is not SessionState.TRAINING:
             raise RemoteProtocolError(RejectCode.NOT_TRAINING, self.state.value)
-        if msg.version < version:
-            opened = self._opened.get(msg.version)
-            if opened is not None:  # late, but it tells how slow this worker is
-                self.deadlines.observe(member.worker_id, now - opened)
-            raise RemoteProtocolError(RejectCode.STALE, f"current version is {version}")
-        if msg.version > version:
-            raise RemoteProtocolError(RejectCode.BAD_VERSION, f"current version is {version}")
-        if member.shard in self.round.contributions:  # per shard: a rejoin is no new batch
-            raise RemoteProtocolError(RejectCode.DUPLICATE, f"shard already pushed for {version}")
-        self._check_push(msg, self._task(member))
-        update = get_codec(msg.codec).decode(body[0], msg.numel)
-        if not bool(torch.isfinite(update).all()):
-            raise RemoteProtocolError(RejectCode.NOT_FINITE, "update contains NaN/inf")
-        compute_s = min(max(0.0, msg.compute_ms) / 1000, 1e6)
-        self.round.add(Contribution(member.worker_id, member.shard, update, msg.samples,
-                                    msg.loss, compute_s), now)
-        self.round.largest_push = max(self.round.largest_push, len(body[0]))
-        self.deadlines.observe(member.worker_id, now - self.round.opened_at)
-        self.planner.observe(member.worker_id, msg.samples, compute_s)
-        if msg.bandwidth > 0:
-            member.bandwidth = msg.bandwidth
-        member.pushed += 1
-        member.samples += msg.samples
-        member.compute_s += compute_s
-
-    def _check_push(self, msg: Push, task: Task) -> None:
-        """The header of a push must match the work handed out (before decoding anything)."""
-        if msg.numel != self.server.numel:
-            raise RemoteProtocolError(RejectCode.BAD_SHAPE,
-                                      f"{msg.numel} values, model has {self.server.numel}")
-        if msg.steps != task.steps:
-            raise RemoteProtocolError(RejectCode.MALFORMED,
-                                      f"steps={msg.steps}, the round asked for {task.steps}")
-        if not (0 < msg.samples <= task.samples):
-            raise RemoteProtocolError(RejectCode.MALFORMED,
-                                      f"samples={msg.samples}, the round asked for {task.samples}")
-        if not (math.isfinite(msg.loss * msg.samples) and math.isfinite(msg.compute_ms)
-                and math.isfinite(msg.bandwidth)):
-            raise RemoteProtocolError(RejectCode.NOT_FINITE, "loss or timing is not finite")
+        self.schedule.accept(member, msg, body[0], self._task(member), now)
 
     # ----------------------------------------------------------------- rounds
     def _ready(self) -> list[Member]:
         return [m for m in self.members.members() if m.ready]
 
-    def _open_round(self, now: float) -> None:
-        """Plan the next round: each worker's batch, the local steps and their lr.
-
-        Versions count global steps, so a session of R rounds trains the same samples in
-        every mode: a round of H local steps advances the version by H, and the last one
-        is cut short to land on R.
-        """
-        version = self.server.version
-        plan = self.planner.plan([m.worker_id for m in self._ready()])
-        lr = self.server.lr_for(sum(plan.values()) or self.config.batch_size)
-        steps = min(self.server.local_steps, max(1, self.config.rounds - version))
-        self.round = Round(version, now, plan=plan, lr=lr, steps=steps)
-        self._opened[version] = now
-        for old in [v for v in self._opened if v < version - 256]:
-            del self._opened[old]
-
     def _maybe_start(self, now: float, out: list[Reply]) -> None:
         ready = len(self._ready())
         if self.state is SessionState.WAITING and ready >= self.config.workers:
             self.state = SessionState.TRAINING
-            self._open_round(now)
+            self.schedule.open(now, self._ready())
             log.info("[hub v%d] %d workers ready: training starts", self.server.version, ready)
             self._event("state", state=self.state.value)
             self._release(out)
 
     def _maybe_close(self, now: float, out: list[Reply]) -> None:
-        rnd = self.round
-        if self.state is not SessionState.TRAINING or not rnd.contributions:
+        if self.state is not SessionState.TRAINING:
             return
-        ready = self._ready()
-        complete = rnd.complete({m.shard for m in ready})
-        if not complete:
-            assert rnd.first_push_at is not None
-            missing = {m.shard for m in ready} - rnd.contributions.keys()
-            deadline = self.deadlines.deadline(rnd.opened_at, rnd.first_push_at,
-                                               {m.worker_id for m in ready},
-                                               self._transfer_s(len(missing)))
-            if now < deadline:
-                return
-            shards = {m.shard for m in ready} | rnd.contributions.keys()
-            log.warning("[hub v%d] deadline: closing with %d of %d shards", rnd.version,
-                        len(rnd.contributions), len(shards))
-        self._step(rnd, now, complete)
-        self._maybe_tune()
-        self._open_round(now)
+        complete = self.schedule.due(now, self._ready())
+        if complete is None:
+            return
+        self._events += self.schedule.close(now, complete, self.members.members())
+        self.schedule.open(now, self._ready())
         if self.server.version >= self.config.rounds:
             self.state = SessionState.DONE
             log.info("[hub v%d] all %d rounds done", self.server.version, self.config.rounds)
             self._event("state", state=self.state.value)
         self._release(out)
-
-    def _step(self, rnd: Round, now: float, complete: bool) -> None:
-        """Average the round's updates, step the optimizer, advance the shards' streams."""
-        update, loss = rnd.average()
-        items = rnd.contributions.values()
-        samples = sum(c.samples for c in items)
-        self.server.step(update, samples // max(1, rnd.steps), steps=max(1, rnd.steps))
-        seconds = now - rnd.opened_at
-        for c in items:
-            self.cursors[c.shard] = self.cursors.get(c.shard, 0) + c.samples
-            member = next((m for m in self.members.members() if m.worker_id == c.worker_id),
-                          None)
-            if member is not None:
-                member.busy = min(1.0, c.compute_s / seconds) if seconds > 0 else 1.0
-        slowest = max(c.compute_s for c in items)
-        self._probe.append((slowest, max(0.0, seconds - slowest)))
-        self._event("round", round=self.server.version, version=self.server.version,
-                    steps=self.server.version - rnd.version, loss=loss,
-                    contributors=len(rnd.contributions), rejected=rnd.rejected,
-                    bytes_in=rnd.bytes_in, bytes_out=rnd.bytes_out, samples=samples,
-                    seconds=seconds, complete=complete,
-                    compute_s=max(c.compute_s for c in items),
-                    busy=(sum(min(1.0, c.compute_s / seconds) for c in items) / len(items)
-                          if seconds > 0 else 1.0),
-                    workers=[m.summary() for m in self.members.members()])
-
-    def _maybe_tune(self) -> None:
-        """Preset "auto": after the probe rounds, switch to the preset the link calls for."""
-        if self._tuned or len(self._probe) < PROBE_ROUNDS:
-            return
-        self._tuned = True
-        compute = statistics.median(c for c, _ in self._probe[1:])  # the first warms up
-        other = statistics.median(o for _, o in self._probe[1:])
-        rates = [m.bandwidth for m in self.members.members() if m.bandwidth > 0]
-        rate = statistics.median(rates) if rates else 0.0
-        preset = choose(compute_s=compute, other_s=other)
-        log.info("[hub v%d] auto: a round is %.3f s of compute and %.3f s of the rest (link "
-                 "%.0f Mbit/s): %s (%s, %d local steps)", self.server.version, compute, other,
-                 8 * rate / 1e6, preset.label, preset.mode.codec, preset.mode.local_steps)
-        if preset.mode != self.server.mode:
-            self.server.set_mode(preset.mode, self.config.outer_for(preset.mode.local_steps),
-                                 self.config.outer_lr)
-        self._event("mode", preset=preset.name, **preset.mode.to_json(),
-                    compute_s=compute, other_s=other, bandwidth=rate)
-
-    def _transfer_s(self, missing: int) -> float:
-        """How long ``missing`` pushes the size of this round's largest take to arrive."""
-        rates = sorted(m.bandwidth for m in self.members.members() if m.bandwidth > 0)
-        rate = rates[len(rates) // 2] if rates else DEFAULT_BANDWIDTH
-        return missing * self.round.largest_push / rate
 
     def _release(self, out: list[Reply]) -> None:
         """Answer every parked long-poll that the new version or state satisfies."""
@@ -453,14 +315,16 @@ class HubCore:
 
     # ----------------------------------------------------------------- helpers
     def _forget(self, member: Member) -> None:
-        """A worker left: stop waiting for it and drop what was learned about it."""
-        self.deadlines.forget(member.worker_id)
-        self.planner.forget(member.worker_id)
+        self.schedule.forget(member.worker_id)
+
+    @property
+    def round(self) -> Round:
+        """The round being collected."""
+        return self.schedule.round
 
     def checkpoint(self) -> dict[str, object]:
-        """What a resumed session needs: the optimizer, the mode, each shard's stream."""
-        return {**self.server.state(), "cursors": dict(self.cursors),
-                "mode": self.server.mode.to_json()}
+        """What a resumed session needs (see Schedule.checkpoint)."""
+        return self.schedule.checkpoint()
 
     def _reply(self, peer: bytes, msg: Any, *frames: Frame) -> Reply:
         encoded = encode(msg, frames)
@@ -470,22 +334,11 @@ class HubCore:
     def _reject(self, exc: RemoteProtocolError, peer: bytes, now: float) -> tuple[Any, ...]:
         code = exc.code if isinstance(exc.code, RejectCode) else RejectCode.MALFORMED
         if code not in (RejectCode.STALE, RejectCode.DUPLICATE):
-            self._log_reject(code, peer, exc.detail, now)
+            self._reject_log.note(code, peer, exc.detail, now, self.server.version)
         retry = (self.pairing.lockout.retry_after(now) if code is RejectCode.LOCKED_OUT
                  else 1.0 if code is RejectCode.BUSY else 0.0)
         self._event("rejected", code=code.value, detail=exc.detail)
         return (Reject(code.value, exc.detail[:200], self.server.version, retry),)
-
-    def _log_reject(self, code: RejectCode, peer: bytes, detail: str, now: float) -> None:
-        """One log line per code per LOG_EVERY_S, so a flood cannot flood the log too."""
-        last, suppressed = self._log_gate.get(code, (float("-inf"), 0))
-        if now - last < LOG_EVERY_S:
-            self._log_gate[code] = (last, suppressed + 1)
-            return
-        self._log_gate[code] = (now, 0)
-        more = f" (+{suppressed} more since the last report)" if suppressed else ""
-        log.warning("[hub v%d] rejected %s from peer %s: %s%s", self.server.version,
-                    code.value, peer.hex()[:8], detail, more)
 
     def _event(self, kind: str, **data: Any) -> None:
         self._events.append({"kind": kind, **data})

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 
 from ..errors import ConfigError
@@ -112,3 +113,26 @@ def choose(*, compute_s: float, other_s: float) -> Preset:
         steps *= 2
     return Preset(slow.name, slow.label, Mode(slow.mode.codec, slow.mode.topk, steps),
                   slow.summary)
+
+
+class AutoTuner:
+    """Preset "auto": notes the first rounds' compute and the rest, then chooses once."""
+
+    def __init__(self, active: bool) -> None:
+        self.active = active
+        self._probe: list[tuple[float, float]] = []
+        self.compute_s = self.other_s = 0.0
+
+    def observe(self, compute_s: float, other_s: float) -> Preset | None:
+        """One round's split (the slowest worker's compute, the rest of the round); the
+        preset to switch to once PROBE_ROUNDS were seen (the first, a warm-up, is not
+        counted), else None."""
+        if not self.active:
+            return None
+        self._probe.append((compute_s, other_s))
+        if len(self._probe) < PROBE_ROUNDS:
+            return None
+        self.active = False
+        self.compute_s = statistics.median(c for c, _ in self._probe[1:])
+        self.other_s = statistics.median(o for _, o in self._probe[1:])
+        return choose(compute_s=self.compute_s, other_s=self.other_s)

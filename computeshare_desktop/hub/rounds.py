@@ -1,12 +1,18 @@
-"""One synchronous round: collect gradients, decide when to close, average. Pure."""
+"""One synchronous round: the work handed out, the pushes that match it, when to close, the
+average. Pure."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import deque
 from dataclasses import dataclass, field
 
 import torch
+
+from ..errors import RemoteProtocolError
+from ..protocol import RejectCode
+from ..protocol.messages import Push
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +82,25 @@ class Round:
             grad.add_(c.grad, alpha=c.samples / total)
         loss = sum(c.loss * c.samples for c in items) / total
         return grad, loss
+
+
+def check_push(msg: Push, task: Task, numel: int) -> None:
+    """The header of a push must match the work handed out (checked before decoding).
+
+    Raises:
+        RemoteProtocolError: BAD_SHAPE, MALFORMED or NOT_FINITE.
+    """
+    if msg.numel != numel:
+        raise RemoteProtocolError(RejectCode.BAD_SHAPE, f"{msg.numel} values, model has {numel}")
+    if msg.steps != task.steps:
+        raise RemoteProtocolError(RejectCode.MALFORMED,
+                                  f"steps={msg.steps}, the round asked for {task.steps}")
+    if not (0 < msg.samples <= task.samples):
+        raise RemoteProtocolError(RejectCode.MALFORMED,
+                                  f"samples={msg.samples}, the round asked for {task.samples}")
+    if not (math.isfinite(msg.loss * msg.samples) and math.isfinite(msg.compute_ms)
+            and math.isfinite(msg.bandwidth)):
+        raise RemoteProtocolError(RejectCode.NOT_FINITE, "loss or timing is not finite")
 
 
 class DeadlinePolicy:

@@ -144,7 +144,7 @@ class ParameterServer:
         offset = 0
         for p in self.params:
             n = p.numel()
-            p.grad = update[offset:offset + n].view_as(p).clone()
+            p.grad = update[offset:offset + n].view_as(p)  # the update is ours: no copy
             offset += n
         lr = self.outer_lr if self.local_steps else self.lr_for(samples)
         for group in self.optimizer.param_groups:
@@ -156,7 +156,7 @@ class ParameterServer:
 
     def flat(self) -> torch.Tensor:
         """A copy of the weights as one flat float32 vector."""
-        return parameters_to_vector(self.params).detach().clone()
+        return parameters_to_vector(self.params).detach()  # a new tensor (cat)
 
     def payload(self, have: int) -> Payload:
         """The download for a worker that holds version ``have`` (see Publisher.payload)."""

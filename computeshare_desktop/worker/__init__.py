@@ -2,7 +2,8 @@
 
 from .compute import GradientComputer
 from .device import DEVICE_CHOICES, DeviceChoice, pick_device
-from .session import Channel, WorkerOptions, WorkerResult, WorkerSession
+from .options import Channel, WorkerOptions, WorkerResult
+from .session import WorkerSession
 
 __all__ = ["Channel", "DEVICE_CHOICES", "DeviceChoice", "GradientComputer", "WorkerOptions",
            "WorkerResult", "WorkerSession", "pick_device"]

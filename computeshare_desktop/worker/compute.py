@@ -59,14 +59,6 @@ class GradientComputer:
             vector_to_parameters(on_device.clone(), self.params)
         return on_device
 
-    def _move(self, flat: torch.Tensor, alpha: float) -> None:
-        """Add ``alpha * flat`` to the parameters (a flat vector in their order)."""
-        offset = 0
-        for p in self.params:
-            n = p.numel()
-            p.add_(flat[offset:offset + n].view_as(p), alpha=alpha)
-            offset += n
-
     def _grads(self) -> torch.Tensor:
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
         return parameters_to_vector(grads).detach()
@@ -95,13 +87,15 @@ class GradientComputer:
         for step in range(steps):
             losses.append(self._batch_loss(start + step * batch, batch))
             with torch.no_grad():
-                if momentum and velocity is not None:
-                    velocity.mul_(momentum).add_(self._grads())
-                    self._move(velocity, -lr)
-                else:
-                    for p in self.params:
-                        if p.grad is not None:
-                            p.add_(p.grad, alpha=-lr)
+                offset = 0
+                for p in self.params:
+                    n = p.numel()
+                    move = p.grad if p.grad is not None else torch.zeros_like(p)
+                    if momentum and velocity is not None:  # per parameter: no flat copies
+                        v = velocity[offset:offset + n].view_as(p)
+                        move = v.mul_(momentum).add_(move)
+                    p.add_(move, alpha=-lr)
+                    offset += n
         with torch.no_grad():
             change = start_weights - parameters_to_vector(self.params)
         loss = float(torch.stack(losses).mean()) if losses else 0.0

@@ -12,12 +12,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 
-from ..codec import ErrorFeedback, make_codec
 from ..data import dataset_info
 from ..errors import HubUnreachableError, RejectedError
 from ..models import build_model, fingerprint
@@ -29,10 +27,12 @@ from ..protocol.messages import (Ack, Bye, Done, Join, Model, Paired, PairFinish
 from ..protocol.pake import WorkerPairing, key_fingerprint
 from ..protocol.tensors import frame_to_tensor
 from ..protocol.wire import Frame
-from .compute import GradientComputer, Update
+from .compute import GradientComputer
 from .device import DeviceChoice
 from .link import LinkMeter
 from .replica import Drift, Replica
+from .options import Channel, Connector, WorkerOptions, WorkerResult
+from .updates import Pending, UpdateEncoder
 
 log = logging.getLogger(__name__)
 
@@ -42,52 +42,12 @@ MAX_SHARD_REPLY = 4 * 1024 * 1024  # bytes of one SHARD_DATA chunk at most (hub'
 MAX_REPLY_FRAME = 256 * 1024 * 1024
 
 
-class Channel(Protocol):
-    """A request/reply link to the hub."""
-
-    def request(self, frames: Sequence[Frame], timeout_s: float,
-                keep_waiting: Callable[[], bool] | None = None) -> list[bytes]: ...
-    def close(self) -> None: ...
-
-
-class Connector(Protocol):
-    """Makes the channels to one hub."""
-
-    @property
-    def public_key(self) -> str: ...
-    def pairing(self) -> Channel: ...
-    def channel(self, server_key: str) -> Channel: ...
-
-
 class _Rejoin(Exception):
     """The hub no longer knows us: pair again."""
 
 
 class _RetryPairing(Exception):
     """Pairing is paused (lock-out) or busy: we waited, now start a fresh run."""
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerOptions:
-    """How a worker behaves; the CLI and the GUI fill these in."""
-
-    pin: str
-    name: str
-    request_timeout_s: float = 5.0  # plus the transfer time of its bytes (see LinkMeter)
-    first_contact_s: float = 15.0  # give up this soon if the hub never answered at all
-    give_up_s: float = 120.0  # give up after this long without any answer
-    heartbeat_s: float = 1.0
-    pull_wait_ms: int = 2000
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerResult:
-    """How a worker's session ended."""
-
-    pushed: int
-    rejected: int
-    version: int
-    seconds: float
 
 
 class WorkerSession:
@@ -116,8 +76,7 @@ class WorkerSession:
         self._beat: threading.Thread | None = None
         self._last_pong: float | None = None  # when the heartbeat last heard the hub
         self.link = LinkMeter(options.request_timeout_s)
-        self._feedback: ErrorFeedback | None = None
-        self._velocity: torch.Tensor | None = None  # momentum kept here for sparse pushes
+        self.updates = UpdateEncoder()
 
     # ----------------------------------------------------------------- public
     def run(self) -> WorkerResult:
@@ -251,8 +210,15 @@ class WorkerSession:
                 self._emit("resync", version=msg.version)
                 continue
             assert replica.weights is not None
-            update, velocity = self._work(computer, replica.weights, msg)
-            accepted = self._send_update(w.token, msg, update, velocity)
+            pending = self._work(computer, replica.weights, msg)
+            update = pending.update
+            push = Push(w.token, msg.version, pending.codec.id.value, update.flat.numel(),
+                        update.loss, update.samples, msg.steps, update.seconds * 1000,
+                        self.link.rate)
+            accepted = self._push(push, self.encode_gradient(pending.codec, pending.payload,
+                                                             msg.version))
+            if accepted:
+                pending.commit()
             if accepted is None:
                 return True
             self.version = msg.version
@@ -261,48 +227,17 @@ class WorkerSession:
                        pushed=self.pushed, rejected=self.rejected)
         return True
 
-    def _work(self, computer: GradientComputer, weights: torch.Tensor,
-              msg: Model) -> tuple[Update, torch.Tensor | None]:
-        """The round's work as the hub planned it: one gradient, or local steps; and the
-        velocity after it when the momentum is kept here (kept only if the push is)."""
+    def _work(self, computer: GradientComputer, weights: torch.Tensor, msg: Model) -> Pending:
+        """The round's work as the hub planned it (one gradient, or local steps), encoded."""
         if msg.batch < 1 or msg.steps < 0 or not (msg.lr >= 0 and 0 <= msg.momentum < 1):
             raise RejectedError(RejectCode.MALFORMED, "the hub planned impossible work")
-        velocity = None
-        if msg.momentum:  # gradients are sparsified on the CPU; local steps run on the device
-            device = computer.device if msg.steps else torch.device("cpu")
-            velocity = (self._velocity.to(device, copy=True) if self._velocity is not None
-                        else torch.zeros(computer.numel, device=device))
+        velocity = self.updates.velocity_for(msg, computer.numel, computer.device)
         if msg.steps == 0:
-            return computer.gradient(weights, msg.start, msg.batch), velocity
-        return computer.local_steps(weights, msg.start, msg.batch, msg.steps, msg.lr,
-                                    momentum=msg.momentum, velocity=velocity), velocity
-
-    def _send_update(self, token: str, msg: Model, update: Update,
-                     velocity: torch.Tensor | None) -> bool | None:
-        """Encode with error feedback and push; as ``_push``.
-
-        A gradient with momentum kept here (Deep Gradient Compression's momentum
-        correction) sends the velocity instead, and the velocity of every value that went
-        out starts again from zero (its momentum factor masking).
-        """
-        codec = make_codec(msg.push_codec, topk=msg.topk)
-        if self._feedback is None:
-            self._feedback = ErrorFeedback(codec)
-        self._feedback.codec = codec  # the residual carries over if the hub changes codec
-        flat = update.flat
-        if velocity is not None and msg.steps == 0:
-            velocity.mul_(msg.momentum).add_(flat)
-            flat = velocity
-        encoded = self._feedback.encode(flat)
-        push = Push(token, msg.version, codec.id.value, update.flat.numel(), update.loss,
-                    update.samples, msg.steps, update.seconds * 1000, self.link.rate)
-        accepted = self._push(push, self.encode_gradient(codec, encoded.payload, msg.version))
-        if accepted:
-            self._feedback.keep(encoded)
-            if velocity is not None and msg.steps == 0:
-                velocity[encoded.sent != 0] = 0
-            self._velocity = velocity
-        return accepted
+            update = computer.gradient(weights, msg.start, msg.batch)
+        else:
+            update = computer.local_steps(weights, msg.start, msg.batch, msg.steps, msg.lr,
+                                          momentum=msg.momentum, velocity=velocity)
+        return self.updates.encode(msg, update, velocity)
 
     def encode_gradient(self, codec: Any, payload: bytes, version: int) -> bytes:
         """The payload of a push as it goes on the wire (a seam for fault-injection tests)."""

@@ -1,0 +1,183 @@
+"""The rounds of a session: the work each worker is given, which pushes count, when a round
+closes, and the optimizer step that ends it. Pure: the caller passes ``now`` and the members.
+
+Versions count global steps, so a session of R rounds trains the same samples in every
+mode: a round of H local steps advances the version by H, and the last is cut short to
+land on R. Each shard is read as a stream (see ``sampling``); its cursor moves on by the
+samples of each push that counted, so a replacement worker carries on where the last
+stopped and a worker's batch can change size from round to round.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+from typing import Any
+
+import torch
+
+from ..codec import get_codec
+from ..errors import RemoteProtocolError
+from ..protocol import RejectCode
+from ..protocol.messages import Push
+from ..protocol.wire import Frame
+from .config import HubConfig
+from .membership import Member
+from .planner import WorkPlanner
+from .presets import AUTO, PROBE_ROUNDS, AutoTuner
+from .rounds import Contribution, DeadlinePolicy, Round, Task, check_push
+from .trainer import ParameterServer
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BANDWIDTH = 1e6  # bytes/s assumed for deadlines until workers have measured theirs
+MAX_BATCH_FACTOR = 4.0  # the largest share of work a fast worker gets, in nominal batches
+OPENED_HISTORY = 256  # versions whose opening time is kept (late pushes still teach latency)
+
+
+class Schedule:
+    """Plans, collects and closes the rounds of one session."""
+
+    def __init__(self, config: HubConfig, server: ParameterServer,
+                 cursors: dict[int, int] | None = None) -> None:
+        self.config, self.server = config, server
+        self.deadlines = DeadlinePolicy(config.deadline_floor_s, config.deadline_factor)
+        self.planner = WorkPlanner(config.batch_size, balance=config.balance,
+                                   max_factor=MAX_BATCH_FACTOR)
+        self.cursors: dict[int, int] = dict(cursors or {})  # next sample of each shard's stream
+        self.tuner = AutoTuner(config.preset == AUTO and server.version < PROBE_ROUNDS)
+        self.round = Round(server.version, 0.0)
+        self._opened: dict[int, float] = {}  # when recent versions were published
+
+    # ----------------------------------------------------------------- planning
+    def open(self, now: float, ready: list[Member]) -> None:
+        """Plan the next round: each worker's batch, the local steps and their lr."""
+        version = self.server.version
+        plan = self.planner.plan([m.worker_id for m in ready])
+        lr = self.server.lr_for(sum(plan.values()) or self.config.batch_size)
+        steps = min(self.server.local_steps, max(1, self.config.rounds - version))
+        self.round = Round(version, now, plan=plan, lr=lr, steps=steps)
+        self._opened[version] = now
+        for old in [v for v in self._opened if v < version - OPENED_HISTORY]:
+            del self._opened[old]
+
+    def task(self, member: Member, shard_size: int) -> Task:
+        """This round's work for ``member``: the same for every download of the version."""
+        version = self.server.version
+        if member.task is None or member.task.version != version:
+            batch = min(self.round.plan.get(member.worker_id, self.config.batch_size),
+                        max(1, shard_size))
+            member.task = Task(version, self.cursors.get(member.shard, 0), batch,
+                               self.round.steps, self.round.lr)
+            member.batch = batch
+        return member.task
+
+    # ----------------------------------------------------------------- pushes
+    def accept(self, member: Member, msg: Push, payload: Frame, task: Task,
+               now: float) -> None:
+        """Count a push towards the round, or raise RemoteProtocolError with why not."""
+        version = self.server.version
+        if msg.version < version:
+            opened = self._opened.get(msg.version)
+            if opened is not None:  # late, but it tells how slow this worker is
+                self.deadlines.observe(member.worker_id, now - opened)
+            raise RemoteProtocolError(RejectCode.STALE, f"current version is {version}")
+        if msg.version > version:
+            raise RemoteProtocolError(RejectCode.BAD_VERSION, f"current version is {version}")
+        if member.shard in self.round.contributions:  # per shard: a rejoin is no new batch
+            raise RemoteProtocolError(RejectCode.DUPLICATE, f"shard already pushed for {version}")
+        check_push(msg, task, self.server.numel)
+        codec = get_codec(msg.codec)
+        update = codec.decode(payload, msg.numel)
+        if not codec.finite and not bool(torch.isfinite(update).all()):
+            raise RemoteProtocolError(RejectCode.NOT_FINITE, "update contains NaN/inf")
+        compute_s = min(max(0.0, msg.compute_ms) / 1000, 1e6)
+        self.round.add(Contribution(member.worker_id, member.shard, update, msg.samples,
+                                    msg.loss, compute_s), now)
+        self.round.largest_push = max(self.round.largest_push, len(payload))
+        self.deadlines.observe(member.worker_id, now - self.round.opened_at)
+        self.planner.observe(member.worker_id, msg.samples, compute_s)
+        if msg.bandwidth > 0:
+            member.bandwidth = msg.bandwidth
+        member.pushed += 1
+        member.samples += msg.samples
+        member.compute_s += compute_s
+
+    def forget(self, worker_id: int) -> None:
+        """A worker left: stop waiting for it and drop what was learned about it."""
+        self.deadlines.forget(worker_id)
+        self.planner.forget(worker_id)
+
+    # ----------------------------------------------------------------- closing
+    def due(self, now: float, ready: list[Member]) -> bool | None:
+        """None while the round stays open; else whether it closes complete."""
+        rnd = self.round
+        if not rnd.contributions:
+            return None
+        expected = {m.shard for m in ready}
+        if rnd.complete(expected):
+            return True
+        assert rnd.first_push_at is not None
+        missing = expected - rnd.contributions.keys()
+        deadline = self.deadlines.deadline(rnd.opened_at, rnd.first_push_at,
+                                           {m.worker_id for m in ready},
+                                           self._transfer_s(len(missing), ready))
+        if now < deadline:
+            return None
+        log.warning("[hub v%d] deadline: closing with %d of %d shards", rnd.version,
+                    len(rnd.contributions), len(expected | rnd.contributions.keys()))
+        return False
+
+    def close(self, now: float, complete: bool,
+              members: list[Member]) -> list[dict[str, Any]]:
+        """Average the updates, step, move the shards' streams on; the events it makes."""
+        rnd = self.round
+        update, loss = rnd.average()
+        items = rnd.contributions.values()
+        samples = sum(c.samples for c in items)
+        self.server.step(update, samples // max(1, rnd.steps), steps=max(1, rnd.steps))
+        seconds = now - rnd.opened_at
+        busy = {c.worker_id: min(1.0, c.compute_s / seconds) if seconds > 0 else 1.0
+                for c in items}
+        for c in items:
+            self.cursors[c.shard] = self.cursors.get(c.shard, 0) + c.samples
+        for m in members:
+            m.busy = busy.get(m.worker_id, m.busy)
+        slowest = max(c.compute_s for c in items)
+        events = [{"kind": "round", "round": self.server.version,
+                   "version": self.server.version, "steps": self.server.version - rnd.version,
+                   "loss": loss, "contributors": len(rnd.contributions),
+                   "rejected": rnd.rejected, "bytes_in": rnd.bytes_in,
+                   "bytes_out": rnd.bytes_out, "samples": samples, "seconds": seconds,
+                   "complete": complete, "compute_s": slowest,
+                   "busy": sum(busy.values()) / len(busy),
+                   "workers": [m.summary() for m in members]}]
+        return events + self._tune(slowest, max(0.0, seconds - slowest), members)
+
+    def _tune(self, compute_s: float, other_s: float,
+              members: list[Member]) -> list[dict[str, Any]]:
+        """Preset "auto": after the probe rounds, switch to the preset the link calls for."""
+        preset = self.tuner.observe(compute_s, other_s)
+        if preset is None:
+            return []
+        log.info("[hub v%d] auto: a round is %.3f s of compute and %.3f s of the rest: %s "
+                 "(%s, %d local steps)", self.server.version, self.tuner.compute_s,
+                 self.tuner.other_s, preset.label, preset.mode.codec, preset.mode.local_steps)
+        if preset.mode != self.server.mode:
+            self.server.set_mode(preset.mode, self.config.outer_for(preset.mode.local_steps),
+                                 self.config.outer_lr)
+        rates = [m.bandwidth for m in members if m.bandwidth > 0]
+        return [{"kind": "mode", "preset": preset.name, **preset.mode.to_json(),
+                 "compute_s": self.tuner.compute_s, "other_s": self.tuner.other_s,
+                 "bandwidth": statistics.median(rates) if rates else 0.0}]
+
+    def _transfer_s(self, missing: int, members: list[Member]) -> float:
+        """How long ``missing`` pushes the size of this round's largest take to arrive."""
+        rates = [m.bandwidth for m in members if m.bandwidth > 0]
+        rate = statistics.median(rates) if rates else DEFAULT_BANDWIDTH
+        return missing * self.round.largest_push / rate
+
+    def checkpoint(self) -> dict[str, object]:
+        """What a resumed session needs: the optimizer, the mode, each shard's stream."""
+        return {**self.server.state(), "cursors": dict(self.cursors),
+                "mode": self.server.mode.to_json()}

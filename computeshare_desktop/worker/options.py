@@ -1,0 +1,53 @@
+"""What a worker session is given and gives back, and the channels it talks through.
+
+Sockets stay outside the worker core: it talks through a ``Channel`` (request -> reply
+frames, ``TimeoutError`` on silence) that a ``Connector`` makes, so the loop runs the same
+over ZeroMQ, in tests, or over any future transport.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol, Sequence
+
+from ..protocol.wire import Frame
+
+
+class Channel(Protocol):
+    """A request/reply link to the hub."""
+
+    def request(self, frames: Sequence[Frame], timeout_s: float,
+                keep_waiting: Callable[[], bool] | None = None) -> list[bytes]: ...
+    def close(self) -> None: ...
+
+
+class Connector(Protocol):
+    """Makes the channels to one hub."""
+
+    @property
+    def public_key(self) -> str: ...
+    def pairing(self) -> Channel: ...
+    def channel(self, server_key: str) -> Channel: ...
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerOptions:
+    """How a worker behaves; the CLI and the GUI fill these in."""
+
+    pin: str
+    name: str
+    request_timeout_s: float = 5.0  # plus the transfer time of its bytes (see LinkMeter)
+    first_contact_s: float = 15.0  # give up this soon if the hub never answered at all
+    give_up_s: float = 120.0  # give up after this long without any answer
+    heartbeat_s: float = 1.0
+    pull_wait_ms: int = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerResult:
+    """How a worker's session ended."""
+
+    pushed: int
+    rejected: int
+    version: int
+    seconds: float
