@@ -121,7 +121,7 @@ def run_one(s: Spec, lans: dict[int, ShapedLan]) -> dict[str, Any]:
         result["curve"] = evaluate.curve(result) if s.snapshot_every else []
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    result.pop("marks", None)  # summarized; per-round records stay out of the results file
+    # Per-round records are summarized; they stay out of the results file (megabytes).
     result["records"] = [r for r in result["records"] if r.get("type") in ("mode", "eval")]
     return result
 

@@ -59,13 +59,15 @@ class Watch:
         if not self.marks or self.marks[-1][0] != rounds:
             self.marks.append((rounds, lan.all_tx_bytes(), time.monotonic()))
 
-    def between(self, first: int, last: int) -> int | None:
-        """Bytes sent on the LAN from the end of round ``first`` to the end of ``last``."""
+    def between(self, first: int, last: int) -> tuple[int, int, int] | None:
+        """(bytes sent on the LAN, first round, last round) over the widest window of
+        marks from the end of round ``first`` or later to the end of ``last`` or earlier:
+        the bytes of rounds first+1 .. last."""
         start = next((m for m in self.marks if m[0] >= first), None)
         end = next((m for m in reversed(self.marks) if m[0] <= last), None)
         if start is None or end is None or end[0] <= start[0]:
             return None
-        return end[1] - start[1]
+        return end[1] - start[1], start[0], end[0]
 
 
 def _env(home: Path) -> dict[str, str]:
@@ -140,8 +142,7 @@ def run_cs(lan: ShapedLan, spec: Spec, work: Path) -> dict[str, Any]:
             stopped_early = True
             break
         time.sleep(POLL_S)
-    _stop([hub], signal.SIGINT)
-    _stop(workers, signal.SIGTERM)
+    _stop([hub, *workers], signal.SIGTERM)  # (SIGINT is ignored when run in the background)
     err = _tail(work / "hub.err")
     records = _lines(out / "metrics.jsonl")
     return {"spec": asdict(spec), "key": spec.key, "stopped_early": stopped_early,
@@ -203,7 +204,12 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
     compute = [r["compute_s"] for r in steady]
     samples = sum(r["samples"] for r in steady)
     app = sum(r["bytes_in"] + r["bytes_out"] for r in steady)
-    wire = Watch(result["marks"]).between(skip, len(rounds))
+    window = Watch(result["marks"]).between(skip, len(rounds))
+    wire_ratio = None
+    if window is not None:  # the messages of exactly the rounds the counters covered
+        wire, first, last = window
+        app_window = sum(r["bytes_in"] + r["bytes_out"] for r in rounds[first:last])
+        wire_ratio = wire / app_window if app_window else None
     mode = next((r for r in records if r.get("type") == "mode"), None)
     return {
         "rounds": len(steady), "round_s": statistics.median(seconds),
@@ -213,7 +219,8 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
         "steps_per_round": statistics.median(r.get("steps", 1) for r in steady),
         "bytes_per_round": statistics.median(r["bytes_in"] + r["bytes_out"] for r in steady),
         "bytes_per_step": app / max(1, sum(r.get("steps", 1) for r in steady)),
-        "wire_over_app": wire / app if wire else None,
+        "wire_over_app": wire_ratio,
+        "app_bytes_per_round": app / len(steady),
         "busy": statistics.median(r["busy"] for r in steady),
         "mode": mode, "final": next((r for r in records if r.get("type") == "eval"
                                      and r.get("final")), None),
@@ -229,12 +236,12 @@ def _summarize_ddp(result: dict[str, Any]) -> dict[str, Any]:
     seconds = [r["seconds"] for r in steady]
     step_s = statistics.median(seconds)
     compute = probe["compute_probe_s"] if probe else None
-    wire = Watch(result["marks"]).between(2, len(steps))
+    window = Watch(result["marks"]).between(2, len(steps))
+    per_step = window[0] / (window[2] - window[1]) if window else None
     batch, workers = result["spec"]["batch"], result["spec"]["workers"]
     return {"rounds": len(steady), "round_s": step_s, "compute_s": compute,
             "comm_s": step_s - compute if compute is not None else None,
             "samples_per_s": batch * workers * len(seconds) / sum(seconds),
-            "steps_per_round": 1, "bytes_per_round": wire / (len(steps) - 2) if wire else None,
-            "bytes_per_step": wire / (len(steps) - 2) if wire else None,
+            "steps_per_round": 1, "bytes_per_round": per_step, "bytes_per_step": per_step,
             "wire_over_app": None, "busy": compute / step_s if compute else None,
             "mode": None, "final": None}

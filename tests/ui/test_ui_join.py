@@ -119,8 +119,11 @@ def test_worker_window_follows_the_hub_accuracy_workers_and_final_result(
 
         qtbot.waitUntil(lambda: len(window.state.accuracy) >= 2, timeout=120_000)
         assert window.cards["accuracy"].value.text().endswith("%")
-        xs, _ = window.charts.second_curve.getData()
-        assert xs is not None and len(xs) >= 1  # the accuracy curve is drawn (throttled)
+        def curve_drawn() -> bool:  # drawn within a throttled refresh, not at every event
+            xs, _ = window.charts.second_curve.getData()
+            return xs is not None and len(xs) >= 1
+
+        qtbot.waitUntil(curve_drawn, timeout=5_000)
         table = window.workers_table
         qtbot.waitUntil(lambda: table.rowCount() >= 2, timeout=10_000)
         names = [table.item(r, 0).text() for r in range(table.rowCount())]
