@@ -47,6 +47,10 @@ class Codec(ABC):
     def max_encoded_bytes(self, numel: int) -> int:
         """The most bytes a valid encoding of ``numel`` values can take."""
 
+    def add_to(self, base: torch.Tensor, data: bytes | memoryview) -> torch.Tensor:
+        """``base`` plus the decoded payload, as a new tensor (sparse codecs do it cheaper)."""
+        return base + self.decode(data, base.numel())
+
     def encode_residual(self, flat: torch.Tensor) -> tuple[bytes, torch.Tensor]:
         """The encoding of ``flat`` and what it leaves out (``flat`` minus its decoding)."""
         payload = self.encode(flat)

@@ -42,7 +42,7 @@ def make_delta(codec: Codec, base: torch.Tensor, target: torch.Tensor) -> bytes:
 
 def apply_delta(codec: Codec, base: torch.Tensor, payload: bytes | memoryview) -> torch.Tensor:
     """The weights after applying ``payload`` to ``base``; raises RemoteProtocolError."""
-    decoded = codec.decode(payload, base.numel())
     if codec.lossless:
+        decoded = codec.decode(payload, base.numel())
         return (base.view(torch.int32) ^ decoded.view(torch.int32)).view(torch.float32)
-    return base + decoded
+    return codec.add_to(base, payload)

@@ -258,3 +258,36 @@ def test_residual_of_top_k_is_what_was_not_sent() -> None:
     sent = get_codec("topk").decode(payload, 10_000)
     assert torch.equal(sent + residual, x)
     assert torch.equal(TopKCodec.indices(payload), sent.nonzero().squeeze(1))
+
+
+@pytest.mark.parametrize("nonzero", [0.005, 0.02, 0.5])
+def test_top_k_of_a_sparse_update_is_exact_and_never_keeps_zeros(nonzero: float) -> None:
+    """The hub's model deltas under top-k are sparse (what the pushes changed)."""
+    from computeshare_desktop.codec.topk import top_indices
+
+    n, k = 2_000_000, 20_000  # 1%
+    gen = torch.Generator().manual_seed(1)
+    values = torch.randn(n, generator=gen) * (torch.rand(n, generator=gen) < nonzero)
+    fast = top_indices(values.abs(), k).sort().values
+    count = int((values != 0).sum())
+    if count <= k:
+        assert torch.equal(fast, values.nonzero().squeeze(1))
+    else:
+        exact = torch.topk(values.abs(), k).indices.sort().values
+        assert torch.equal(fast, exact)
+    assert bool((values[fast] != 0).all())
+    payload = TopKCodec(0.01).encode(values)
+    assert len(payload) == 8 * min(k, count)
+
+
+@pytest.mark.parametrize("name", LOSSY)
+def test_add_to_equals_adding_the_decoding_bitwise(name: str) -> None:
+    """Model deltas are applied with add_to; the hub and every worker must agree bitwise."""
+    codec = make_codec(name)
+    base, delta = randn(50_000, seed=3), randn(50_000, seed=4, scale=1e-3)
+    payload = codec.encode(delta)
+    expected = base + codec.decode(payload, 50_000)
+    got = codec.add_to(base, payload)
+    assert torch.equal(got.view(torch.int32), expected.view(torch.int32))
+    assert not torch.equal(base, got)  # base itself is untouched: add_to makes a new tensor
+    assert torch.equal(base, randn(50_000, seed=3))
