@@ -8,7 +8,7 @@ until the last worker holds the payload (on loopback also the hub thread's CPU t
 encoding is done once per version in both (that is what the shared payload buys over
 per-worker encoding); what differs is how the bytes leave.
 
-    sudo .venv/bin/python benchmarks/bench_fanout.py [--versions 20] [--out docs/BENCHMARKS-FANOUT.md]
+    sudo .venv/bin/python benchmarks/bench_fanout.py --out docs/BENCHMARKS-FANOUT.md
 """
 
 from __future__ import annotations

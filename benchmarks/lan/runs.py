@@ -23,7 +23,7 @@ from .net import ShapedLan
 REPO = Path(__file__).resolve().parents[2]
 PIN = "424242"
 PORT = 7341
-POLL_S = 0.2
+POLL_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -51,42 +51,54 @@ class Spec:
 
 @dataclass
 class Watch:
-    """Byte counters sampled as the run's rounds complete."""
+    """Byte counters sampled every POLL_S while a run trains, with the rounds done so far.
 
-    marks: list[tuple[int, int, float]] = field(default_factory=list)  # (rounds, tx, time)
+    A window of rounds is taken between *quiet* samples (nothing moved until the next one:
+    the workers are computing), so that no transfer is cut in two at either end; without
+    quiet samples (rounds shorter than POLL_S) the window is approximate.
+    """
 
-    def mark(self, lan: ShapedLan, rounds: int) -> None:
-        if not self.marks or self.marks[-1][0] != rounds:
-            self.marks.append((rounds, lan.all_tx_bytes(), time.monotonic()))
+    marks: list[tuple[int, int, float]] = field(default_factory=list)  # (rounds, bytes, time)
+
+    def mark(self, rounds: int, counted: int) -> None:
+        self.marks.append((rounds, counted, time.monotonic()))
 
     def between(self, first: int, last: int) -> tuple[int, int, int] | None:
-        """(bytes sent on the LAN, first round, last round) over the widest window of
-        marks from the end of round ``first`` or later to the end of ``last`` or earlier:
-        the bytes of rounds first+1 .. last."""
-        start = next((m for m in self.marks if m[0] >= first), None)
-        end = next((m for m in reversed(self.marks) if m[0] <= last), None)
-        if start is None or end is None or end[0] <= start[0]:
-            return None
-        return end[1] - start[1], start[0], end[0]
+        """(bytes, a, b): bytes counted from a sample once round ``a`` >= ``first`` was
+        done to one when round ``b`` <= ``last`` was: the traffic of rounds a+1 .. b."""
+        pairs = zip(self.marks, self.marks[1:], strict=False)
+        quiet = [m for m, after in pairs if m[1] == after[1]]
+        for pool in (quiet, self.marks):
+            start = next((m for m in pool if m[0] >= first), None)
+            end = next((m for m in reversed(pool) if m[0] <= last), None)
+            if start is not None and end is not None and end[0] > start[0]:
+                return end[1] - start[1], start[0], end[0]
+        return None
+
+
+class Lines:
+    """A JSON-lines file read as it grows (only whole new lines, each once)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.offset, self.rows = path, 0, []
+
+    def read(self) -> list[dict[str, Any]]:
+        try:
+            with self.path.open("rb") as fh:
+                fh.seek(self.offset)
+                data = fh.read()
+        except FileNotFoundError:
+            return self.rows
+        end = data.rfind(b"\n") + 1
+        for line in data[:end].splitlines():
+            self.rows.append(json.loads(line))
+        self.offset += end
+        return self.rows
 
 
 def _env(home: Path) -> dict[str, str]:
     return {**os.environ, "COMPUTESHARE_HOME": str(home), "OMP_NUM_THREADS": "1",
             "PYTHONPATH": str(REPO), "COMPUTESHARE_PIN": PIN, "GLOO_SOCKET_IFNAME": "eth0"}
-
-
-def _lines(path: Path) -> list[dict[str, Any]]:
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return []
-    out = []
-    for line in text.splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            break  # a line being written
-    return out
 
 
 def _tail(path: Path, size: int = 2000) -> str:
@@ -128,14 +140,14 @@ def run_cs(lan: ShapedLan, spec: Spec, work: Path) -> dict[str, Any]:
                                    "cpu", "--threads", "1", "--quiet", "--name", f"w{i}"],
                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                for i in range(1, spec.workers + 1)]
-    watch = Watch()
-    watch.mark(lan, 0)
+    watch, metrics = Watch(), Lines(out / "metrics.jsonl")
+    counter = lan.counter("hub")  # every message crosses the hub's link
     stopped_early = False
     while hub.poll() is None:
-        records = _lines(out / "metrics.jsonl")
-        rounds = [r for r in records if r.get("type") == "round"]
-        watch.mark(lan, len(rounds))
-        steady = len(rounds) - _warmup(records)
+        records = metrics.read()
+        rounds = sum(1 for r in records if r.get("type") == "round")
+        watch.mark(rounds, counter.read())
+        steady = rounds - _warmup(records)
         elapsed = time.monotonic() - started
         if (elapsed > spec.budget_s and steady >= spec.min_steady) or \
                 (elapsed > 3 * spec.budget_s and steady >= 1) or elapsed > 6 * spec.budget_s:
@@ -143,8 +155,9 @@ def run_cs(lan: ShapedLan, spec: Spec, work: Path) -> dict[str, Any]:
             break
         time.sleep(POLL_S)
     _stop([hub, *workers], signal.SIGTERM)  # (SIGINT is ignored when run in the background)
+    counter.close()
     err = _tail(work / "hub.err")
-    records = _lines(out / "metrics.jsonl")
+    records = Lines(out / "metrics.jsonl").read()
     return {"spec": asdict(spec), "key": spec.key, "stopped_early": stopped_early,
             "hub_exit": hub.returncode, "hub_stderr": err, "records": records,
             "marks": watch.marks, "wall_s": time.monotonic() - started}
@@ -175,16 +188,14 @@ def run_ddp(lan: ShapedLan, spec: Spec, work: Path) -> dict[str, Any]:
         "--out", str(work / "ddp")], env=env, stdout=subprocess.DEVNULL,
         stderr=(work / f"rank{r}.err").open("wb")) for r in range(spec.workers)]
     started = time.monotonic()
-    watch = Watch()
-    watch.mark(lan, 0)
+    watch, log = Watch(), Lines(work / "ddp" / "steps.jsonl")
     while procs[0].poll() is None and time.monotonic() - started < 6 * spec.budget_s + 120:
-        steps = [r for r in _lines(work / "ddp" / "steps.jsonl") if "step" in r]
-        watch.mark(lan, len(steps))
-        time.sleep(POLL_S)
+        steps = sum(1 for r in log.read() if "step" in r)
+        watch.mark(steps, lan.all_tx_bytes())  # no hub: what every rank sent
+        time.sleep(4 * POLL_S)
     _stop(procs, signal.SIGTERM)
     err = _tail(work / "rank0.err")
-    return {"spec": asdict(spec), "key": spec.key, "records": _lines(work / "ddp" /
-                                                                      "steps.jsonl"),
+    return {"spec": asdict(spec), "key": spec.key, "records": log.read(),
             "marks": watch.marks, "rank0_exit": procs[0].returncode, "stderr": err,
             "wall_s": time.monotonic() - started}
 

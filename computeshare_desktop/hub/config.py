@@ -26,7 +26,6 @@ class HubConfig:
     momentum: float = 0.9
     seed: int = 0  # initial weights, shard split and batch order
     codec: str = "zstd"  # how workers encode pushes; model deltas use it too (see codec.delta)
-    model_codec: str = ""  # how model deltas are encoded, when not as pushes
     topk: float = DEFAULT_FRACTION  # the fraction of values a top-k encoding keeps
     local_steps: int = 0  # 0: push a gradient per round; H >= 1: H local SGD steps, push the change
     outer: str = "auto"  # outer optimizer of local steps: sgd, nesterov; auto: nesterov if H > 1
@@ -49,8 +48,6 @@ class HubConfig:
             (self.lr > 0, "learning rate must be positive"),
             (0 <= self.momentum < 1, "momentum must be in [0, 1)"),
             (self.codec in CODECS, f"codec must be one of {', '.join(CODECS)}"),
-            (self.model_codec in ("", *CODECS),
-             f"model codec must be one of {', '.join(CODECS)}"),
             (0 < self.topk <= 1, "the top-k fraction must be in (0, 1]"),
             (self.local_steps >= 0, "local steps must be >= 0"),
             (self.outer in OUTER_OPTIMIZERS,

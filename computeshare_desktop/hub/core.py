@@ -69,7 +69,8 @@ class HubCore:
         self.pairing = PairingDesk(pin, session_id, hub_key, self.allowlist)
         self.members = Membership(config.workers, config.heartbeat_timeout_s)
         self.state = SessionState.DONE if server.version >= config.rounds else SessionState.WAITING
-        self.schedule = Schedule(config, server, cursors)
+        self.schedule = Schedule(config, server, cursors, epoch_steps=len(train_set) // max(
+            1, config.batch_size * config.workers))
         # A push may use any codec (decoding is strict whichever it is), within its bound.
         self.max_frame = max(get_codec(c).max_encoded_bytes(server.numel) for c in CODECS)
         self._parked: dict[bytes, _Parked] = {}
@@ -247,7 +248,7 @@ class HubCore:
                       base=payload.base, check=payload.check, start=task.start,
                       batch=task.batch, steps=task.steps, lr=task.lr,
                       momentum=self.server.worker_momentum, push_codec=mode.codec,
-                      topk=mode.topk),
+                      topk=self.round.topk),
                 payload.data)
 
     def _task(self, member: Member) -> Task:

@@ -79,6 +79,21 @@ def resolve(preset: str | None, *, codec: str | None = None, topk: float | None 
     return name, mode
 
 
+WARMUP_DENSITY = 0.25  # the top-k fraction a session starts with, decaying to its own
+
+
+def topk_density(fraction: float, version: int, warmup: int) -> float:
+    """The top-k fraction of the round at ``version``: Deep Gradient Compression's warm-up.
+
+    The first ``warmup`` steps send more, from WARMUP_DENSITY down to ``fraction``
+    geometrically, so the sparse updates of the first, fast-moving steps lose little;
+    after that, ``fraction``.
+    """
+    if warmup <= 0 or version >= warmup or fraction >= WARMUP_DENSITY:
+        return fraction
+    return WARMUP_DENSITY * (fraction / WARMUP_DENSITY) ** (version / warmup)
+
+
 def wire_fraction(mode: Mode) -> float:
     """Bytes on the wire per float32 byte of the model, for ``mode``'s codec."""
     if mode.codec == "topk":

@@ -52,6 +52,7 @@ class Round:
     plan: dict[int, int] = field(default_factory=dict)  # per-step batch by worker id
     lr: float = 0.0  # learning rate of local steps this round
     steps: int = 0  # local steps this round (0: one gradient); the version advances by them
+    topk: float = 0.01  # the top-k fraction of this round's pushes (top-k sessions)
     contributions: dict[int, Contribution] = field(default_factory=dict)  # by shard
     first_push_at: float | None = None
     rejected: int = 0

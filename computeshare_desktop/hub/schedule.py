@@ -24,7 +24,7 @@ from ..protocol.wire import Frame
 from .config import HubConfig
 from .membership import Member
 from .planner import WorkPlanner
-from .presets import AUTO, PROBE_ROUNDS, AutoTuner
+from .presets import AUTO, PROBE_ROUNDS, AutoTuner, topk_density
 from .rounds import Contribution, DeadlinePolicy, Round, Task, check_push
 from .trainer import ParameterServer
 
@@ -39,8 +39,11 @@ class Schedule:
     """Plans, collects and closes the rounds of one session."""
 
     def __init__(self, config: HubConfig, server: ParameterServer,
-                 cursors: dict[int, int] | None = None) -> None:
+                 cursors: dict[int, int] | None = None, *, epoch_steps: int = 0) -> None:
+        """``epoch_steps``: global steps in one pass over the training set (top-k's warm-up
+        lasts that long, at most a tenth of the session)."""
         self.config, self.server = config, server
+        self.warmup = min(epoch_steps, config.rounds // 10)
         self.deadlines = DeadlinePolicy(config.deadline_floor_s, config.deadline_factor)
         self.planner = WorkPlanner(config.batch_size, balance=config.balance,
                                    max_factor=MAX_BATCH_FACTOR)
@@ -56,7 +59,8 @@ class Schedule:
         plan = self.planner.plan([m.worker_id for m in ready])
         lr = self.server.lr_for(sum(plan.values()) or self.config.batch_size)
         steps = min(self.server.local_steps, max(1, self.config.rounds - version))
-        self.round = Round(version, now, plan=plan, lr=lr, steps=steps)
+        topk = topk_density(self.server.mode.topk, version, self.warmup)
+        self.round = Round(version, now, plan=plan, lr=lr, steps=steps, topk=topk)
         self._opened[version] = now
         for old in [v for v in self._opened if v < version - OPENED_HISTORY]:
             del self._opened[old]
@@ -135,7 +139,8 @@ class Schedule:
         update, loss = rnd.average()
         items = rnd.contributions.values()
         samples = sum(c.samples for c in items)
-        self.server.step(update, samples // max(1, rnd.steps), steps=max(1, rnd.steps))
+        self.server.step(update, samples // max(1, rnd.steps), steps=max(1, rnd.steps),
+                         topk=rnd.topk)
         seconds = now - rnd.opened_at
         busy = {c.worker_id: min(1.0, c.compute_s / seconds) if seconds > 0 else 1.0
                 for c in items}

@@ -83,13 +83,12 @@ class ParameterServer:
 
     def __init__(self, model: torch.nn.Module, *, base_lr: float, momentum: float,
                  mode: Mode, outer: str = "sgd", outer_lr: float = 0.7, batch_size: int = 1,
-                 model_codec: str = "", workers: int = 1, version: int = 0) -> None:
+                 workers: int = 1, version: int = 0) -> None:
         self.model = model.cpu().float()
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.numel = sum(p.numel() for p in self.params)
         self.base_lr = base_lr
         self.batch_size = batch_size
-        self.model_codec = model_codec
         self.momentum = momentum
         self.workers = workers
         self.worker_momentum = 0.0  # momentum the workers keep (top-k); 0: the hub keeps it
@@ -104,8 +103,7 @@ class ParameterServer:
         """The server a session with ``config`` trains ``model`` with."""
         return cls(model, base_lr=config.lr, momentum=config.momentum, mode=config.mode,
                    outer=config.outer_for(config.local_steps), outer_lr=config.outer_lr,
-                   batch_size=config.batch_size, model_codec=config.model_codec,
-                   workers=config.workers)
+                   batch_size=config.batch_size, workers=config.workers)
 
     @property
     def local_steps(self) -> int:
@@ -129,18 +127,23 @@ class ParameterServer:
         self.outer_lr = outer_lr if nesterov else 1.0
         for group in self.optimizer.param_groups:
             group["momentum"], group["nesterov"] = hub_momentum, nesterov
-        # A sparse download must carry what every worker's sparse push changed: N times k.
-        download = self.model_codec or mode.codec
-        fraction = min(1.0, mode.topk * (self.workers if download == "topk" else 1))
-        self.published.codec = make_codec(download, topk=fraction)
+        self._download(mode.topk)
+
+    def _download(self, topk: float) -> None:
+        """The codec of the next deltas. A sparse one must carry what every worker's sparse
+        push changed: N times their fraction."""
+        codec = self.mode.codec
+        fraction = min(1.0, topk * (self.workers if codec == "topk" else 1))
+        self.published.codec = make_codec(codec, topk=fraction)
 
     def lr_for(self, samples: int) -> float:
         """The learning rate of a step over ``samples`` samples (the linear scaling rule)."""
         return self.base_lr * samples / self.batch_size
 
-    def step(self, update: torch.Tensor, samples: int, steps: int = 1) -> None:
+    def step(self, update: torch.Tensor, samples: int, steps: int = 1,
+             topk: float | None = None) -> None:
         """Apply one averaged update of ``steps`` steps over ``samples`` samples a step;
-        the version advances by ``steps``; publish it."""
+        the version advances by ``steps``; publish it (``topk``: the round's fraction)."""
         offset = 0
         for p in self.params:
             n = p.numel()
@@ -152,6 +155,8 @@ class ParameterServer:
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.version += steps
+        if topk is not None:
+            self._download(topk)
         self.published.publish(self.flat(), self.version)
 
     def flat(self) -> torch.Tensor:

@@ -90,3 +90,25 @@ def test_a_bad_preset_is_a_config_error() -> None:
     with pytest.raises(ConfigError):
         make_hub(preset="dialup")
     assert [p.label for p in PRESETS.values()] == ["Fast LAN", "Wi-Fi", "Slow link"]
+
+
+def test_top_k_density_warms_up_from_a_quarter_to_its_fraction() -> None:
+    from computeshare_desktop.hub.presets import WARMUP_DENSITY, topk_density
+
+    densities = [topk_density(0.01, v, 60) for v in range(0, 80, 10)]
+    assert densities[0] == WARMUP_DENSITY
+    assert all(a > b for a, b in zip(densities, densities[1:6], strict=False))
+    assert densities[6:] == [0.01, 0.01]
+    assert topk_density(0.01, 5, 0) == 0.01  # no warm-up
+    assert topk_density(0.5, 0, 60) == 0.5  # already denser than the warm-up
+
+
+def test_a_top_k_session_warms_up_then_sends_its_fraction() -> None:
+    """mnist-sample: 4,000 images / (2 x 8) = 250 steps an epoch; a tenth of 100 rounds."""
+    hub = make_hub(codec="topk", topk=0.01, rounds=100, batch_size=8)
+    workers = start_training(hub)
+    models = run_rounds(hub, workers, 14, round_s=0.01, compute_ms=5.0)
+    fractions = [m.topk for m in models[::2]]
+    assert fractions[0] == 0.25 and fractions[-1] == 0.01
+    assert all(a >= b for a, b in zip(fractions, fractions[1:], strict=False))
+    assert hub.server.published.codec.fraction == 0.02  # 2 workers' worth of 1%
