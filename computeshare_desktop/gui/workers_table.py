@@ -8,12 +8,12 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTab
 from .formatting import ago
 from .progress_rows import WorkerRow
 
-COLUMNS = ("Worker", "Device", "Share", "Busy", "Samples/s", "Pushed", "Rejected", "Last seen",
-           "State")
-_NUMERIC = {2, 3, 4, 5, 6}
+COLUMNS = ("Worker", "Device", "Share", "Busy", "Samples/s", "Pushed", "Last seen", "State")
+_NUMERIC = {2, 3, 4, 5}
 WORKING = ("training", "done")  # rows whose share of the work is shown
 TIPS = {2: "Its part of each round's samples: the hub gives faster devices larger batches",
-        3: "How much of the last round its device spent computing"}
+        3: "How much of the last round its device spent computing",
+        5: "Updates the hub accepted (and, after a dot, those it refused)"}
 
 
 class WorkersTable(QTableWidget):
@@ -49,7 +49,8 @@ class WorkersTable(QTableWidget):
             share = f"{100 * row.share / total:.0f}% · {row.share}" if row in working else "—"
             texts = (row.name, row.device, share,
                      f"{100 * row.busy:.0f}%" if row.busy is not None else "—",
-                     f"{rate:,.0f}" if rate else "—", f"{row.pushed:,}", f"{row.rejected:,}",
+                     f"{rate:,.0f}" if rate else "—",
+                     f"{row.pushed:,}" + (f" · {row.rejected:,} refused" if row.rejected else ""),
                      ago(None if row.last_seen is None else now - row.last_seen), row.state)
             for c, text in enumerate(texts):
                 self._set(r, c, text)
