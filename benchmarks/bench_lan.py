@@ -46,9 +46,18 @@ TWO_EPOCHS = 125  # steps of 2 x 32 samples: 8,000 samples, mnist-sample's train
 WORKERS = (1, 2, 4)
 
 
-def spec(label: str, model: str, workers: int, link: str, **kw: Any) -> Spec:
+SPARSE = ("top-k 1%", "preset slow", "auto")  # the modes that send top-k (warm-up and all)
+
+
+def spec(label: str, model: str, workers: int, link: str, *, steady: bool = False,
+         **kw: Any) -> Spec:
+    """``steady``: measure top-k without its warm-up (a throughput run sees the first
+    rounds only, where the warm-up still sends up to 25%; whole runs keep it)."""
     system = "ddp" if label == "ddp" else "cs"
-    return Spec(system, label, model, workers, link, MODES.get(label, ()), **kw)
+    args = MODES.get(label, ())
+    if steady and label in SPARSE:
+        args = (*args, "--topk-warmup", "0")
+    return Spec(system, label, model, workers, link, args, **kw)
 
 
 def throughput(models: tuple[str, ...], links: tuple[str, ...],
@@ -63,10 +72,10 @@ def throughput(models: tuple[str, ...], links: tuple[str, ...],
                 for label in labels:
                     if heavy:
                         yield spec(label, model, n, link, steps=100_000, budget_s=60,
-                                   min_steady=2)
+                                   min_steady=2, steady=True)
                     else:
                         yield spec(label, model, n, link, steps=100_000, budget_s=12,
-                                   min_steady=20)
+                                   min_steady=20, steady=True)
 
 
 def accuracy_runs() -> Iterator[Spec]:
@@ -93,6 +102,27 @@ def plan(name: str) -> list[Spec]:
         return targets
     rest = [*throughput(("simplenet", "resnet18"), tuple(LINKS), WORKERS)]
     return targets + [s for s in rest if s not in targets]
+
+
+def current(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of the current plan; a run whose spec changed since (e.g. top-k throughput
+    without warm-up) stands in, marked, until its new version has run."""
+    keys = {s.key for s in plan("full")}
+    same = {(s.system, s.label, s.model, s.workers, s.link, s.steps) for s in plan("full")}
+    ran = {r["key"] for r in rows}
+    out = []
+    for r in rows:
+        s = r["spec"]
+        if r["key"] in keys:
+            out.append(r)
+            continue
+        ident = (s["system"], s["label"], s["model"], s["workers"], s["link"], s["steps"])
+        old = r["key"].split("|")
+        newer = [k for k in keys & ran
+                 if k.split("|")[:5] == old[:5] and k.split("|")[6:] == old[6:]]
+        if ident in same and not newer:
+            out.append({**r, "spec": {**s, "label": s["label"] + " †"}})
+    return out
 
 
 def load(path: Path) -> dict[str, dict[str, Any]]:
@@ -133,6 +163,8 @@ def main() -> int:
     p.add_argument("--out", type=Path, default=Path("docs/BENCHMARKS-LAN.md"))
     p.add_argument("--fresh", action="store_true", help="forget earlier results")
     p.add_argument("--report-only", action="store_true")
+    p.add_argument("--links", nargs="+", choices=tuple(LINKS), default=None,
+                   help="run only the plan's runs on these links")
     args = p.parse_args()
     if args.fresh and args.results.exists():
         args.results.unlink()
@@ -141,7 +173,8 @@ def main() -> int:
         if not netns_available():
             print("needs root and `ip netns` (network namespaces)", file=sys.stderr)
             return 2
-        todo = [s for s in plan(args.plan) if s.key not in done]
+        todo = [s for s in plan(args.plan) if s.key not in done
+                and (args.links is None or s.link in args.links)]
         args.results.parent.mkdir(parents=True, exist_ok=True)
         lans: dict[int, ShapedLan] = {}
         try:
@@ -158,7 +191,7 @@ def main() -> int:
         finally:
             for lan in lans.values():
                 lan.close()
-    args.out.write_text(report.render(list(done.values())))
+    args.out.write_text(report.render(current(list(done.values()))))
     print(f"report written to {args.out}")
     return 0
 

@@ -46,6 +46,8 @@ def main() -> None:
     p.add_argument("--snapshot-every", type=int, default=0)
     p.add_argument("--budget", type=float, default=1e9, help="stop after this many seconds")
     p.add_argument("--check-every", type=int, default=25, help="steps between budget checks")
+    p.add_argument("--min-steps", type=int, default=0,
+                   help="run at least this many steps, budget or not (a slow link's few)")
     p.add_argument("--out", required=True)
     args = p.parse_args()
     torch.set_num_threads(1)
@@ -85,7 +87,8 @@ def main() -> None:
                 log.write(json.dumps({"snapshot": steps, "path": str(out / f"v{steps:07d}.pth"),
                                       "elapsed_s": time.monotonic() - started}) + "\n")
         if steps % args.check_every == 0:  # rarely: this all-reduce is not DDP's own cost
-            stop = torch.tensor([time.monotonic() - started > args.budget], dtype=torch.int32)
+            stop = torch.tensor([time.monotonic() - started > args.budget
+                                 and steps >= args.min_steps], dtype=torch.int32)
             dist.all_reduce(stop, op=dist.ReduceOp.MAX)  # every rank stops on the same step
             if stop.item():
                 break

@@ -185,6 +185,7 @@ def run_ddp(lan: ShapedLan, spec: Spec, work: Path) -> dict[str, Any]:
         "--master", lan.address("w1"), "--model", spec.model, "--steps", str(spec.steps),
         "--batch", str(spec.batch), "--snapshot-every", str(spec.snapshot_every),
         "--budget", str(spec.budget_s), "--check-every", str(check_every),
+        "--min-steps", str(2 + spec.min_steady),  # the first 2 build DDP's buckets
         "--out", str(work / "ddp")], env=env, stdout=subprocess.DEVNULL,
         stderr=(work / f"rank{r}.err").open("wb")) for r in range(spec.workers)]
     started = time.monotonic()
