@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import torch
 
@@ -29,6 +32,7 @@ from ..worker import WorkerOptions, WorkerSession, pick_device
 from .progress import RoundBar
 
 PIN_ENV = "COMPUTESHARE_PIN"
+INTERRUPTED = 130  # the exit code of a hub stopped by Ctrl-C or SIGTERM (its model is saved)
 
 
 def _config(args: argparse.Namespace, workers: int) -> HubConfig:
@@ -46,23 +50,48 @@ def _interfaces(args: argparse.Namespace) -> list[str] | None:
     return [resolve_interface(i) for i in args.interface] if args.interface else None
 
 
-def _serve(session: HubSession, server: HubServer, bar: RoundBar,
-           advertising: HubAdvertising | None = None) -> HubResult:
+@contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """Ctrl-C, SIGTERM (and Windows' Ctrl-Break) set ``stop``: the serve loop finishes the
+    request it is handling, so the state it saves is whole. A second Ctrl-C quits at once."""
+    def handler(signum: int, frame: object) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals can only be handled on the main thread
+        return
+    wanted = [getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGBREAK")
+              if hasattr(signal, name)]
+    previous = {sig: signal.signal(sig, handler) for sig in wanted}
     try:
-        result = server.serve()
-    except KeyboardInterrupt:
-        if not session.done:
-            session.save_checkpoint()
-            print(f"\nstopped at version {session.server.version}; continue with "
-                  f"computeshare host --resume --out {session.out.path}", file=sys.stderr)
-        raise
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _serve(session: HubSession, server: HubServer, bar: RoundBar,
+           advertising: HubAdvertising | None = None) -> HubResult | None:
+    """Serve until done or stopped; a stop saves the model and a checkpoint."""
+    stop = threading.Event()
+    try:
+        with _stop_on_signals(stop):
+            result = server.serve(stop)
+            if result is None:
+                path = session.save_stopped()
     finally:
         if advertising is not None:
             advertising.close()
         bar.close()
         server.close()
         session.close()
-    assert result is not None
+    if result is None:
+        saved = f"model saved to {path}" if path else "the model could not be saved"
+        print(f"\nstopped at version {session.server.version}; {saved}; continue with "
+              f"computeshare host --resume --out {session.out.path}", file=sys.stderr)
+        return None
     print(f"final test accuracy: {100 * result.accuracy:.2f}% after {result.version} rounds "
           f"in {result.seconds:.1f} s; model saved to {result.model_path}")
     return result
@@ -97,8 +126,7 @@ def host(args: argparse.Namespace) -> int:
     print(f"hub listening on {args.bind}:{server.port} (events {server.pub_port}, pairing "
           f"{server.pair_port}); hub key {key_fingerprint(identity.public)}\n"
           f"session PIN: {pin}\n  {where}", flush=True)
-    _serve(session, server, bar, advertising)
-    return 0
+    return 0 if _serve(session, server, bar, advertising) else INTERRUPTED
 
 
 def sessions(args: argparse.Namespace) -> int:
@@ -200,10 +228,10 @@ def demo(args: argparse.Namespace) -> int:
     procs = [subprocess.Popen([*cmd, "--name", f"demo-{i + 1}"], env=env,
                               stdout=subprocess.DEVNULL) for i in range(args.workers)]
     try:
-        _serve(session, server, bar)
+        result = _serve(session, server, bar)
     finally:
         _reap(procs)
-    return 0
+    return 0 if result else INTERRUPTED
 
 
 def _reap(procs: list[subprocess.Popen[bytes]], timeout_s: float = 10.0) -> None:

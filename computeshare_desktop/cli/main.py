@@ -32,6 +32,7 @@ EXIT_CODES = """exit codes:
   4  port already in use
   5  refused by the hub (wrong PIN, session full or finished, different model)
   6  dataset not available offline
+  7  the hub stopped the session before its end (it can resume it later)
   130 interrupted (Ctrl-C)"""
 
 

@@ -101,10 +101,8 @@ class HubRunner:
             advertising = self._advertise(session, identity, server.port)
             self._start_local_worker(server.port)
             self.result = server.serve(self._serve_stop)
-            if self.result is None and session.server.version > 0:
-                session.save_checkpoint()
-                self._post("stopped_early", version=session.server.version,
-                           out_dir=str(session.out.path))
+            if self.result is None:  # stopped early: keep the model (a "stopped" event)
+                session.save_stopped()
         except ComputeShareError as exc:
             self._post("error", message=str(exc))
         except Exception as exc:  # a bug: keep the app alive and show it

@@ -24,6 +24,7 @@ from .host_dialog import HostDialog
 from .hub_runner import HubRunner
 from .join_dialog import JoinDialog
 from .options import AppConfig, HostOptions, JoinTarget, default_output_folder, worker_name
+from .confirm import StopQuestion
 from .progress_window import ProgressWindow
 from .session_table import SessionTableModel
 from .settings import Settings
@@ -43,6 +44,7 @@ class MainWindow(QMainWindow):
     def __init__(self, settings: Settings, config: AppConfig | None = None) -> None:
         super().__init__()
         self.settings, self.config = settings, config or AppConfig()
+        self.question = StopQuestion(settings)
         self.setWindowTitle("ComputeShare")
         self.setWindowIcon(app_icon())
         self.runners: list[Runner] = []  # started and not yet ended
@@ -203,7 +205,8 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"Cannot host: {exc}")
             return None
         self.runners.append(runner.start())
-        return self._open_progress(ProgressWindow.for_hub(runner, self.config.refresh_ms))
+        return self._open_progress(ProgressWindow.for_hub(runner, self.config.refresh_ms,
+                                                          self.question))
 
     # ----------------------------------------------------------------- join
     def join_selected(self) -> JoinDialog | None:
@@ -232,7 +235,8 @@ class MainWindow(QMainWindow):
     def _joined(self, dialog: JoinDialog) -> None:
         if dialog.runner is not None:
             self._open_progress(ProgressWindow.for_worker(dialog.runner, dialog.events,
-                                                          self.config.refresh_ms))
+                                                          self.config.refresh_ms,
+                                                          self.question))
 
     def _open_progress(self, window: ProgressWindow) -> ProgressWindow:
         window.closed.connect(self._progress_closed)
@@ -247,7 +251,20 @@ class MainWindow(QMainWindow):
 
     # ----------------------------------------------------------------- shutdown
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's API
-        """Stop every session, withdraw adverts, join every thread, remember the geometry."""
+        """Stop every session (once confirmed), withdraw adverts, join every thread,
+        remember the geometry."""
+        training = [w for w in self.progress_windows if w.training and not w.confirmed]
+        if training:
+            n = len(training)
+            if not self.question.ask(self, "Quit ComputeShare?",
+                                     f"{n} session{'s' if n > 1 else ''} still "
+                                     f"train{'' if n > 1 else 's'} here. Quitting stops "
+                                     f"{'them' if n > 1 else 'it'} (a hub saves its model "
+                                     "and can be resumed later).", "Quit"):
+                event.ignore()
+                return
+            for window in training:
+                window.confirmed = True
         self.settings.remember_geometry(self.saveGeometry().toBase64().toStdString())
         self.settings.save()
         self.timer.stop()

@@ -12,6 +12,7 @@ import platformdirs
 from ..discovery import DiscoveredSession
 from ..errors import ConfigError
 from ..hub import HubConfig
+from ..hub.outputs import OutputDir
 from ..hub.presets import resolve
 from ..transport import DEFAULT_PORT
 
@@ -68,7 +69,7 @@ class HostOptions:
         if not self.out_dir.strip():
             raise ConfigError("choose an output folder")
         path = Path(self.out_dir).expanduser()
-        if (path / "metrics.jsonl").exists() or (path / "session.json").exists():
+        if OutputDir(path).holds_session():
             raise ConfigError(f"{path} already holds a training session: choose a new folder")
         return path
 

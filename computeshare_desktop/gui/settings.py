@@ -12,12 +12,12 @@ import dataclasses
 import json
 import logging
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 
+from ..files import atomic_write
 from ..transport.keys import HOME_ENV
 from .options import HostOptions
 
@@ -62,11 +62,8 @@ class Settings:
     def save(self) -> None:
         """Write atomically; a failure is logged, never raised (settings are a convenience)."""
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=SETTINGS_FILE, dir=self.path.parent)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({**self.data, "version": SETTINGS_VERSION}, fh, indent=2)
-            os.replace(tmp, self.path)
+            atomic_write(self.path, json.dumps({**self.data, "version": SETTINGS_VERSION},
+                                               indent=2).encode())
         except OSError as exc:
             log.warning("could not save settings to %s: %s", self.path, exc)
 
@@ -95,6 +92,15 @@ class Settings:
         host = {key: getattr(options, key) for key in HOST_KEYS}
         host["out_parent"] = str(Path(options.out_dir).expanduser().parent)
         self.data["host"] = host
+
+    # ----------------------------------------------------------------- behaviour
+    def confirm_stop(self) -> bool:
+        """Ask before stopping, leaving, closing or quitting while a session trains."""
+        return self.data.get("confirm_stop") is not False
+
+    def set_confirm_stop(self, ask: bool) -> None:
+        """Turn the question on or off."""
+        self.data["confirm_stop"] = bool(ask)
 
     # ----------------------------------------------------------------- window
     def geometry(self) -> str | None:

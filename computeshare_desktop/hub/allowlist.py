@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
+
+from ..files import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,4 @@ class Allowlist:
     def _save(self) -> None:
         if self.path is None:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self._keys, indent=1, sort_keys=True))
-        os.replace(tmp, self.path)
+        atomic_write(self.path, json.dumps(self._keys, indent=1, sort_keys=True).encode())

@@ -78,6 +78,7 @@ class HubCore:
         self._events: list[dict[str, Any]] = []
         self._told: set[int] = set()  # workers that have been told the session is done
         self._reject_log = RejectLog()
+        self.stopped = False  # stop() was called: every request is told to leave
 
     # ----------------------------------------------------------------- entry points
     def handle(self, peer: bytes, frames: Sequence[Frame], now: float,
@@ -149,6 +150,27 @@ class HubCore:
         events, self._events = self._events, []
         return events
 
+    def stop(self) -> list[Reply]:
+        """The hub is stopping before the end: every parked long-poll is told now, and any
+        request from here on gets HUB_STOPPED, so workers leave at once."""
+        if self.state is SessionState.DONE or self.stopped:
+            return []
+        self.stopped = True
+        log.info("[hub v%d] stopping: telling the workers", self.server.version)
+        self._event("state", state=SessionState.STOPPED.value)
+        out: list[Reply] = []
+        for peer, parked in list(self._parked.items()):
+            del self._parked[peer]
+            member = self.members.get_quiet(parked.token)
+            if member is not None:
+                self._told.add(member.worker_id)
+            out.append(self._reply(peer, *self._stopped_reply()))
+        return out
+
+    def _stopped_reply(self) -> tuple[Any, ...]:
+        return (Reject(RejectCode.HUB_STOPPED.value, "the host stopped the session",
+                       self.server.version, 0.0),)
+
     @property
     def done(self) -> bool:
         return self.state is SessionState.DONE
@@ -165,6 +187,9 @@ class HubCore:
         member = self.members.get(msg.token, now)
         if member is None or member.key != peer_key:  # a token only works with its key
             raise RemoteProtocolError(RejectCode.UNKNOWN_WORKER, "join again")
+        if self.stopped and not isinstance(msg, Bye):
+            self._told.add(member.worker_id)
+            return self._stopped_reply()
         if isinstance(msg, Bye):
             self.members.remove(member.token, "said goodbye")
             self._forget(member)
@@ -183,6 +208,8 @@ class HubCore:
         return self._push(member, msg, body, now, out)
 
     def _join(self, msg: Join, peer_key: str, now: float) -> Any:
+        if self.stopped:
+            raise RemoteProtocolError(RejectCode.HUB_STOPPED, "the host stopped the session")
         if self.done:
             raise RemoteProtocolError(RejectCode.SESSION_DONE, "training has finished")
         token = auth.new_token()

@@ -13,6 +13,7 @@ import platformdirs
 import zmq
 
 from ..errors import ConfigError
+from ..files import atomic_write
 
 HOME_ENV = "COMPUTESHARE_HOME"  # overrides the per-user data folder (tests, portable installs)
 
@@ -62,8 +63,6 @@ def load_or_create(path: Path) -> Identity:
     identity = Identity.generate()
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(path.parent, 0o700)
-    fd = os.open(path.with_suffix(".tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        json.dump({"public": identity.public, "secret": identity.secret}, fh)
-    os.replace(path.with_suffix(".tmp"), path)
+    atomic_write(path, json.dumps({"public": identity.public, "secret": identity.secret}).encode(),
+                 mode=0o600)
     return identity

@@ -8,6 +8,7 @@ whether to retry, so retry policy stays out of the transport.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Callable, Sequence
 
 import zmq
@@ -19,6 +20,7 @@ from .sockets import configure
 log = logging.getLogger(__name__)
 
 EXTENSIONS = 3  # how many more timeouts a request waits while the hub is known to be alive
+ABORT_POLL_S = 0.1  # how often a waiting request asks whether to give up
 
 
 class ChannelTimeout(TimeoutError):
@@ -54,15 +56,18 @@ class ReqChannel:
         return self.sock
 
     def request(self, frames: Sequence[Frame], timeout_s: float,
-                keep_waiting: Callable[[], bool] | None = None) -> list[bytes]:
+                keep_waiting: Callable[[], bool] | None = None,
+                abort: Callable[[], bool] | None = None) -> list[bytes]:
         """Send ``frames`` and return the reply's frames.
 
         When ``timeout_s`` runs out and ``keep_waiting()`` says the hub is still alive (its
         heartbeats are answered), the request is given another ``timeout_s``, at most
-        EXTENSIONS times, instead of being abandoned and sent again.
+        EXTENSIONS times, instead of being abandoned and sent again. ``abort()`` is asked
+        every ABORT_POLL_S: when it says so, the request is dropped at once.
 
         Raises:
             ChannelTimeout: nothing came back in time.
+            InterruptedError: ``abort()`` said to stop waiting.
         """
         sock = self._open()
         sock.send_multipart(list(frames), copy=False)
@@ -70,12 +75,26 @@ class ReqChannel:
         for attempt in range(1 + EXTENSIONS):
             if attempt and not (keep_waiting is not None and keep_waiting()):
                 break
-            if sock.poll(int(timeout_s * 1000), zmq.POLLIN):
+            if self._wait(sock, timeout_s, abort):
                 reply = sock.recv_multipart()
                 self.bytes_received += sum(len(f) for f in reply)
                 return reply
         self.reset()
         raise ChannelTimeout(f"no reply from {self.address} in {timeout_s:.1f} s")
+
+    def _wait(self, sock: zmq.Socket, timeout_s: float, abort: Callable[[], bool] | None) -> bool:
+        """True when a reply is ready within ``timeout_s``; InterruptedError on abort."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            step = left if abort is None else min(left, ABORT_POLL_S)
+            if sock.poll(max(1, int(step * 1000)), zmq.POLLIN):
+                return True
+            if abort is not None and abort():
+                self.reset()
+                raise InterruptedError(f"request to {self.address} abandoned")
 
     def reset(self) -> None:
         """Drop the socket; the next request opens a new one."""

@@ -28,6 +28,7 @@ from .sockets import DEFAULT_PORT, bind, configure
 log = logging.getLogger(__name__)
 
 POLL_MS = 20
+GOODBYE_S = 1.5  # longer than a worker's heartbeat period, so each one hears it
 EVENT_TOPIC = b"cs.event"
 ZAP_DOMAIN = "computeshare"
 MAX_PAIRING_MESSAGE = 4096
@@ -109,12 +110,23 @@ class HubServer:
         while not stop.is_set() and not self.session.done:
             self._step(poller)
         if not self.session.done:
+            self._goodbye(poller)
             return None
         result = self.session.finish()
         until = time.monotonic() + linger_s
         while time.monotonic() < until and not stop.is_set() and not self.session.core.all_told():
             self._step(poller)
         return result
+
+    def _goodbye(self, poller: zmq.Poller) -> None:
+        """Stopping early: tell every worker (parked long-polls now, the others at their
+        next request or heartbeat, within GOODBYE_S) and publish it for listeners."""
+        for reply in self.session.tell_stopping():
+            self._send(reply.peer, reply.frames)
+        self._publish({"kind": "hub_stopped", "version": self.session.server.version})
+        until = time.monotonic() + GOODBYE_S
+        while time.monotonic() < until and not self.session.core.all_told():
+            self._step(poller)
 
     def kick(self, worker_id: int) -> None:
         """Ask the loop to remove a worker and revoke its key (thread-safe)."""
