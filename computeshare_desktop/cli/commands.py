@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import os
 import signal
@@ -99,7 +100,7 @@ def _serve(session: HubSession, server: HubServer, bar: RoundBar,
 
 def host(args: argparse.Namespace) -> int:
     """Run a hub until done."""
-    pin = args.pin or new_pin()
+    pin = args.pin or os.environ.get(PIN_ENV) or new_pin()
     if len(pin.strip()) < 4:
         raise ConfigError("the PIN must have at least 4 characters")
     out = Path(args.out or "computeshare-run")
@@ -120,9 +121,9 @@ def host(args: argparse.Namespace) -> int:
                                      name=session_name, interfaces=_interfaces(args))
         if not advertising.start():
             advertising = None
-    where = (f"on each worker: computeshare join --pin {pin}   (or: computeshare join "
-             f"{name}:{server.port} --pin {pin})" if advertising else
-             f"on each worker: computeshare join {name}:{server.port} --pin {pin}")
+    where = (f"on each worker: computeshare join   (or: computeshare join "
+             f"{name}:{server.port}), then type the PIN" if advertising else
+             f"on each worker: computeshare join {name}:{server.port}, then type the PIN")
     print(f"hub listening on {args.bind}:{server.port} (events {server.pub_port}, pairing "
           f"{server.pair_port}); hub key {key_fingerprint(identity.public)}\n"
           f"session PIN: {pin}\n  {where}", flush=True)
@@ -177,11 +178,22 @@ def _address(text: str) -> tuple[str, int]:
     return host_part, int(port)
 
 
+def _worker_pin(args: argparse.Namespace) -> str:
+    """The PIN from the environment, a prompt (kept out of ``ps``), or ``--pin``."""
+    pin = args.pin or os.environ.get(PIN_ENV)
+    if not pin and sys.stdin.isatty():
+        try:
+            pin = getpass.getpass("session PIN (shown on the hub): ").strip()
+        except EOFError:
+            pin = ""
+    if not pin:
+        raise ConfigError(f"a PIN is needed: type it at the prompt, or set {PIN_ENV}")
+    return pin
+
+
 def join(args: argparse.Namespace) -> int:
     """Run a worker until the hub says the session is done."""
-    pin = args.pin or os.environ.get(PIN_ENV)
-    if not pin:
-        raise ConfigError(f"a PIN is needed: --pin PIN or {PIN_ENV}")
+    pin = _worker_pin(args)
     expected_key, pair_port = None, None
     if args.address:
         host_name, port = _address(args.address)

@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     host = sub.add_parser("host", help="run a hub (parameter server) until training is done",
                           formatter_class=fmt, epilog=EXIT_CODES, allow_abbrev=False)
-    host.add_argument("--pin", help="session PIN workers must type (default: a random 6-digit PIN, printed)")
+    host.add_argument("--pin", help="session PIN workers must type (default: COMPUTESHARE_PIN, else a random 6-digit PIN, printed); on a shared machine prefer COMPUTESHARE_PIN: other users can see command lines")
     host.add_argument("--workers", type=int, default=2, help="number of shards = workers expected (default %(default)s)")
     _session_args(host, rounds=600)
     host.add_argument("--bind", default="0.0.0.0", help="address to listen on (default %(default)s: all)")
@@ -87,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     join.add_argument("--session", default=None, help="with no address: the session name or id to join when there are several")
     join.add_argument("--interface", action="append", default=None, metavar="IF", help="look for sessions on this interface or address only (repeatable)")
     join.add_argument("--scan", type=float, default=3.0, help="seconds to look for sessions (default %(default)s)")
-    join.add_argument("--pin", help="the PIN the hub shows (or set COMPUTESHARE_PIN)")
+    join.add_argument("--pin", help="the PIN the hub shows; without it: COMPUTESHARE_PIN, else a prompt (other users can see command lines, not prompts)")
     join.add_argument("--device", default="auto", choices=DEVICE_CHOICES, help="default %(default)s: CUDA, then MPS, then CPU")
     join.add_argument("--name", default=None, help="worker name shown on the hub (default: this machine's name)")
     join.add_argument("--threads", type=int, default=0, help="CPU threads for torch (default: torch's choice)")

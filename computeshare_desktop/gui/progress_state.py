@@ -138,6 +138,10 @@ class ProgressState:
     def _say(self, line: str) -> None:
         self._log.append(line)
 
+    def note(self, line: str) -> None:
+        """Add a line to the log (from the window's own actions)."""
+        self._say(line)
+
     def _fail(self, message: str) -> None:
         self.error, self.phase, self.status = message, "failed", message
         self._alert(message, "error")

@@ -122,7 +122,17 @@ class ProgressWindow(QMainWindow):
             cards.append(("pushed", "Gradients pushed"))
         self.cards = {key: StatCard(name) for key, name in cards}
         self.charts = ChartsPanel(second="accuracy")  # a worker hears the hub's evaluations
-        self.workers_table = WorkersTable()
+        self.workers_table = WorkersTable(kickable=hub)
+        self.kick_button = QPushButton("Kick worker")
+        self.kick_button.setToolTip("Remove the selected worker: it cannot pair again in "
+                                    "this session, even with the PIN")
+        self.kick_button.setEnabled(False)
+        self.kick_button.setVisible(hub)
+        self.kick_button.clicked.connect(self.kick_selected)
+        self.workers_table.kick_requested.connect(self.kick)
+        self.workers_table.itemSelectionChanged.connect(self._update_kick)
+        if self.pin_card is not None:
+            self.pin_card.new_button.clicked.connect(self.new_pin)
         self.log_pane = LogPane()
         self.finish_card = FinishCard()
         self.finish_card.hide()
@@ -153,6 +163,7 @@ class ProgressWindow(QMainWindow):
         lower.setStretchFactor(0, 3)
         lower.setStretchFactor(1, 2)
         buttons = QHBoxLayout()
+        buttons.addWidget(self.kick_button)
         buttons.addStretch(1)
         buttons.addWidget(self.stop_button)
         buttons.addWidget(self.close_button)
@@ -296,6 +307,31 @@ class ProgressWindow(QMainWindow):
         self.runner.stop()
         self.stop_button.setEnabled(False)
         self.stop_button.setText("Stopping…")
+
+    def kick_selected(self) -> None:
+        """Kick the worker selected in the table."""
+        worker = self.workers_table.selected_worker()
+        if worker is not None:
+            self.kick(worker)
+
+    def kick(self, worker_id: int) -> None:
+        """Remove a worker and ban it for the session (a hub's window)."""
+        kick = getattr(self.runner, "kick", None)
+        if kick is not None:
+            kick(worker_id)
+            self.kick_button.setEnabled(False)
+
+    def new_pin(self) -> None:
+        """Rotate the session PIN and show the new one."""
+        rotate = getattr(self.runner, "rotate_pin", None)
+        pin = rotate() if rotate is not None else None
+        if pin is not None and self.pin_card is not None:
+            self.pin_card.set_pin(pin)
+            self.state.note("The PIN was replaced: the old one no longer pairs")
+
+    def _update_kick(self) -> None:
+        self.kick_button.setEnabled(self.state.active and
+                                    self.workers_table.selected_worker() is not None)
 
     def output_url(self) -> QUrl:
         """The folder "Open output folder" opens (empty until the session finished)."""

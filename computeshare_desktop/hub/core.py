@@ -102,11 +102,13 @@ class HubCore:
             out.insert(0, self._reply(peer, *reply))
         return out
 
-    def handle_pairing(self, peer: bytes, frames: Sequence[Frame], now: float) -> list[Reply]:
-        """Process one request from the (unencrypted) pairing socket."""
+    def handle_pairing(self, peer: bytes, frames: Sequence[Frame], now: float,
+                       source: str | None = None) -> list[Reply]:
+        """Process one request from the (unencrypted) pairing socket; ``source`` is the
+        sender's IP address when the transport knows it (limits are per source)."""
         try:
             msg, _ = decode(frames, max_frame_bytes=MAX_PAIRING_FRAME, expect=TO_PAIRING)
-            reply: tuple[Any, ...] = (self.pairing.handle(msg, now),)
+            reply: tuple[Any, ...] = (self.pairing.handle(msg, now, source),)
         except RemoteProtocolError as exc:
             reply = self._reject(exc, peer, now)
             if exc.code is RejectCode.LOCKED_OUT or exc.code is RejectCode.BAD_PIN:
@@ -116,11 +118,12 @@ class HubCore:
         return [Reply(peer, encode(*reply))]
 
     def kick(self, worker_id: int) -> bool:
-        """Remove a worker and revoke its key at once (other workers on that key go too)."""
+        """Remove a worker and ban its key for the session (other workers on that key go
+        too): it can neither send nor pair again, even with the PIN."""
         member = next((m for m in self.members.members() if m.worker_id == worker_id), None)
         if member is None:
             return False
-        self.allowlist.remove(member.key)
+        self.allowlist.ban(member.key)
         for other in self.members.members():
             if other.key == member.key:
                 self.members.remove(other.token, "kicked")

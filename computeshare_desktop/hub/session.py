@@ -134,11 +134,20 @@ class HubSession:
         self._after()
         return replies
 
-    def handle_pairing(self, peer: bytes, frames: Sequence[Frame], now: float) -> list[Reply]:
+    def handle_pairing(self, peer: bytes, frames: Sequence[Frame], now: float,
+                       source: str | None = None) -> list[Reply]:
         """Process one pairing request (see HubCore.handle_pairing)."""
-        replies = self.core.handle_pairing(peer, frames, now)
+        replies = self.core.handle_pairing(peer, frames, now, source)
         self._after()
         return replies
+
+    def set_pin(self, pin: str) -> None:
+        """Rotate the PIN: from now on only the new one pairs (paired keys stay)."""
+        if len(pin.strip()) < 4:
+            raise ConfigError("the PIN must have at least 4 characters")
+        self.core.pairing.set_pin(pin)
+        log.info("the session PIN was changed")
+        self._emit({"kind": "pin_changed"})
 
     def kick(self, worker_id: int) -> bool:
         """Remove a worker and revoke its key (see HubCore.kick)."""

@@ -39,6 +39,12 @@ def data_dir() -> Path:
                                                                           appauthor=False))
 
 
+# POSIX modes say who can read a key file. Windows reports 0o666 for every file: there the
+# file's protection is the ACL of the per-user data folder it lives in (see the README's
+# threat model), and the mode check would refuse every key on the second launch.
+CHECK_MODE = os.name == "posix"
+
+
 def identity_path(role: str, name: str = "default") -> Path:
     """The key file of a role ("hub" or "worker") and a name (one key per worker name)."""
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:64] or "default"
@@ -49,7 +55,7 @@ def load_or_create(path: Path) -> Identity:
     """Read a key file, or create one that only this user can read."""
     if path.exists():
         mode = stat.S_IMODE(path.stat().st_mode)
-        if mode & 0o077:
+        if CHECK_MODE and mode & 0o077:
             raise ConfigError(f"{path} is readable by other users (mode {mode:o}): "
                               f"chmod 600 it or delete it to make a new key")
         try:

@@ -100,3 +100,63 @@ def test_a_worker_window_shows_a_banner_within_2_s_when_the_hub_stops(
         assert window.state.phase == "stopped" and window.chip.text() == "Stopped"
     finally:
         hub.close()
+
+
+def test_kick_a_worker_from_its_row_and_rotate_the_pin(qtbot, main_window, tmp_path):
+    from PySide6.QtWidgets import QApplication, QMenu
+
+    from computeshare_desktop.errors import RejectedError
+    from computeshare_desktop.protocol import RejectCode
+    from helpers_net import WorkerThread, pair
+    from computeshare_desktop.transport import Identity
+
+    window = main_window.host(HostOptions(rounds=100_000, workers=2, train_here=True,
+                                          out_dir=str(tmp_path / "run"), port=free_ports(),
+                                          eval_every=0))
+    qtbot.waitUntil(lambda: window.runner.port is not None, timeout=20_000)
+    port = window.runner.port
+    guest = WorkerThread(port, "guest", pin=window.pin_card.pin)
+    try:
+        qtbot.waitUntil(lambda: window.state.version >= 3, timeout=30_000)
+        table = window.workers_table
+        qtbot.waitUntil(lambda: table.rowCount() == 2, timeout=5_000)
+        row = next(r for r in range(2) if table.item(r, 0).text() == "guest")
+        assert not window.kick_button.isEnabled()
+        table.selectRow(row)
+        assert window.kick_button.isEnabled()
+        # the row's context menu offers the same
+        offered: list[list[str]] = []
+
+        def choose() -> None:
+            menu = QApplication.activePopupWidget()
+            if not isinstance(menu, QMenu):
+                QTimer.singleShot(20, choose)
+                return
+            offered.append([a.text() for a in menu.actions()])
+            menu.actions()[0].trigger()
+            menu.close()
+        kicked = []
+        table.kick_requested.connect(kicked.append)
+        table.kick_requested.disconnect(window.kick)  # the menu alone, then the button
+        QTimer.singleShot(100, choose)
+        table._menu(table.visualItemRect(table.item(row, 0)).center())
+        assert offered == [["Kick from the session"]] and kicked == [table.kickable_at(row)]
+        click(qtbot, window.kick_button)
+        guest.join(30)
+        assert isinstance(guest.error, RejectedError)
+        state = table.columnCount() - 1
+        qtbot.waitUntil(lambda: table.item(row, state).text() == "removed", timeout=5_000)
+        again = WorkerThread(port, "guest", pin=window.pin_card.pin, identity=guest.identity)
+        again.join(30)
+        assert again.error.code is RejectCode.BANNED  # a kick is a ban for the session
+
+        old = window.pin_card.pin
+        click(qtbot, window.pin_card.new_button)
+        new = window.pin_card.pin
+        assert new != old and window.pin_card.digits.text().replace(" ", "") == new
+        time.sleep(0.3)  # the hub's loop takes the new PIN
+        assert pair(port, old, "late", Identity.generate())[0].code == "BAD_PIN"
+        assert pair(port, new, "late", Identity.generate())[1] is not None
+    finally:
+        guest.close()
+        window.runner.stop()
