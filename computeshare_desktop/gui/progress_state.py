@@ -20,7 +20,8 @@ from .formatting import percent
 from .progress_rows import RATE_WINDOW_S, FinalResult, WorkerRow
 
 LEAVE_REASONS = {"left": "left the session", "silent": "stopped answering",
-                 "kicked": "removed", "arch_mismatch": "builds a different model"}
+                 "kicked": "removed", "arch_mismatch": "builds a different model",
+                 "stuck": "missed several rounds: its shard was freed"}
 ACTIVE_STATES = ("joining", "loading data", "ready", "training", "done")
 SMOOTHING = 0.1  # weight of the newest loss in the smoothed curve (an EMA, as TensorBoard)
 ETA_ROUNDS = 40  # the ETA uses the pace of the last this-many rounds

@@ -38,6 +38,8 @@ class HubConfig:
     heartbeat_timeout_s: float = 6.0  # silence after which a worker is declared dead
     deadline_floor_s: float = 2.0  # a round never closes early for a missing worker before this
     deadline_factor: float = 4.0  # ... nor before this many times the median full round
+    deadline_cap_s: float = 60.0  # ... but a round waits at most this (plus bytes on the wire)
+    max_missed: int = 3  # a worker that misses this many deadlines in a row loses its shard
     long_poll_ms: int = 2000  # the longest a PULL is held before WAITING
 
     def __post_init__(self) -> None:
@@ -58,6 +60,8 @@ class HubConfig:
             (min(self.eval_every, self.checkpoint_every, self.snapshot_every) >= 0,
              "intervals must be >= 0"),
             (self.heartbeat_timeout_s > 0 and self.deadline_floor_s > 0, "timeouts must be > 0"),
+            (self.deadline_cap_s >= self.deadline_floor_s, "the deadline cap must be >= its floor"),
+            (self.max_missed >= 1, "max missed deadlines must be at least 1"),
         ]
         for ok, message in checks:
             if not ok:

@@ -319,13 +319,31 @@ class HubCore:
         complete = self.schedule.due(now, self._ready())
         if complete is None:
             return
+        pushed = set(self.round.contributions)
         self._events += self.schedule.close(now, complete, self.members.members())
+        self._watchdog(pushed)
         self.schedule.open(now, self._ready())
         if self.server.version >= self.config.rounds:
             self.state = SessionState.DONE
             log.info("[hub v%d] all %d rounds done", self.server.version, self.config.rounds)
             self._event("state", state=self.state.value)
         self._release(out)
+
+    def _watchdog(self, pushed: set[int]) -> None:
+        """A worker that misses max_missed deadlines in a row (alive, but stuck) loses its
+        shard, so the rounds stop waiting for it and a spare worker can take over."""
+        for member in self._ready():
+            if member.shard in pushed:
+                member.missed = 0
+                continue
+            member.missed += 1
+            if member.missed >= self.config.max_missed:
+                log.warning("[hub v%d] worker %d (%s) missed %d deadlines in a row: its shard "
+                            "is freed", self.server.version, member.worker_id, member.name,
+                            member.missed)
+                self.members.remove(member.token, "missed deadlines")
+                self._forget(member)
+                self._event("worker_left", worker=member.summary(), reason="stuck")
 
     def _release(self, out: list[Reply]) -> None:
         """Answer every parked long-poll that the new version or state satisfies."""
