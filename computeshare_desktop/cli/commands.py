@@ -28,7 +28,8 @@ from ..hub.presets import resolve
 from ..models import build_model
 from ..protocol.auth import new_pin
 from ..protocol.pake import key_fingerprint
-from ..transport import DEFAULT_PORT, HubServer, ZmqConnector, identity_path, load_or_create
+from ..transport import (DEFAULT_PORT, HubServer, ZmqConnector, first_reachable,
+                         identity_path, load_or_create)
 from ..worker import WorkerOptions, WorkerSession, pick_device
 from .progress import RoundBar
 
@@ -200,8 +201,9 @@ def join(args: argparse.Namespace) -> int:
     else:
         found = pick_session(discover(args.scan, interfaces=_interfaces(args)), args.session)
         print(f"joining {describe(found)}", flush=True)
-        host_name, port = found.addresses[0], found.advert.port
+        port = found.advert.port
         expected_key, pair_port = found.advert.key_fingerprint, found.advert.pair_port
+        host_name = first_reachable(found.addresses, pair_port)  # the advert lists them all
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)

@@ -85,6 +85,7 @@ class JoinTarget:
     expected_key: str | None = None  # advertised key fingerprint: the pairing checks it
     accepting: bool = True
     note: str = field(default="", compare=False)
+    hosts: tuple[str, ...] = ()  # every address the hub advertised, most likely first
 
     @classmethod
     def from_session(cls, session: DiscoveredSession) -> "JoinTarget":
@@ -94,7 +95,7 @@ class JoinTarget:
                 "the session is full: you will wait for a free shard" if advert.full else "")
         return cls(host=session.addresses[0], port=advert.port, label=advert.name,
                    pair_port=advert.pair_port, expected_key=advert.key_fingerprint,
-                   accepting=advert.accepting, note=note)
+                   accepting=advert.accepting, note=note, hosts=tuple(session.addresses))
 
     @classmethod
     def from_address(cls, text: str) -> "JoinTarget":

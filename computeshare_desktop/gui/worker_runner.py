@@ -19,7 +19,8 @@ import threading
 from typing import Any, Callable
 
 from ..errors import ComputeShareError, HubStoppedError, HubUnreachableError, RejectedError
-from ..transport import EventSubscriber, ZmqConnector, identity_path, load_or_create
+from ..transport import (EventSubscriber, ZmqConnector, first_reachable, identity_path,
+                         load_or_create)
 from ..worker import DeviceChoice, WorkerOptions, WorkerResult, WorkerSession, pick_device
 from .formatting import refusal_message
 from .options import JoinTarget
@@ -128,7 +129,9 @@ class WorkerRunner:
         self._post("device", description=device.description, note=device.note)
         identity = load_or_create(identity_path("worker", self.name))
         t = self.target
-        connector = ZmqConnector(t.host, t.port, identity, pair_port=t.pair_port)
+        host = first_reachable(t.hosts, t.pair_port or t.port + 2) if len(t.hosts) > 1 \
+            else t.host
+        connector = ZmqConnector(host, t.port, identity, pair_port=t.pair_port)
         self._connector = connector
         options = WorkerOptions(pin=self.pin, name=self.name,
                                 first_contact_s=self.first_contact_s)

@@ -8,6 +8,7 @@ whether to retry, so retry policy stays out of the transport.
 from __future__ import annotations
 
 import logging
+import socket
 import time
 from typing import Callable, Sequence
 
@@ -131,3 +132,15 @@ class ZmqConnector:
         """The encrypted, mutually authenticated request channel."""
         return ReqChannel(f"tcp://{self.host}:{self.port}", server_key=server_key,
                           identity=self.identity)
+
+
+def first_reachable(hosts: Sequence[str], port: int, timeout_s: float = 1.5) -> str:
+    """The first of ``hosts`` (best first) that accepts a TCP connection on ``port``; the
+    first host when none does (the caller's retries then report it)."""
+    for host in hosts:
+        try:
+            with socket.create_connection((host, port), timeout=timeout_s):
+                return host
+        except OSError as exc:
+            log.info("hub address %s:%d does not answer (%s); trying the next", host, port, exc)
+    return hosts[0]
