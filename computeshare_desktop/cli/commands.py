@@ -28,7 +28,7 @@ from ..hub.presets import resolve
 from ..models import build_model
 from ..protocol.auth import new_pin
 from ..protocol.pake import key_fingerprint
-from ..transport import (DEFAULT_PORT, HubServer, ZmqConnector, first_reachable,
+from ..transport import (DEFAULT_PORT, HubServer, KnownHubs, ZmqConnector, first_reachable,
                          identity_path, load_or_create)
 from ..worker import WorkerOptions, WorkerSession, pick_device
 from .progress import RoundBar
@@ -179,9 +179,12 @@ def _address(text: str) -> tuple[str, int]:
     return host_part, int(port)
 
 
-def _worker_pin(args: argparse.Namespace) -> str:
-    """The PIN from the environment, a prompt (kept out of ``ps``), or ``--pin``."""
+def _worker_pin(args: argparse.Namespace, required: bool = True) -> str:
+    """The PIN from ``--pin``, the environment or a prompt (kept out of ``ps``); not asked
+    for when the hub's key is remembered (``required`` false): it may not be needed."""
     pin = args.pin or os.environ.get(PIN_ENV)
+    if not pin and not required:
+        return ""
     if not pin and sys.stdin.isatty():
         try:
             pin = getpass.getpass("session PIN (shown on the hub): ").strip()
@@ -194,28 +197,37 @@ def _worker_pin(args: argparse.Namespace) -> str:
 
 def join(args: argparse.Namespace) -> int:
     """Run a worker until the hub says the session is done."""
-    pin = _worker_pin(args)
+    name = args.name or socket.gethostname()
+    key_file = identity_path("worker", name)
+    known = KnownHubs(key_file)
     expected_key, pair_port = None, None
     if args.address:
         host_name, port = _address(args.address)
+        hub_key = known.key_for(f"{host_name}:{port}")
     else:
         found = pick_session(discover(args.scan, interfaces=_interfaces(args)), args.session)
         print(f"joining {describe(found)}", flush=True)
         port = found.advert.port
         expected_key, pair_port = found.advert.key_fingerprint, found.advert.pair_port
         host_name = first_reachable(found.addresses, pair_port)  # the advert lists them all
+        hub_key = known.key_with_fingerprint(expected_key, key_fingerprint)
+    pin = _worker_pin(args, required=hub_key is None)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
     if device.note:
         print(f"note: {device.note}", file=sys.stderr)
-    name = args.name or socket.gethostname()
     options = WorkerOptions(pin=pin, name=name, give_up_s=args.give_up)
     bar = RoundBar(0, quiet=args.quiet, desc="worker")
-    connector = ZmqConnector(host_name, port, load_or_create(identity_path("worker", name)),
-                             pair_port=pair_port)
-    worker = WorkerSession(connector, options, device, on_event=bar.worker_event,
-                           expected_key=expected_key)
+    connector = ZmqConnector(host_name, port, load_or_create(key_file), pair_port=pair_port)
+
+    def on_event(event: dict) -> None:
+        bar.worker_event(event)
+        if event["kind"] == "joined" and worker.hub_key:  # a restart rejoins without the PIN
+            known.remember(worker.hub_key, f"{host_name}:{port}")
+
+    worker = WorkerSession(connector, options, device, on_event=on_event,
+                           expected_key=expected_key, hub_key=hub_key)
     try:
         result = worker.run()
     finally:

@@ -8,6 +8,7 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import platformdirs
 import zmq
@@ -72,3 +73,55 @@ def load_or_create(path: Path) -> Identity:
     atomic_write(path, json.dumps({"public": identity.public, "secret": identity.secret}).encode(),
                  mode=0o600)
     return identity
+
+
+class KnownHubs:
+    """The hubs a worker has paired with, per hub key: the addresses it reached each at.
+
+    A worker that restarts finds the hub's key here and rejoins without the PIN (the hub
+    still allows its key while the session lasts). Kept beside the worker's key file.
+    """
+
+    def __init__(self, key_file: Path) -> None:
+        self.path = key_file.with_name(key_file.stem + "-hubs.json")
+
+    def _load(self) -> dict[str, list[str]]:
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        return {str(k): [str(a) for a in v] for k, v in data.items() if isinstance(v, list)}
+
+    def key_for(self, address: str) -> str | None:
+        """The key of the hub last reached at ``address`` ("host:port"), if any."""
+        for key, addresses in self._load().items():
+            if address in addresses:
+                return key
+        return None
+
+    def key_with_fingerprint(self, fingerprint: str, digest: Callable[[str], str]) -> str | None:
+        """The remembered key whose fingerprint (``digest(key)``) is ``fingerprint``."""
+        return next((k for k in self._load() if digest(k) == fingerprint), None)
+
+    def remember(self, hub_key: str, address: str) -> None:
+        """Note that ``hub_key`` answered at ``address`` (an address moves to its newest key)."""
+        known = {k: [a for a in v if a != address] for k, v in self._load().items()}
+        known[hub_key] = [address, *known.get(hub_key, [])][:8]
+        known = {k: v for k, v in known.items() if v}
+        try:
+            atomic_write(self.path, json.dumps(known, indent=1, sort_keys=True).encode(),
+                         mode=0o600)
+        except OSError:  # a convenience: the PIN still works
+            pass
+
+    def forget(self, hub_key: str) -> None:
+        """Drop a hub that no longer accepts this worker."""
+        known = self._load()
+        if known.pop(hub_key, None) is not None:
+            try:
+                atomic_write(self.path, json.dumps(known, indent=1, sort_keys=True).encode(),
+                             mode=0o600)
+            except OSError:
+                pass

@@ -40,6 +40,7 @@ class ReqChannel:
         self.curve = (server_key, identity) if server_key and identity else None
         self.ctx = zmq.Context()
         self.sock: zmq.Socket | None = None
+        self.monitor: zmq.Socket | None = None
         self.bytes_sent = 0
         self.bytes_received = 0
 
@@ -53,6 +54,9 @@ class ReqChannel:
                 self.sock.curve_serverkey = server_key.encode()
                 self.sock.curve_publickey = identity.public.encode()
                 self.sock.curve_secretkey = identity.secret.encode()
+                # The hub's ZAP handler refuses a key it does not allow: learn it at once
+                # from the handshake instead of waiting out the request's timeout.
+                self.monitor = self.sock.get_monitor_socket(zmq.EVENT_HANDSHAKE_FAILED_AUTH)
             self.sock.connect(self.address)
         return self.sock
 
@@ -69,6 +73,7 @@ class ReqChannel:
         Raises:
             ChannelTimeout: nothing came back in time.
             InterruptedError: ``abort()`` said to stop waiting.
+            PermissionError: the hub refused this machine's key (CURVE channels).
         """
         sock = self._open()
         sock.send_multipart(list(frames), copy=False)
@@ -91,8 +96,13 @@ class ReqChannel:
             if left <= 0:
                 return False
             step = left if abort is None else min(left, ABORT_POLL_S)
+            if self.monitor is not None:
+                step = min(step, ABORT_POLL_S)
             if sock.poll(max(1, int(step * 1000)), zmq.POLLIN):
                 return True
+            if self.monitor is not None and self.monitor.poll(0):
+                self.reset()
+                raise PermissionError(f"{self.address} refused this machine's key")
             if abort is not None and abort():
                 self.reset()
                 raise InterruptedError(f"request to {self.address} abandoned")
@@ -100,6 +110,10 @@ class ReqChannel:
     def reset(self) -> None:
         """Drop the socket; the next request opens a new one."""
         if self.sock is not None:
+            if self.monitor is not None:
+                self.sock.disable_monitor()
+                self.monitor.close(0)
+                self.monitor = None
             self.sock.close(0)
             self.sock = None
 

@@ -61,6 +61,7 @@ class WorkerSession:
         self.connector = connector
         self.expected_key = expected_key
         self.hub_key = hub_key
+        self._remembered = hub_key is not None  # from an earlier run: the hub may have moved on
         self.channel: Channel | None = connector.channel(hub_key) if hub_key else None
         self.opts = options
         self.device = device
@@ -152,6 +153,9 @@ class WorkerSession:
             except RejectedError as exc:
                 if exc.code is RejectCode.SESSION_FULL and self._wait_for_shard():
                     continue
+                if exc.code is RejectCode.NOT_PAIRED and self._remembered:
+                    self._pair_again()
+                    continue
                 raise
             self.welcome = welcome
             log.info("joined session %s as worker %d on shard %d of %d", welcome.session_id,
@@ -162,6 +166,18 @@ class WorkerSession:
                        device=self.device.description)
             self._start_heartbeat()
             return
+
+    def _pair_again(self) -> None:
+        """The remembered hub key is no longer allowed (a new session): use the PIN."""
+        self._remembered = False
+        if not self.opts.pin:
+            raise RejectedError(RejectCode.NOT_PAIRED, "the hub no longer knows this machine: "
+                                                       "join again with the session's PIN")
+        log.info("the hub no longer allows this machine's key: pairing with the PIN")
+        if self.channel is not None:
+            self.channel.close()
+        self.channel, self.hub_key = None, None
+        self._pair()
 
     def _wait_for_shard(self) -> bool:
         """A full session may free a shard (a worker died): wait, within give_up_s."""
@@ -350,6 +366,9 @@ class WorkerSession:
                 return reply
             except InterruptedError:
                 raise HubUnreachableError("stopped while waiting for the hub") from None
+            except PermissionError:
+                raise RejectedError(RejectCode.NOT_PAIRED,
+                                    "the hub does not allow this machine's key") from None
             except TimeoutError:
                 self._check_give_up()
                 log.warning("no answer from the hub; retrying in %.1f s", backoff)
@@ -391,7 +410,7 @@ class WorkerSession:
                     reply, _ = decode(channel.request(
                         encode(Ping(token)), timeout_s=min(2.0, self.opts.request_timeout_s),
                         abort=self.stop.is_set))
-                except (TimeoutError, InterruptedError, RemoteProtocolError):
+                except (TimeoutError, InterruptedError, PermissionError, RemoteProtocolError):
                     self._check_lost()
                     continue
                 if isinstance(reply, Reject) and reply.code == RejectCode.HUB_STOPPED.value:
@@ -415,7 +434,7 @@ class WorkerSession:
         if last is None or self._lost:
             return
         silent = time.monotonic() - last
-        if silent >= self.opts.lost_after_s:
+        if silent >= min(self.opts.lost_after_s, self.opts.give_up_s / 2):
             self._lost = True
             log.warning("the hub has not answered for %.0f s: it may have gone; still "
                         "trying for up to %.0f s", silent, self.opts.give_up_s)

@@ -101,3 +101,45 @@ def test_a_vanished_hub_is_noticed_within_10_s(tmp_path):
             if proc.poll() is None:
                 proc.kill()
             proc.communicate()
+
+
+def test_a_restarted_worker_rejoins_without_the_pin_and_a_new_session_asks_for_it(tmp_path):
+    port = free_ports()
+    home = {"COMPUTESHARE_HOME": str(tmp_path / "home")}
+    hub = cli("host", "--pin", PIN, "--bind", "127.0.0.1", "--port", str(port), "--out",
+              str(tmp_path / "one"), "--quiet", "--workers", "1", "--rounds", "100000",
+              "--eval-every", "0", env=home)
+    no_pin = {k: v for k, v in os.environ.items() if k != "COMPUTESHARE_PIN"} | home
+    first = cli("join", f"127.0.0.1:{port}", "--device", "cpu", "--quiet", "--threads", "1",
+                "--name", "laptop", env={**home, "COMPUTESHARE_PIN": PIN})
+    second = None
+    try:
+        wait_for(lambda: rounds(tmp_path / "one") >= 10, 90, "10 rounds")
+        first.send_signal(signal.SIGKILL)
+        first.communicate()
+        done = rounds(tmp_path / "one")
+        second = subprocess.Popen(
+            [*first.args[:3], "join", f"127.0.0.1:{port}", "--device", "cpu", "--quiet",
+             "--threads", "1", "--name", "laptop"], stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=no_pin)
+        wait_for(lambda: rounds(tmp_path / "one") >= done + 10, 90, "training again")
+    finally:
+        for proc in (hub, first, *([second] if second else [])):
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()
+    # A new session of the same hub no longer allows the key: told at once, not after 15 s
+    hub = cli("host", "--pin", PIN, "--bind", "127.0.0.1", "--port", str(port), "--out",
+              str(tmp_path / "two"), "--quiet", "--workers", "1", "--rounds", "10", env=home)
+    try:
+        time.sleep(1.0)
+        began = time.monotonic()
+        third = subprocess.run(
+            [*first.args[:3], "join", f"127.0.0.1:{port}", "--device", "cpu", "--quiet",
+             "--name", "laptop"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+            env=no_pin, timeout=60)
+        assert time.monotonic() - began < 8.0
+        assert third.returncode == 5 and "PIN" in third.stderr, third.stderr
+    finally:
+        hub.kill()
+        hub.communicate()
