@@ -111,7 +111,8 @@ class HubRunner:
         try:
             identity = load_or_create(identity_path("hub"))
             session = HubSession(self.config, pin=self.pin, hub_key=identity.public,
-                                 out_dir=self.out_path, on_event=self._on_hub_event)
+                                 out_dir=self.out_path, on_event=self._on_hub_event,
+                                 resume=self.options.resume)
             server = self._server = self._listen(session, identity)
             advertising = self._advertise(session, identity, server.port)
             self._start_local_worker(server.port)

@@ -27,6 +27,7 @@ SETTINGS_VERSION = 1
 SETTINGS_FILE = "settings.json"
 # Host dialog values worth remembering; the output folder is remembered as its parent so
 # every new session gets a fresh run folder.
+MAX_RECENT = 10  # recent sessions listed in the main window
 HOST_KEYS = ("dataset", "model", "rounds", "batch_size", "workers", "lr", "train_here",
              "eval_every", "name", "port", "preset", "advanced", "codec", "topk", "local_steps")
 
@@ -88,10 +89,19 @@ class Settings:
         return parent if isinstance(parent, str) and parent else None
 
     def remember_host(self, options: HostOptions) -> None:
-        """Keep the Host dialog values for next time."""
-        host = {key: getattr(options, key) for key in HOST_KEYS}
-        host["out_parent"] = str(Path(options.out_dir).expanduser().parent)
-        self.data["host"] = host
+        """Keep the Host dialog values for next time, and the folder among recent sessions."""
+        folder = str(Path(options.out_dir).expanduser())
+        if not options.resume:
+            host = {key: getattr(options, key) for key in HOST_KEYS}
+            host["out_parent"] = str(Path(folder).parent)
+            self.data["host"] = host
+        recent = [f for f in self.recent_sessions() if f != folder]
+        self.data["recent"] = [folder, *recent][:MAX_RECENT]
+
+    def recent_sessions(self) -> list[str]:
+        """Output folders of the sessions hosted here, newest first."""
+        value = self.data.get("recent")
+        return [str(f) for f in value if isinstance(f, str)] if isinstance(value, list) else []
 
     # ----------------------------------------------------------------- behaviour
     def confirm_stop(self) -> bool:

@@ -42,6 +42,31 @@ class OutputDir:
         """True when the folder holds a checkpoint to resume from."""
         return (self.path / CHECKPOINT_FILE).exists()
 
+    def summary(self) -> dict[str, Any] | None:
+        """What a list of recent sessions shows, read cheaply (no checkpoint load): the
+        configuration, the last version in the metrics, whether it finished and whether it
+        can be resumed. None when the folder holds no readable session."""
+        try:
+            config = json.loads((self.path / SESSION_FILE).read_text())["config"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        version, finished = 0, False
+        try:
+            with open(self.path / METRICS_FILE, encoding="utf-8") as fh:
+                for line in fh:
+                    try:
+                        record = json.loads(line)
+                    except ValueError:
+                        continue
+                    if isinstance(record, dict):
+                        version = max(version, int(record.get("version", 0)))
+                        finished = finished or bool(record.get("final"))
+        except OSError:
+            pass
+        return {"config": config, "version": version, "finished": finished,
+                "resumable": self.has_checkpoint() and not finished,
+                "model_saved": (self.path / MODEL_FILE).exists()}
+
     def read_session(self) -> dict[str, Any]:
         """Read session.json; ConfigError when missing or unreadable."""
         try:
