@@ -43,7 +43,8 @@ def _config(args: argparse.Namespace, workers: int) -> HubConfig:
     return HubConfig(dataset=args.dataset, model=args.model, workers=workers,
                      rounds=args.rounds, batch_size=args.batch_size, lr=args.lr,
                      seed=args.seed, eval_every=args.eval_every, preset=preset,
-                     codec=mode.codec, topk=mode.topk, local_steps=mode.local_steps,
+                     codec=mode.codec, topk=mode.topk, topk_warmup=args.topk_warmup,
+                     local_steps=mode.local_steps,
                      outer=args.outer, outer_lr=args.outer_lr, balance=not args.no_balance,
                      snapshot_every=args.snapshot_every)
 

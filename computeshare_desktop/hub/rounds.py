@@ -136,7 +136,8 @@ class DeadlinePolicy:
     def wait_s(self, expected: set[int]) -> float:
         """The allowance after a round opens, for these expected workers."""
         known = [statistics.median(self._latency[w]) for w in expected if w in self._latency]
-        return min(self.cap_s, max([self.floor_s, *(self.factor * lat for lat in known)]))
+        return max(self.floor_s, min(self.cap_s, max([0.0, *(self.factor * lat
+                                                               for lat in known)])))
 
     def deadline(self, opened_at: float, first_push_at: float, expected: set[int],
                  transfer_s: float = 0.0) -> float:
