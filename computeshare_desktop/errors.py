@@ -70,3 +70,9 @@ class RejectedError(CodedError):
 
     exit_code = 5
     prefix = "hub refused: "
+
+
+class HubStoppedError(ComputeShareError):
+    """The hub's user stopped the session before its end (it can be resumed)."""
+
+    exit_code = 7

@@ -115,9 +115,13 @@ def reject_code(msg: Any) -> RejectCode:
 
 
 # ----------------------------------------------------------------- pairing
-def pairing_send(hub: HubCore, peer: bytes, msg: Any, now: float) -> Any:
-    """One message into the pairing socket; the single reply, which goes to ``peer``."""
-    return only(decode_replies(hub.handle_pairing(peer, encode(msg), now)), peer)
+def pairing_send(hub: HubCore, peer: bytes, msg: Any, now: float,
+                 source: str | None = None) -> Any:
+    """One message into the pairing socket; the single reply, which goes to ``peer``.
+
+    ``source`` is the sender's address (default: one address per peer name)."""
+    source = source or f"lan/{peer.decode(errors='replace')}"
+    return only(decode_replies(hub.handle_pairing(peer, encode(msg), now, source)), peer)
 
 
 def pair_start(hub: HubCore, peer: bytes, now: float, *, pin: str = PIN,

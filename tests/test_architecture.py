@@ -64,3 +64,20 @@ def test_cores_do_not_import_transport_or_ui():
                 if node.module.split(".")[0] in ("transport", "cli", "gui", "discovery"):
                     offenders.append((rel, node.module))
     assert offenders == []
+
+
+def test_the_torch_floor_is_past_the_known_weights_only_bypasses():
+    """Checkpoints and models are read with torch.load(weights_only=True); versions up to
+    2.9.1 could be made to run code that way (CVE-2025-32434, CVE-2026-24747)."""
+    import re
+    import tomllib
+    from pathlib import Path
+
+    import torch
+
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    floor = next(d for d in project["project"]["dependencies"] if d.startswith("torch>="))
+    version = tuple(int(x) for x in re.findall(r"\d+", floor.split(">=")[1])[:2])
+    assert version >= (2, 10), floor
+    installed = tuple(int(x) for x in re.findall(r"\d+", torch.__version__)[:2])
+    assert installed >= version

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import torch
 
@@ -24,11 +28,13 @@ from ..hub.presets import resolve
 from ..models import build_model
 from ..protocol.auth import new_pin
 from ..protocol.pake import key_fingerprint
-from ..transport import DEFAULT_PORT, HubServer, ZmqConnector, identity_path, load_or_create
+from ..transport import (DEFAULT_PORT, HubServer, KnownHubs, ZmqConnector, first_reachable,
+                         identity_path, load_or_create)
 from ..worker import WorkerOptions, WorkerSession, pick_device
 from .progress import RoundBar
 
 PIN_ENV = "COMPUTESHARE_PIN"
+INTERRUPTED = 130  # the exit code of a hub stopped by Ctrl-C or SIGTERM (its model is saved)
 
 
 def _config(args: argparse.Namespace, workers: int) -> HubConfig:
@@ -37,7 +43,8 @@ def _config(args: argparse.Namespace, workers: int) -> HubConfig:
     return HubConfig(dataset=args.dataset, model=args.model, workers=workers,
                      rounds=args.rounds, batch_size=args.batch_size, lr=args.lr,
                      seed=args.seed, eval_every=args.eval_every, preset=preset,
-                     codec=mode.codec, topk=mode.topk, local_steps=mode.local_steps,
+                     codec=mode.codec, topk=mode.topk, topk_warmup=args.topk_warmup,
+                     local_steps=mode.local_steps,
                      outer=args.outer, outer_lr=args.outer_lr, balance=not args.no_balance,
                      snapshot_every=args.snapshot_every)
 
@@ -46,23 +53,48 @@ def _interfaces(args: argparse.Namespace) -> list[str] | None:
     return [resolve_interface(i) for i in args.interface] if args.interface else None
 
 
-def _serve(session: HubSession, server: HubServer, bar: RoundBar,
-           advertising: HubAdvertising | None = None) -> HubResult:
+@contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """Ctrl-C, SIGTERM (and Windows' Ctrl-Break) set ``stop``: the serve loop finishes the
+    request it is handling, so the state it saves is whole. A second Ctrl-C quits at once."""
+    def handler(signum: int, frame: object) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals can only be handled on the main thread
+        return
+    wanted = [getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGBREAK")
+              if hasattr(signal, name)]
+    previous = {sig: signal.signal(sig, handler) for sig in wanted}
     try:
-        result = server.serve()
-    except KeyboardInterrupt:
-        if not session.done:
-            session.save_checkpoint()
-            print(f"\nstopped at version {session.server.version}; continue with "
-                  f"computeshare host --resume --out {session.out.path}", file=sys.stderr)
-        raise
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _serve(session: HubSession, server: HubServer, bar: RoundBar,
+           advertising: HubAdvertising | None = None) -> HubResult | None:
+    """Serve until done or stopped; a stop saves the model and a checkpoint."""
+    stop = threading.Event()
+    try:
+        with _stop_on_signals(stop):
+            result = server.serve(stop)
+            if result is None:
+                path = session.save_stopped()
     finally:
         if advertising is not None:
             advertising.close()
         bar.close()
         server.close()
         session.close()
-    assert result is not None
+    if result is None:
+        saved = f"model saved to {path}" if path else "the model could not be saved"
+        print(f"\nstopped at version {session.server.version}; {saved}; continue with "
+              f"computeshare host --resume --out {session.out.path}", file=sys.stderr)
+        return None
     print(f"final test accuracy: {100 * result.accuracy:.2f}% after {result.version} rounds "
           f"in {result.seconds:.1f} s; model saved to {result.model_path}")
     return result
@@ -70,7 +102,7 @@ def _serve(session: HubSession, server: HubServer, bar: RoundBar,
 
 def host(args: argparse.Namespace) -> int:
     """Run a hub until done."""
-    pin = args.pin or new_pin()
+    pin = args.pin or os.environ.get(PIN_ENV) or new_pin()
     if len(pin.strip()) < 4:
         raise ConfigError("the PIN must have at least 4 characters")
     out = Path(args.out or "computeshare-run")
@@ -91,14 +123,13 @@ def host(args: argparse.Namespace) -> int:
                                      name=session_name, interfaces=_interfaces(args))
         if not advertising.start():
             advertising = None
-    where = (f"on each worker: computeshare join --pin {pin}   (or: computeshare join "
-             f"{name}:{server.port} --pin {pin})" if advertising else
-             f"on each worker: computeshare join {name}:{server.port} --pin {pin}")
+    where = (f"on each worker: computeshare join   (or: computeshare join "
+             f"{name}:{server.port}), then type the PIN" if advertising else
+             f"on each worker: computeshare join {name}:{server.port}, then type the PIN")
     print(f"hub listening on {args.bind}:{server.port} (events {server.pub_port}, pairing "
           f"{server.pair_port}); hub key {key_fingerprint(identity.public)}\n"
           f"session PIN: {pin}\n  {where}", flush=True)
-    _serve(session, server, bar, advertising)
-    return 0
+    return 0 if _serve(session, server, bar, advertising) else INTERRUPTED
 
 
 def sessions(args: argparse.Namespace) -> int:
@@ -149,31 +180,55 @@ def _address(text: str) -> tuple[str, int]:
     return host_part, int(port)
 
 
+def _worker_pin(args: argparse.Namespace, required: bool = True) -> str:
+    """The PIN from ``--pin``, the environment or a prompt (kept out of ``ps``); not asked
+    for when the hub's key is remembered (``required`` false): it may not be needed."""
+    pin = args.pin or os.environ.get(PIN_ENV)
+    if not pin and not required:
+        return ""
+    if not pin and sys.stdin.isatty():
+        try:
+            pin = getpass.getpass("session PIN (shown on the hub): ").strip()
+        except EOFError:
+            pin = ""
+    if not pin:
+        raise ConfigError(f"a PIN is needed: type it at the prompt, or set {PIN_ENV}")
+    return pin
+
+
 def join(args: argparse.Namespace) -> int:
     """Run a worker until the hub says the session is done."""
-    pin = args.pin or os.environ.get(PIN_ENV)
-    if not pin:
-        raise ConfigError(f"a PIN is needed: --pin PIN or {PIN_ENV}")
+    name = args.name or socket.gethostname()
+    key_file = identity_path("worker", name)
+    known = KnownHubs(key_file)
     expected_key, pair_port = None, None
     if args.address:
         host_name, port = _address(args.address)
+        hub_key = known.key_for(f"{host_name}:{port}")
     else:
         found = pick_session(discover(args.scan, interfaces=_interfaces(args)), args.session)
         print(f"joining {describe(found)}", flush=True)
-        host_name, port = found.addresses[0], found.advert.port
+        port = found.advert.port
         expected_key, pair_port = found.advert.key_fingerprint, found.advert.pair_port
+        host_name = first_reachable(found.addresses, pair_port)  # the advert lists them all
+        hub_key = known.key_with_fingerprint(expected_key, key_fingerprint)
+    pin = _worker_pin(args, required=hub_key is None)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
     if device.note:
         print(f"note: {device.note}", file=sys.stderr)
-    name = args.name or socket.gethostname()
     options = WorkerOptions(pin=pin, name=name, give_up_s=args.give_up)
     bar = RoundBar(0, quiet=args.quiet, desc="worker")
-    connector = ZmqConnector(host_name, port, load_or_create(identity_path("worker", name)),
-                             pair_port=pair_port)
-    worker = WorkerSession(connector, options, device, on_event=bar.worker_event,
-                           expected_key=expected_key)
+    connector = ZmqConnector(host_name, port, load_or_create(key_file), pair_port=pair_port)
+
+    def on_event(event: dict) -> None:
+        bar.worker_event(event)
+        if event["kind"] == "joined" and worker.hub_key:  # a restart rejoins without the PIN
+            known.remember(worker.hub_key, f"{host_name}:{port}")
+
+    worker = WorkerSession(connector, options, device, on_event=on_event,
+                           expected_key=expected_key, hub_key=hub_key)
     try:
         result = worker.run()
     finally:
@@ -200,10 +255,10 @@ def demo(args: argparse.Namespace) -> int:
     procs = [subprocess.Popen([*cmd, "--name", f"demo-{i + 1}"], env=env,
                               stdout=subprocess.DEVNULL) for i in range(args.workers)]
     try:
-        _serve(session, server, bar)
+        result = _serve(session, server, bar)
     finally:
         _reap(procs)
-    return 0
+    return 0 if result else INTERRUPTED
 
 
 def _reap(procs: list[subprocess.Popen[bytes]], timeout_s: float = 10.0) -> None:

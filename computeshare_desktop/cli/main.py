@@ -32,6 +32,7 @@ EXIT_CODES = """exit codes:
   4  port already in use
   5  refused by the hub (wrong PIN, session full or finished, different model)
   6  dataset not available offline
+  7  the hub stopped the session before its end (it can resume it later)
   130 interrupted (Ctrl-C)"""
 
 
@@ -46,9 +47,10 @@ def _session_args(p: argparse.ArgumentParser, rounds: int) -> None:
     p.add_argument("--dataset", default="mnist-sample", choices=DATASETS, help="default %(default)s (bundled, offline)")
     p.add_argument("--model", default="simplenet", choices=MODELS, help="default %(default)s")
     p.add_argument("--lr", type=float, default=0.01, help="base learning rate, scaled by the number of workers (default %(default)s)")
-    p.add_argument("--preset", default=None, choices=PRESET_CHOICES, help="the link: " + "; ".join(f"{p.name}: {p.summary}" for p in PRESETS.values()) + "; auto (default): measure the first rounds, then pick one")
+    p.add_argument("--preset", default=None, choices=PRESET_CHOICES, help="the link: " + "; ".join(f"{p.name}: {p.summary}".replace("%", "%%") for p in PRESETS.values()) + "; auto (default): measure the first rounds, then pick one")
     p.add_argument("--codec", default=None, choices=CODECS, help="how updates and model deltas travel (overrides the preset); lossy codecs use error feedback")
     p.add_argument("--topk", type=float, default=None, metavar="FRACTION", help="the fraction of values the topk codec sends (default 0.01)")
+    p.add_argument("--topk-warmup", type=int, default=-1, metavar="ROUNDS", help="rounds over which top-k falls from 25%% to its fraction (default: a tenth of the session, one epoch at most; 0: none)")
     p.add_argument("--local-steps", type=int, default=None, metavar="H", help="0: a gradient per round (synchronous SGD); H: H local SGD steps per round, then push the change (overrides the preset)")
     p.add_argument("--outer", default="auto", choices=OUTER_OPTIMIZERS, help="outer optimizer of local steps: sgd (momentum), nesterov (DiLoCo); auto: nesterov when H > 1")
     p.add_argument("--outer-lr", type=float, default=0.7, help="learning rate of the Nesterov outer step (default %(default)s)")
@@ -70,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     host = sub.add_parser("host", help="run a hub (parameter server) until training is done",
                           formatter_class=fmt, epilog=EXIT_CODES, allow_abbrev=False)
-    host.add_argument("--pin", help="session PIN workers must type (default: a random 6-digit PIN, printed)")
+    host.add_argument("--pin", help="session PIN workers must type (default: COMPUTESHARE_PIN, else a random 6-digit PIN, printed); on a shared machine prefer COMPUTESHARE_PIN: other users can see command lines")
     host.add_argument("--workers", type=int, default=2, help="number of shards = workers expected (default %(default)s)")
     _session_args(host, rounds=600)
     host.add_argument("--bind", default="0.0.0.0", help="address to listen on (default %(default)s: all)")
@@ -86,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     join.add_argument("--session", default=None, help="with no address: the session name or id to join when there are several")
     join.add_argument("--interface", action="append", default=None, metavar="IF", help="look for sessions on this interface or address only (repeatable)")
     join.add_argument("--scan", type=float, default=3.0, help="seconds to look for sessions (default %(default)s)")
-    join.add_argument("--pin", help="the PIN the hub shows (or set COMPUTESHARE_PIN)")
+    join.add_argument("--pin", help="the PIN the hub shows; without it: COMPUTESHARE_PIN, else a prompt (other users can see command lines, not prompts)")
     join.add_argument("--device", default="auto", choices=DEVICE_CHOICES, help="default %(default)s: CUDA, then MPS, then CPU")
     join.add_argument("--name", default=None, help="worker name shown on the hub (default: this machine's name)")
     join.add_argument("--threads", type=int, default=0, help="CPU threads for torch (default: torch's choice)")

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
+import ifaddr
 from zeroconf import IPVersion, ServiceBrowser, ServiceInfo, ServiceStateChange, Zeroconf
 
 from .advert import SERVICE_TYPE, SessionAdvert, from_txt
@@ -254,7 +255,35 @@ def discover(timeout_s: float, *, interfaces: Sequence[str] | None = None,
 
 
 def _rank_addresses(addresses: Sequence[str]) -> tuple[str, ...]:
-    def rank(ip: str) -> tuple[bool, bool]:
+    return rank_addresses(addresses, local_networks())
+
+
+# Container bridges (docker, podman): advertised by hubs that run them, reachable from
+# nowhere else.
+_CONTAINER_NETS = tuple(ipaddress.IPv4Network(n) for n in ("172.17.0.0/16", "10.88.0.0/16"))
+
+
+def rank_addresses(addresses: Sequence[str],
+                   networks: Sequence[ipaddress.IPv4Network] = ()) -> tuple[str, ...]:
+    """A hub's addresses, most likely to answer first: on one of this machine's networks,
+    then other routable ones, container bridges, and loopback and link-local last."""
+    def rank(ip: str) -> tuple[bool, bool, bool, bool]:
         parsed = ipaddress.IPv4Address(ip)
-        return parsed.is_loopback, parsed.is_link_local
+        return (parsed.is_loopback, parsed.is_link_local,
+                any(parsed in net for net in _CONTAINER_NETS),
+                not any(parsed in net for net in networks))
     return tuple(sorted(addresses, key=rank))
+
+
+def local_networks() -> list[ipaddress.IPv4Network]:
+    """The IPv4 networks this machine is on (its adapters' addresses and prefixes)."""
+    found = []
+    for adapter in ifaddr.get_adapters():
+        for ip in adapter.ips:
+            if isinstance(ip.ip, str):
+                try:
+                    found.append(ipaddress.IPv4Network(f"{ip.ip}/{ip.network_prefix}",
+                                                       strict=False))
+                except ValueError:
+                    continue
+    return found

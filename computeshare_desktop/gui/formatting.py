@@ -13,6 +13,8 @@ _ADVICE = {
     "SESSION_DONE": "This session has already finished.",
     "ARCH_MISMATCH": "This machine builds a different model: update ComputeShare.",
     "VERSION_MISMATCH": "The hub runs another version of ComputeShare: update both.",
+    "BANNED": "The host removed this machine from the session: it cannot join again.",
+    "HUB_STOPPED": "The host stopped the session.",
 }
 
 

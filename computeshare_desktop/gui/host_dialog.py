@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QComboBox, QDialog,
                                QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox,
@@ -12,6 +13,7 @@ from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QComboBox, QDialog,
 from ..codec import CODECS
 from ..data import DATASETS
 from ..errors import ConfigError
+from ..hub.outputs import OutputDir
 from ..hub.presets import PRESETS, resolve
 from ..models import MODELS
 from .options import HostOptions
@@ -129,7 +131,16 @@ class HostDialog(QDialog):
         self.start_button.clicked.connect(self.accept)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.clicked.connect(self.reject)
+        self.resume_note = QLabel()
+        self.resume_note.setWordWrap(True)
+        self.resume_button = QPushButton("Resume it")
+        self.resume_button.setToolTip("Continue that session from its last checkpoint, with "
+                                      "its own settings")
+        self.resume_button.clicked.connect(self.accept_resume)
+        self._resume = False
+        self.out_dir.textChanged.connect(self._folder_changed)
         self._build()
+        self._folder_changed()
 
     def _build(self) -> None:
         training = _form(("Dataset", self.dataset), ("Model", self.model),
@@ -138,8 +149,11 @@ class HostDialog(QDialog):
         folder = QHBoxLayout()
         folder.addWidget(self.out_dir, 1)
         folder.addWidget(self.browse)
+        resume = QHBoxLayout()
+        resume.addWidget(self.resume_note, 1)
+        resume.addWidget(self.resume_button)
         people = _form(("Expected workers", self.workers), ("", self.train_here),
-                       ("Output folder", folder))
+                       ("Output folder", folder), ("", resume))
         self.advanced.setLayout(_form(("Codec", self.codec), ("Top-k fraction", self.topk),
                                       ("Local steps", self.local_steps)))
         link = _form(("Network between machines", self.preset), ("", self.preset_note))
@@ -168,7 +182,12 @@ class HostDialog(QDialog):
         layout.addLayout(buttons)
 
     def options(self) -> HostOptions:
-        """The values as typed (not yet validated)."""
+        """The values as typed (not yet validated); a resume's come from its folder."""
+        if self._resume:
+            return dataclasses.replace(HostOptions.resuming(self.out_dir.text().strip()),
+                                       train_here=self.train_here.isChecked(),
+                                       port=self.port.value(), name=self.name.text().strip(),
+                                       advertise=self._initial.advertise)
         return dataclasses.replace(
             self._initial, dataset=self.dataset.currentText(), model=self.model.currentText(),
             rounds=self.rounds.value(), batch_size=self.batch_size.value(),
@@ -204,6 +223,32 @@ class HostDialog(QDialog):
             options.config()
             options.output_path()
         except ConfigError as exc:
+            self.error.setText(str(exc))
+            self.error.show()
+            return
+        super().accept()
+
+    def _folder_changed(self) -> None:
+        """Offer to resume when the chosen folder holds a stopped session."""
+        text = self.out_dir.text().strip()
+        summary = OutputDir(Path(text).expanduser()).summary() if text else None
+        resumable = summary is not None and summary["resumable"]
+        if resumable:
+            assert summary is not None
+            c = summary["config"]
+            self.resume_note.setText(f"This folder holds a stopped session ({c['model']} on "
+                                     f"{c['dataset']}, round {summary['version']:,} of "
+                                     f"{c['rounds']:,}).")
+        self.resume_note.setVisible(resumable)
+        self.resume_button.setVisible(resumable)
+
+    def accept_resume(self) -> None:
+        """Resume the session in the chosen folder."""
+        self._resume = True
+        try:
+            self.options().output_path()
+        except ConfigError as exc:
+            self._resume = False
             self.error.setText(str(exc))
             self.error.show()
             return

@@ -19,6 +19,7 @@ from ..discovery.advertiser import advertised_addresses
 from ..discovery.hub_advert import HubAdvertising
 from ..errors import ComputeShareError, PortInUseError
 from ..hub import HubResult, HubSession
+from ..protocol.auth import new_pin
 from ..protocol.pake import key_fingerprint
 from ..transport import DEFAULT_PORT, HubServer, Identity, identity_path, load_or_create
 from ..worker import DeviceChoice
@@ -44,6 +45,7 @@ class HubRunner:
         self.addresses: list[str] = []  # where workers can reach the hub, best first
         self.result: HubResult | None = None
         self.local: WorkerRunner | None = None
+        self._server: HubServer | None = None  # while serving (its kick/PIN are thread-safe)
         self._lock = threading.Lock()
         self._stop_requested = threading.Event()
         self._serve_stop = threading.Event()  # what the serve loop watches
@@ -64,6 +66,19 @@ class HubRunner:
             local.stop()  # its exit sets _serve_stop, so its last requests still get answers
         else:
             self._serve_stop.set()
+
+    def kick(self, worker_id: int) -> None:
+        """Remove a worker and ban its key for this session (returns at once)."""
+        if self._server is not None:
+            self._server.kick(worker_id)
+
+    def rotate_pin(self) -> str | None:
+        """A new session PIN (the old one stops working); None when not serving."""
+        if self._server is None or not self.running:
+            return None
+        self.pin = new_pin()
+        self._server.set_pin(self.pin)
+        return self.pin
 
     def join(self, timeout_s: float) -> bool:
         """Wait for the hub (and local worker) threads; True when both have ended."""
@@ -96,15 +111,14 @@ class HubRunner:
         try:
             identity = load_or_create(identity_path("hub"))
             session = HubSession(self.config, pin=self.pin, hub_key=identity.public,
-                                 out_dir=self.out_path, on_event=self._on_hub_event)
-            server = self._listen(session, identity)
+                                 out_dir=self.out_path, on_event=self._on_hub_event,
+                                 resume=self.options.resume)
+            server = self._server = self._listen(session, identity)
             advertising = self._advertise(session, identity, server.port)
             self._start_local_worker(server.port)
             self.result = server.serve(self._serve_stop)
-            if self.result is None and session.server.version > 0:
-                session.save_checkpoint()
-                self._post("stopped_early", version=session.server.version,
-                           out_dir=str(session.out.path))
+            if self.result is None:  # stopped early: keep the model (a "stopped" event)
+                session.save_stopped()
         except ComputeShareError as exc:
             self._post("error", message=str(exc))
         except Exception as exc:  # a bug: keep the app alive and show it

@@ -24,7 +24,9 @@ from .host_dialog import HostDialog
 from .hub_runner import HubRunner
 from .join_dialog import JoinDialog
 from .options import AppConfig, HostOptions, JoinTarget, default_output_folder, worker_name
+from .confirm import StopQuestion
 from .progress_window import ProgressWindow
+from .recent_sessions import RecentSessions
 from .session_table import SessionTableModel
 from .settings import Settings
 from .sources import DeviceProbe, DiscoveryFeed
@@ -43,6 +45,7 @@ class MainWindow(QMainWindow):
     def __init__(self, settings: Settings, config: AppConfig | None = None) -> None:
         super().__init__()
         self.settings, self.config = settings, config or AppConfig()
+        self.question = StopQuestion(settings)
         self.setWindowTitle("ComputeShare")
         self.setWindowIcon(app_icon())
         self.runners: list[Runner] = []  # started and not yet ended
@@ -99,8 +102,11 @@ class MainWindow(QMainWindow):
         self.join_button.setEnabled(False)
         self.connect_button = QPushButton("Connect to address…")
         self.connect_button.clicked.connect(lambda: self.open_join_dialog(None))
+        self.recent = RecentSessions()
+        self.recent.resume_requested.connect(self.resume)
+        self.recent.show_folders(self.settings.recent_sessions())
         self.setCentralWidget(self._layout(icon, title, subtitle))
-        self.resize(900, 560)
+        self.resize(900, 640)
 
     def _layout(self, icon: QLabel, title: QLabel, subtitle: QLabel) -> QWidget:
         titles = QVBoxLayout()
@@ -129,8 +135,9 @@ class MainWindow(QMainWindow):
         body.setContentsMargins(22, 18, 22, 18)
         body.setSpacing(14)
         body.addLayout(head)
-        body.addWidget(card, 1)
+        body.addWidget(card, 2)
         body.addLayout(buttons)
+        body.addWidget(self.recent, 1)
         canvas = QWidget()
         canvas.setObjectName("Canvas")
         canvas.setLayout(body)
@@ -148,7 +155,10 @@ class MainWindow(QMainWindow):
             self.device_label.setText(f"This machine: {text}")
             if self.probe.result is not None and self.probe.result.note:
                 self.device_label.setToolTip(self.probe.result.note)
-        self.runners = [r for r in self.runners if r.running]
+        running = [r for r in self.runners if r.running]
+        if len(running) != len(self.runners):  # a session ended: its folder may resume now
+            self.recent.show_folders(self.settings.recent_sessions())
+        self.runners = running
 
     def _show_sessions(self, sessions: list[DiscoveredSession]) -> None:
         chosen = self.selected_session()
@@ -203,7 +213,18 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"Cannot host: {exc}")
             return None
         self.runners.append(runner.start())
-        return self._open_progress(ProgressWindow.for_hub(runner, self.config.refresh_ms))
+        self.recent.show_folders(self.settings.recent_sessions())
+        return self._open_progress(ProgressWindow.for_hub(runner, self.config.refresh_ms,
+                                                          self.question))
+
+    def resume(self, folder: str) -> ProgressWindow | None:
+        """Resume the stopped session in ``folder`` (its own settings; a new PIN)."""
+        try:
+            options = HostOptions.resuming(folder)
+        except ComputeShareError as exc:
+            self.statusBar().showMessage(f"Cannot resume: {exc}")
+            return None
+        return self.host(options)
 
     # ----------------------------------------------------------------- join
     def join_selected(self) -> JoinDialog | None:
@@ -232,7 +253,8 @@ class MainWindow(QMainWindow):
     def _joined(self, dialog: JoinDialog) -> None:
         if dialog.runner is not None:
             self._open_progress(ProgressWindow.for_worker(dialog.runner, dialog.events,
-                                                          self.config.refresh_ms))
+                                                          self.config.refresh_ms,
+                                                          self.question))
 
     def _open_progress(self, window: ProgressWindow) -> ProgressWindow:
         window.closed.connect(self._progress_closed)
@@ -244,10 +266,24 @@ class MainWindow(QMainWindow):
         if window in self.progress_windows:
             self.progress_windows.remove(window)
         window.deleteLater()
+        self.recent.show_folders(self.settings.recent_sessions())
 
     # ----------------------------------------------------------------- shutdown
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's API
-        """Stop every session, withdraw adverts, join every thread, remember the geometry."""
+        """Stop every session (once confirmed), withdraw adverts, join every thread,
+        remember the geometry."""
+        training = [w for w in self.progress_windows if w.training and not w.confirmed]
+        if training:
+            n = len(training)
+            if not self.question.ask(self, "Quit ComputeShare?",
+                                     f"{n} session{'s' if n > 1 else ''} still "
+                                     f"train{'' if n > 1 else 's'} here. Quitting stops "
+                                     f"{'them' if n > 1 else 'it'} (a hub saves its model "
+                                     "and can be resumed later).", "Quit"):
+                event.ignore()
+                return
+            for window in training:
+                window.confirmed = True
         self.settings.remember_geometry(self.saveGeometry().toBase64().toStdString())
         self.settings.save()
         self.timer.stop()
@@ -263,7 +299,10 @@ class MainWindow(QMainWindow):
         for runner in self.runners:
             if not runner.join(SHUTDOWN_TIMEOUT_S):
                 log.warning("a session thread did not stop in %.0f s", SHUTDOWN_TIMEOUT_S)
-        self.runners = [r for r in self.runners if r.running]
+        running = [r for r in self.runners if r.running]
+        if len(running) != len(self.runners):  # a session ended: its folder may resume now
+            self.recent.show_folders(self.settings.recent_sessions())
+        self.runners = running
         self.feed.close()
         self.probe.join(SHUTDOWN_TIMEOUT_S)
 

@@ -12,6 +12,7 @@ import platformdirs
 from ..discovery import DiscoveredSession
 from ..errors import ConfigError
 from ..hub import HubConfig
+from ..hub.outputs import OutputDir
 from ..hub.presets import resolve
 from ..transport import DEFAULT_PORT
 
@@ -46,6 +47,18 @@ class HostOptions:
     codec: str = "zstd"
     topk: float = 0.01
     local_steps: int = 0
+    resume: bool = False  # continue the stopped session in out_dir (its own configuration)
+
+    @classmethod
+    def resuming(cls, folder: str | Path) -> "HostOptions":
+        """The options that resume the session in ``folder`` (ConfigError when it cannot)."""
+        summary = OutputDir(Path(folder)).summary()
+        if summary is None or not summary["resumable"]:
+            raise ConfigError(f"{folder} holds no session that can be resumed")
+        c = summary["config"]
+        return cls(dataset=c["dataset"], model=c["model"], rounds=c["rounds"],
+                   batch_size=c["batch_size"], workers=c["workers"], lr=c["lr"],
+                   eval_every=c["eval_every"], out_dir=str(folder), resume=True)
 
     def config(self) -> HubConfig:
         """The hub configuration (raises ConfigError on a bad value)."""
@@ -68,8 +81,12 @@ class HostOptions:
         if not self.out_dir.strip():
             raise ConfigError("choose an output folder")
         path = Path(self.out_dir).expanduser()
-        if (path / "metrics.jsonl").exists() or (path / "session.json").exists():
-            raise ConfigError(f"{path} already holds a training session: choose a new folder")
+        if self.resume:
+            if not OutputDir(path).has_checkpoint():
+                raise ConfigError(f"{path} holds no checkpoint to resume")
+        elif OutputDir(path).holds_session():
+            raise ConfigError(f"{path} already holds a training session: resume it or "
+                              "choose a new folder")
         return path
 
 
@@ -84,6 +101,7 @@ class JoinTarget:
     expected_key: str | None = None  # advertised key fingerprint: the pairing checks it
     accepting: bool = True
     note: str = field(default="", compare=False)
+    hosts: tuple[str, ...] = ()  # every address the hub advertised, most likely first
 
     @classmethod
     def from_session(cls, session: DiscoveredSession) -> "JoinTarget":
@@ -93,7 +111,7 @@ class JoinTarget:
                 "the session is full: you will wait for a free shard" if advert.full else "")
         return cls(host=session.addresses[0], port=advert.port, label=advert.name,
                    pair_port=advert.pair_port, expected_key=advert.key_fingerprint,
-                   accepting=advert.accepting, note=note)
+                   accepting=advert.accepting, note=note, hosts=tuple(session.addresses))
 
     @classmethod
     def from_address(cls, text: str) -> "JoinTarget":

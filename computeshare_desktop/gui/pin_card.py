@@ -31,6 +31,9 @@ class PinCard(QFrame):
         self.copy_button = QPushButton("Copy PIN")
         self.copy_button.setToolTip("Copy the PIN to the clipboard")
         self.copy_button.clicked.connect(self._copy)
+        self.new_button = QPushButton("New PIN")
+        self.new_button.setToolTip("Replace the PIN (machines already paired stay; the old "
+                                   "PIN stops working)")
 
         text = QVBoxLayout()
         text.setSpacing(2)
@@ -40,7 +43,15 @@ class PinCard(QFrame):
         layout = QHBoxLayout(self)
         layout.setContentsMargins(20, 14, 20, 14)
         layout.addLayout(text, 1)
-        layout.addWidget(self.copy_button, 0, Qt.AlignmentFlag.AlignVCenter)
+        buttons = QVBoxLayout()
+        buttons.addWidget(self.copy_button)
+        buttons.addWidget(self.new_button)
+        layout.addLayout(buttons)
+
+    def set_pin(self, pin: str) -> None:
+        """Show a new PIN."""
+        self.pin = pin
+        self.digits.setText(group_pin(pin))
 
     def set_hint(self, text: str) -> None:
         """The line under the digits (how to join)."""

@@ -20,7 +20,8 @@ from .formatting import percent
 from .progress_rows import RATE_WINDOW_S, FinalResult, WorkerRow
 
 LEAVE_REASONS = {"left": "left the session", "silent": "stopped answering",
-                 "kicked": "removed", "arch_mismatch": "builds a different model"}
+                 "kicked": "removed", "arch_mismatch": "builds a different model",
+                 "stuck": "missed several rounds: its shard was freed"}
 ACTIVE_STATES = ("joining", "loading data", "ready", "training", "done")
 SMOOTHING = 0.1  # weight of the newest loss in the smoothed curve (an EMA, as TensorBoard)
 ETA_ROUNDS = 40  # the ETA uses the pace of the last this-many rounds
@@ -62,6 +63,8 @@ class ProgressState:
         self._log: list[str] = []
         self._refused: Counter[str] = Counter()
         self._silent = False
+        self._all_done = False  # the hub said every round is done
+        self.banner: tuple[str, str] | None = None  # (level, text) shown above everything
 
     # ----------------------------------------------------------------- reading
     @property
@@ -136,9 +139,18 @@ class ProgressState:
     def _say(self, line: str) -> None:
         self._log.append(line)
 
+    def note(self, line: str) -> None:
+        """Add a line to the log (from the window's own actions)."""
+        self._say(line)
+
     def _fail(self, message: str) -> None:
         self.error, self.phase, self.status = message, "failed", message
+        self._alert(message, "error")
         self._say(f"Error: {message}")
+
+    def _alert(self, text: str | None, level: str = "warning") -> None:
+        """The banner at the top of the window (None hides it)."""
+        self.banner = None if text is None else (level, text)
 
     def _progress(self, version: int, loss: float, now: float) -> None:
         if self.phase in ("starting", "waiting"):
@@ -172,10 +184,12 @@ class ProgressState:
     def _hub_worker_left(self, e: dict[str, Any], now: float) -> None:
         w, reason = e["worker"], e["reason"]
         why = LEAVE_REASONS.get(reason, reason)
+        finished = reason == "left" and self._all_done  # its goodbye after the last round
         row = self.workers.get(w["id"])
         if row is not None:
-            row.state = "left" if reason == "left" else why
-        self._say(f"Worker {w['id']} ({w['name']}) {why}")
+            row.state = "done" if finished else "left" if reason == "left" else why
+        if not finished:
+            self._say(f"Worker {w['id']} ({w['name']}) {why}")
 
     def _hub_state(self, e: dict[str, Any], now: float) -> None:
         if e["state"] == "training" and self.phase in ("starting", "waiting"):
@@ -183,6 +197,7 @@ class ProgressState:
             self.status = "Training"
             self._say(f"All {len(self.workers)} worker(s) ready: training started")
         elif e["state"] == "done":
+            self._all_done = True
             self.status = "All rounds done: evaluating and saving the model…"
             self._say(self.status)
 
@@ -232,10 +247,18 @@ class ProgressState:
         self._say(f"Finished: test accuracy {percent(e['accuracy'])} after {e['version']} "
                   f"rounds in {e['seconds']:.1f} s; model saved to {e['model_path']}")
 
-    def _hub_stopped_early(self, e: dict[str, Any], now: float) -> None:
+    def _hub_stopped(self, e: dict[str, Any], now: float) -> None:
         self.phase, self.status = "stopped", f"Stopped at round {e['version']}"
-        self._say(f"Stopped at round {e['version']}; continue later with: computeshare host "
-                  f"--resume --out {e['out_dir']}")
+        self.out_dir = e["out_dir"]
+        saved = f"model saved to {e['model_path']}" if e.get("model_path") else \
+            "the model could not be saved (see the log)"
+        self._say(f"Stopped at round {e['version']}; {saved}. Resume it from the main "
+                  f"window's recent sessions, or: computeshare host --resume --out "
+                  f"{e['out_dir']}")
+
+    def _hub_disk_error(self, e: dict[str, Any], now: float) -> None:
+        self._alert(f"Could not write the {e['what']} to disk ({e['error']}): training goes "
+                    "on; free some space or check the output folder", "warning")
 
     def _hub_error(self, e: dict[str, Any], now: float) -> None:
         self._fail(e["message"])
@@ -294,6 +317,27 @@ class ProgressState:
         if not self._silent:
             self._say("The hub is not answering: retrying…")
         self._silent = True
+
+    def _worker_hub_lost(self, e: dict[str, Any], now: float) -> None:
+        self._alert(f"The hub has not answered for {e['silent_s']:.0f} s: it may have gone "
+                    f"or the network is down. Still trying for up to "
+                    f"{e['give_up_s'] / 60:.0f} min…", "warning")
+        self._say("The hub stopped answering")
+
+    def _worker_hub_back(self, e: dict[str, Any], now: float) -> None:
+        if self.banner is not None and self.banner[0] == "warning":
+            self._alert(None)
+        self._say("The hub answers again")
+
+    def _worker_hub_stopped(self, e: dict[str, Any], now: float) -> None:
+        self.phase = "stopped"
+        self.status = f"The host stopped the session at round {e['version']}"
+        self._alert(f"The host stopped the session at round {e['version']}. Its model is "
+                    "saved; join again if the host resumes it.", "error")
+        self._say(self.status)
+
+    def _feed_hub_stopped(self, e: dict[str, Any], now: float) -> None:
+        self._worker_hub_stopped(e, now)
 
     def _worker_pairing_wait(self, e: dict[str, Any], now: float) -> None:
         self._say(f"The hub asked to wait {e['retry_after']:.0f} s ({e['code']})")
@@ -379,6 +423,8 @@ class ProgressState:
                   + (" (final)" if e.get("final") else ""))
 
     def _feed_state(self, e: dict[str, Any], now: float) -> None:
+        if e["state"] == "done":
+            self._all_done = True
         if e["state"] == "done" and self.active:
             self.status = "All rounds done: the hub is evaluating the model…"
 

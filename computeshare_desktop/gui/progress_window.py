@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMainWindow, QProgressBar, Q
                                QSplitter, QVBoxLayout, QWidget)
 
 from .charts import ChartsPanel
+from .confirm import StopQuestion
 from .formatting import human_bytes, human_duration, human_rate, percent
 from .hub_runner import HubRunner
 from .panels import FinishCard, LogPane, StatCard, row
@@ -51,9 +52,12 @@ class ProgressWindow(QMainWindow):
 
     def __init__(self, runner: Runner, state: ProgressState, *, title: str, subtitle: str,
                  pin: str | None = None, refresh_ms: int = 100,
-                 traffic: Callable[[], tuple[int, int]] | None = None) -> None:
+                 traffic: Callable[[], tuple[int, int]] | None = None,
+                 question: StopQuestion | None = None) -> None:
         super().__init__()
         self.runner, self.state, self._traffic = runner, state, traffic
+        self.question = question  # None: stop without asking
+        self.confirmed = False  # the user already said yes (e.g. to quitting the app)
         self.setWindowTitle(f"{title} — ComputeShare")
         self.pin_card = PinCard(pin) if pin else None
         self._ticks = 0
@@ -66,7 +70,8 @@ class ProgressWindow(QMainWindow):
         self.resize(1120, 860)
 
     @classmethod
-    def for_hub(cls, runner: HubRunner, refresh_ms: int = 100) -> "ProgressWindow":
+    def for_hub(cls, runner: HubRunner, refresh_ms: int = 100,
+                question: StopQuestion | None = None) -> "ProgressWindow":
         """The window of a hub this app runs."""
         o = runner.options
         state = ProgressState("hub", total_rounds=o.rounds, name=o.session_name(),
@@ -74,18 +79,19 @@ class ProgressWindow(QMainWindow):
         return cls(runner, state, title=f"Hosting {o.session_name()}", pin=runner.pin,
                    subtitle=f"{o.model} on {o.dataset} · {o.workers} worker(s) · "
                             f"{o.rounds} rounds of {o.batch_size} per worker",
-                   refresh_ms=refresh_ms)
+                   refresh_ms=refresh_ms, question=question)
 
     @classmethod
     def for_worker(cls, runner: WorkerRunner, events: list[dict[str, Any]] | None = None,
-                   refresh_ms: int = 100) -> "ProgressWindow":
+                   refresh_ms: int = 100,
+                   question: StopQuestion | None = None) -> "ProgressWindow":
         """The window of a worker this app runs; ``events``: those the Join dialog read."""
         state = ProgressState("worker", name=runner.name)
         state.apply(events or [])
         return cls(runner, state, title=f"Training for {runner.target.label}",
                    subtitle=f"Worker {runner.name} · hub {runner.target.host}:"
                             f"{runner.target.port}",
-                   refresh_ms=refresh_ms, traffic=runner.traffic)
+                   refresh_ms=refresh_ms, traffic=runner.traffic, question=question)
 
     # ----------------------------------------------------------------- layout
     def _build(self, title: str, subtitle: str) -> None:
@@ -96,6 +102,10 @@ class ProgressWindow(QMainWindow):
         self.subtitle.setObjectName("Subtitle")
         self.chip = QLabel("Starting")
         self.chip.setObjectName("StatusChip")
+        self.banner = QLabel()
+        self.banner.setObjectName("Banner")
+        self.banner.setWordWrap(True)
+        self.banner.hide()
         self.progress_bar = QProgressBar()
         self.progress_bar.setTextVisible(False)
         self.progress_label = QLabel("Waiting for the session to start")
@@ -112,7 +122,17 @@ class ProgressWindow(QMainWindow):
             cards.append(("pushed", "Gradients pushed"))
         self.cards = {key: StatCard(name) for key, name in cards}
         self.charts = ChartsPanel(second="accuracy")  # a worker hears the hub's evaluations
-        self.workers_table = WorkersTable()
+        self.workers_table = WorkersTable(kickable=hub)
+        self.kick_button = QPushButton("Kick worker")
+        self.kick_button.setToolTip("Remove the selected worker: it cannot pair again in "
+                                    "this session, even with the PIN")
+        self.kick_button.setEnabled(False)
+        self.kick_button.setVisible(hub)
+        self.kick_button.clicked.connect(self.kick_selected)
+        self.workers_table.kick_requested.connect(self.kick)
+        self.workers_table.itemSelectionChanged.connect(self._update_kick)
+        if self.pin_card is not None:
+            self.pin_card.new_button.clicked.connect(self.new_pin)
         self.log_pane = LogPane()
         self.finish_card = FinishCard()
         self.finish_card.hide()
@@ -143,6 +163,7 @@ class ProgressWindow(QMainWindow):
         lower.setStretchFactor(0, 3)
         lower.setStretchFactor(1, 2)
         buttons = QHBoxLayout()
+        buttons.addWidget(self.kick_button)
         buttons.addStretch(1)
         buttons.addWidget(self.stop_button)
         buttons.addWidget(self.close_button)
@@ -150,6 +171,7 @@ class ProgressWindow(QMainWindow):
         body.setContentsMargins(20, 16, 20, 16)
         body.setSpacing(12)
         body.addLayout(head)
+        body.addWidget(self.banner)
         if self.pin_card is not None:
             body.addWidget(self.pin_card)
         body.addLayout(progress)
@@ -220,6 +242,7 @@ class ProgressWindow(QMainWindow):
             self.chip.style().unpolish(self.chip)
             self.chip.style().polish(self.chip)
         self.chip.setToolTip(s.status)
+        self._render_banner()
         if self.pin_card is not None and s.port is not None:
             self.pin_card.set_hint(self._join_hint())
         if s.final is not None and s.final is not self._shown_final:  # the hub's may follow
@@ -233,6 +256,19 @@ class ProgressWindow(QMainWindow):
         if s.phase == "failed" and s.error:
             self.progress_label.setText(s.error)
 
+    def _render_banner(self) -> None:
+        banner = self.state.banner
+        if banner is None:
+            self.banner.hide()
+            return
+        level, text = banner
+        if self.banner.text() != text or self.banner.property("level") != level:
+            self.banner.setText(text)
+            self.banner.setProperty("level", level)
+            self.banner.style().unpolish(self.banner)
+            self.banner.style().polish(self.banner)
+        self.banner.show()
+
     def _join_hint(self) -> str:
         s = self.state
         if not s.active:
@@ -242,11 +278,60 @@ class ProgressWindow(QMainWindow):
                 f"use Connect to address… with {where}:{s.port}")
 
     # ----------------------------------------------------------------- actions
+    @property
+    def training(self) -> bool:
+        """True while this window's session trains (stopping it loses time, so ask)."""
+        return self.state.phase == "training" and self.runner.running and \
+            not self.runner.stopping
+
+    def may_stop(self) -> bool:
+        """Ask before stopping a training (unless turned off or already confirmed)."""
+        if self.confirmed or self.question is None or not self.training:
+            return True
+        if self.state.role == "hub":
+            ok = self.question.ask(self, "Stop training?", "Stop this training session? The "
+                                   "model so far is saved and the session can be resumed "
+                                   "later from the main window.", "Stop training")
+        else:
+            ok = self.question.ask(self, "Leave the session?", "Leave this training session? "
+                                   "The other machines train on without this one.",
+                                   "Leave session")
+        self.confirmed = ok
+        return ok
+
     def stop_session(self) -> None:
-        """Stop (hub) or leave (worker): returns at once, the thread winds down."""
+        """Stop (hub) or leave (worker) once confirmed: returns at once, the thread winds
+        down."""
+        if not self.may_stop():
+            return
         self.runner.stop()
         self.stop_button.setEnabled(False)
         self.stop_button.setText("Stopping…")
+
+    def kick_selected(self) -> None:
+        """Kick the worker selected in the table."""
+        worker = self.workers_table.selected_worker()
+        if worker is not None:
+            self.kick(worker)
+
+    def kick(self, worker_id: int) -> None:
+        """Remove a worker and ban it for the session (a hub's window)."""
+        kick = getattr(self.runner, "kick", None)
+        if kick is not None:
+            kick(worker_id)
+            self.kick_button.setEnabled(False)
+
+    def new_pin(self) -> None:
+        """Rotate the session PIN and show the new one."""
+        rotate = getattr(self.runner, "rotate_pin", None)
+        pin = rotate() if rotate is not None else None
+        if pin is not None and self.pin_card is not None:
+            self.pin_card.set_pin(pin)
+            self.state.note("The PIN was replaced: the old one no longer pairs")
+
+    def _update_kick(self) -> None:
+        self.kick_button.setEnabled(self.state.active and
+                                    self.workers_table.selected_worker() is not None)
 
     def output_url(self) -> QUrl:
         """The folder "Open output folder" opens (empty until the session finished)."""
@@ -257,7 +342,11 @@ class ProgressWindow(QMainWindow):
         QDesktopServices.openUrl(url)
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's API
-        """Closing stops the session; the main window waits for the thread to end."""
+        """Closing stops the session (once confirmed); the main window waits for the
+        thread to end."""
+        if not self.may_stop():
+            event.ignore()
+            return
         if self.runner.running:
             self.runner.stop()
         self.timer.stop()

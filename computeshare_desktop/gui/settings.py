@@ -12,12 +12,12 @@ import dataclasses
 import json
 import logging
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 
+from ..files import atomic_write
 from ..transport.keys import HOME_ENV
 from .options import HostOptions
 
@@ -27,6 +27,7 @@ SETTINGS_VERSION = 1
 SETTINGS_FILE = "settings.json"
 # Host dialog values worth remembering; the output folder is remembered as its parent so
 # every new session gets a fresh run folder.
+MAX_RECENT = 10  # recent sessions listed in the main window
 HOST_KEYS = ("dataset", "model", "rounds", "batch_size", "workers", "lr", "train_here",
              "eval_every", "name", "port", "preset", "advanced", "codec", "topk", "local_steps")
 
@@ -62,11 +63,8 @@ class Settings:
     def save(self) -> None:
         """Write atomically; a failure is logged, never raised (settings are a convenience)."""
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=SETTINGS_FILE, dir=self.path.parent)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({**self.data, "version": SETTINGS_VERSION}, fh, indent=2)
-            os.replace(tmp, self.path)
+            atomic_write(self.path, json.dumps({**self.data, "version": SETTINGS_VERSION},
+                                               indent=2).encode())
         except OSError as exc:
             log.warning("could not save settings to %s: %s", self.path, exc)
 
@@ -91,10 +89,28 @@ class Settings:
         return parent if isinstance(parent, str) and parent else None
 
     def remember_host(self, options: HostOptions) -> None:
-        """Keep the Host dialog values for next time."""
-        host = {key: getattr(options, key) for key in HOST_KEYS}
-        host["out_parent"] = str(Path(options.out_dir).expanduser().parent)
-        self.data["host"] = host
+        """Keep the Host dialog values for next time, and the folder among recent sessions."""
+        folder = str(Path(options.out_dir).expanduser())
+        if not options.resume:
+            host = {key: getattr(options, key) for key in HOST_KEYS}
+            host["out_parent"] = str(Path(folder).parent)
+            self.data["host"] = host
+        recent = [f for f in self.recent_sessions() if f != folder]
+        self.data["recent"] = [folder, *recent][:MAX_RECENT]
+
+    def recent_sessions(self) -> list[str]:
+        """Output folders of the sessions hosted here, newest first."""
+        value = self.data.get("recent")
+        return [str(f) for f in value if isinstance(f, str)] if isinstance(value, list) else []
+
+    # ----------------------------------------------------------------- behaviour
+    def confirm_stop(self) -> bool:
+        """Ask before stopping, leaving, closing or quitting while a session trains."""
+        return self.data.get("confirm_stop") is not False
+
+    def set_confirm_stop(self, ask: bool) -> None:
+        """Turn the question on or off."""
+        self.data["confirm_stop"] = bool(ask)
 
     # ----------------------------------------------------------------- window
     def geometry(self) -> str | None:

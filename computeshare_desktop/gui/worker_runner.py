@@ -18,8 +18,9 @@ import queue
 import threading
 from typing import Any, Callable
 
-from ..errors import ComputeShareError, HubUnreachableError, RejectedError
-from ..transport import EventSubscriber, ZmqConnector, identity_path, load_or_create
+from ..errors import ComputeShareError, HubStoppedError, HubUnreachableError, RejectedError
+from ..transport import (EventSubscriber, ZmqConnector, first_reachable, identity_path,
+                         load_or_create)
 from ..worker import DeviceChoice, WorkerOptions, WorkerResult, WorkerSession, pick_device
 from .formatting import refusal_message
 from .options import JoinTarget
@@ -104,6 +105,8 @@ class WorkerRunner:
             code = getattr(exc.code, "value", str(exc.code))
             self.error_code = code
             self._post("error", code=code, message=refusal_message(code, exc.detail))
+        except HubStoppedError:
+            self.error_code = "HUB_STOPPED"  # the session's "hub_stopped" event says it
         except HubUnreachableError as exc:
             if not self._stop.is_set():
                 self.error_code = "UNREACHABLE"
@@ -126,7 +129,9 @@ class WorkerRunner:
         self._post("device", description=device.description, note=device.note)
         identity = load_or_create(identity_path("worker", self.name))
         t = self.target
-        connector = ZmqConnector(t.host, t.port, identity, pair_port=t.pair_port)
+        host = first_reachable(t.hosts, t.pair_port or t.port + 2) if len(t.hosts) > 1 \
+            else t.host
+        connector = ZmqConnector(host, t.port, identity, pair_port=t.pair_port)
         self._connector = connector
         options = WorkerOptions(pin=self.pin, name=self.name,
                                 first_contact_s=self.first_contact_s)
@@ -174,6 +179,9 @@ class WorkerRunner:
         self.events.put({**event, "source": FEED})
         if event.get("kind") == "finished":
             self._hub_finished.set()
+        elif event.get("kind") == "hub_stopped" and self._session is not None:
+            version = event.get("version")  # the worker may be computing: end it now
+            self._session.hub_said_stopped(version if isinstance(version, int) else -1)
 
     def _close_feed(self) -> None:
         feed, self._feed, self._feed_key = self._feed, None, None

@@ -1,4 +1,4 @@
-"""The CURVE public keys allowed to talk to the hub: paired workers, minus kicked ones.
+"""The CURVE public keys allowed to talk to the hub: paired workers, minus kicked (banned) ones.
 
 Read from the ZAP authenticator's thread and written from the hub's loop: writers replace
 an immutable snapshot, so a reader never sees a half-updated set.
@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
+
+from ..files import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -20,8 +21,14 @@ class Allowlist:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
         self._keys: dict[str, str] = {}
+        self._banned: frozenset[str] = frozenset()
         if path is not None and path.exists():
-            self._keys = {str(k): str(v) for k, v in json.loads(path.read_text()).items()}
+            data = json.loads(path.read_text())
+            if isinstance(data.get("keys"), dict):
+                self._keys = {str(k): str(v) for k, v in data["keys"].items()}
+                self._banned = frozenset(str(k) for k in data.get("banned", []))
+            else:  # the first format: the keys alone
+                self._keys = {str(k): str(v) for k, v in data.items()}
 
     def __contains__(self, key: object) -> bool:
         return key in self._keys
@@ -30,8 +37,18 @@ class Allowlist:
         return len(self._keys)
 
     def clear(self) -> None:
-        """Revoke every key."""
-        self._keys = {}
+        """Revoke every key and forget every ban (a new session)."""
+        self._keys, self._banned = {}, frozenset()
+        self._save()
+
+    def banned(self, key: str) -> bool:
+        """True when ``key`` was kicked: it cannot pair again in this session."""
+        return key in self._banned
+
+    def ban(self, key: str) -> None:
+        """Revoke ``key`` and refuse it for the rest of the session."""
+        self._keys = {k: v for k, v in self._keys.items() if k != key}
+        self._banned = self._banned | {key}
         self._save()
 
     def name(self, key: str) -> str | None:
@@ -54,7 +71,5 @@ class Allowlist:
     def _save(self) -> None:
         if self.path is None:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self._keys, indent=1, sort_keys=True))
-        os.replace(tmp, self.path)
+        atomic_write(self.path, json.dumps({"keys": self._keys, "banned": sorted(self._banned)},
+                                           indent=1, sort_keys=True).encode())

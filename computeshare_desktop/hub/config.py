@@ -27,6 +27,8 @@ class HubConfig:
     seed: int = 0  # initial weights, shard split and batch order
     codec: str = "zstd"  # how workers encode pushes; model deltas use it too (see codec.delta)
     topk: float = DEFAULT_FRACTION  # the fraction of values a top-k encoding keeps
+    topk_warmup: int = -1  # rounds of top-k warm-up (from 25% down); -1: a tenth of the
+    # session, one epoch at most; 0: none (benchmarks of the steady state)
     local_steps: int = 0  # 0: push a gradient per round; H >= 1: H local SGD steps, push the change
     outer: str = "auto"  # outer optimizer of local steps: sgd, nesterov; auto: nesterov if H > 1
     outer_lr: float = 0.7  # the Nesterov outer learning rate (DiLoCo's)
@@ -38,6 +40,8 @@ class HubConfig:
     heartbeat_timeout_s: float = 6.0  # silence after which a worker is declared dead
     deadline_floor_s: float = 2.0  # a round never closes early for a missing worker before this
     deadline_factor: float = 4.0  # ... nor before this many times the median full round
+    deadline_cap_s: float = 60.0  # ... but a round waits at most this (plus bytes on the wire)
+    max_missed: int = 3  # a worker that misses this many deadlines in a row loses its shard
     long_poll_ms: int = 2000  # the longest a PULL is held before WAITING
 
     def __post_init__(self) -> None:
@@ -49,6 +53,7 @@ class HubConfig:
             (0 <= self.momentum < 1, "momentum must be in [0, 1)"),
             (self.codec in CODECS, f"codec must be one of {', '.join(CODECS)}"),
             (0 < self.topk <= 1, "the top-k fraction must be in (0, 1]"),
+            (self.topk_warmup >= -1, "the top-k warm-up must be -1 (automatic), 0 or more"),
             (self.local_steps >= 0, "local steps must be >= 0"),
             (self.outer in OUTER_OPTIMIZERS,
              f"the outer optimizer must be one of {', '.join(OUTER_OPTIMIZERS)}"),
@@ -58,6 +63,8 @@ class HubConfig:
             (min(self.eval_every, self.checkpoint_every, self.snapshot_every) >= 0,
              "intervals must be >= 0"),
             (self.heartbeat_timeout_s > 0 and self.deadline_floor_s > 0, "timeouts must be > 0"),
+            (self.deadline_cap_s > 0, "the deadline cap must be positive"),
+            (self.max_missed >= 1, "max missed deadlines must be at least 1"),
         ]
         for ok, message in checks:
             if not ok:

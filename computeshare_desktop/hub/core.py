@@ -78,6 +78,7 @@ class HubCore:
         self._events: list[dict[str, Any]] = []
         self._told: set[int] = set()  # workers that have been told the session is done
         self._reject_log = RejectLog()
+        self.stopped = False  # stop() was called: every request is told to leave
 
     # ----------------------------------------------------------------- entry points
     def handle(self, peer: bytes, frames: Sequence[Frame], now: float,
@@ -101,11 +102,13 @@ class HubCore:
             out.insert(0, self._reply(peer, *reply))
         return out
 
-    def handle_pairing(self, peer: bytes, frames: Sequence[Frame], now: float) -> list[Reply]:
-        """Process one request from the (unencrypted) pairing socket."""
+    def handle_pairing(self, peer: bytes, frames: Sequence[Frame], now: float,
+                       source: str | None = None) -> list[Reply]:
+        """Process one request from the (unencrypted) pairing socket; ``source`` is the
+        sender's IP address when the transport knows it (limits are per source)."""
         try:
             msg, _ = decode(frames, max_frame_bytes=MAX_PAIRING_FRAME, expect=TO_PAIRING)
-            reply: tuple[Any, ...] = (self.pairing.handle(msg, now),)
+            reply: tuple[Any, ...] = (self.pairing.handle(msg, now, source),)
         except RemoteProtocolError as exc:
             reply = self._reject(exc, peer, now)
             if exc.code is RejectCode.LOCKED_OUT or exc.code is RejectCode.BAD_PIN:
@@ -115,11 +118,12 @@ class HubCore:
         return [Reply(peer, encode(*reply))]
 
     def kick(self, worker_id: int) -> bool:
-        """Remove a worker and revoke its key at once (other workers on that key go too)."""
+        """Remove a worker and ban its key for the session (other workers on that key go
+        too): it can neither send nor pair again, even with the PIN."""
         member = next((m for m in self.members.members() if m.worker_id == worker_id), None)
         if member is None:
             return False
-        self.allowlist.remove(member.key)
+        self.allowlist.ban(member.key)
         for other in self.members.members():
             if other.key == member.key:
                 self.members.remove(other.token, "kicked")
@@ -149,6 +153,27 @@ class HubCore:
         events, self._events = self._events, []
         return events
 
+    def stop(self) -> list[Reply]:
+        """The hub is stopping before the end: every parked long-poll is told now, and any
+        request from here on gets HUB_STOPPED, so workers leave at once."""
+        if self.state is SessionState.DONE or self.stopped:
+            return []
+        self.stopped = True
+        log.info("[hub v%d] stopping: telling the workers", self.server.version)
+        self._event("state", state=SessionState.STOPPED.value)
+        out: list[Reply] = []
+        for peer, parked in list(self._parked.items()):
+            del self._parked[peer]
+            member = self.members.get_quiet(parked.token)
+            if member is not None:
+                self._told.add(member.worker_id)
+            out.append(self._reply(peer, *self._stopped_reply()))
+        return out
+
+    def _stopped_reply(self) -> tuple[Any, ...]:
+        return (Reject(RejectCode.HUB_STOPPED.value, "the host stopped the session",
+                       self.server.version, 0.0),)
+
     @property
     def done(self) -> bool:
         return self.state is SessionState.DONE
@@ -165,6 +190,9 @@ class HubCore:
         member = self.members.get(msg.token, now)
         if member is None or member.key != peer_key:  # a token only works with its key
             raise RemoteProtocolError(RejectCode.UNKNOWN_WORKER, "join again")
+        if self.stopped and not isinstance(msg, Bye):
+            self._told.add(member.worker_id)
+            return self._stopped_reply()
         if isinstance(msg, Bye):
             self.members.remove(member.token, "said goodbye")
             self._forget(member)
@@ -183,6 +211,8 @@ class HubCore:
         return self._push(member, msg, body, now, out)
 
     def _join(self, msg: Join, peer_key: str, now: float) -> Any:
+        if self.stopped:
+            raise RemoteProtocolError(RejectCode.HUB_STOPPED, "the host stopped the session")
         if self.done:
             raise RemoteProtocolError(RejectCode.SESSION_DONE, "training has finished")
         token = auth.new_token()
@@ -289,13 +319,31 @@ class HubCore:
         complete = self.schedule.due(now, self._ready())
         if complete is None:
             return
+        pushed = set(self.round.contributions)
         self._events += self.schedule.close(now, complete, self.members.members())
+        self._watchdog(pushed)
         self.schedule.open(now, self._ready())
         if self.server.version >= self.config.rounds:
             self.state = SessionState.DONE
             log.info("[hub v%d] all %d rounds done", self.server.version, self.config.rounds)
             self._event("state", state=self.state.value)
         self._release(out)
+
+    def _watchdog(self, pushed: set[int]) -> None:
+        """A worker that misses max_missed deadlines in a row (alive, but stuck) loses its
+        shard, so the rounds stop waiting for it and a spare worker can take over."""
+        for member in self._ready():
+            if member.shard in pushed:
+                member.missed = 0
+                continue
+            member.missed += 1
+            if member.missed >= self.config.max_missed:
+                log.warning("[hub v%d] worker %d (%s) missed %d deadlines in a row: its shard "
+                            "is freed", self.server.version, member.worker_id, member.name,
+                            member.missed)
+                self.members.remove(member.token, "missed deadlines")
+                self._forget(member)
+                self._event("worker_left", worker=member.summary(), reason="stuck")
 
     def _release(self, out: list[Reply]) -> None:
         """Answer every parked long-poll that the new version or state satisfies."""

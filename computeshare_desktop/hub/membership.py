@@ -31,6 +31,7 @@ class Member:
     busy: float = 0.0  # compute time / round time, in its last round
     bandwidth: float = 0.0  # its download rate in bytes/s, as it reported (0: unknown)
     task: Task | None = None  # the work it was given with its latest model
+    missed: int = 0  # rounds in a row that closed at their deadline without its push
 
     def summary(self) -> dict[str, object]:
         """What progress events say about this worker."""

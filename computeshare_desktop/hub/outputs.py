@@ -1,38 +1,27 @@
 """What a hub session leaves on disk: session.json, metrics.jsonl, checkpoint.pt, the model.
 
-Writes are atomic (temporary file, then rename) so a crash never leaves half a file, and
-the checkpoint loads with ``weights_only=True``: it holds tensors and plain values only.
+Writes are atomic and durable (``files.atomic_write``) so a crash never leaves half a
+file, and the checkpoint loads with ``weights_only=True``: it holds tensors and plain
+values only. Every write raises OSError on a disk error; the session decides what to do.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from ..errors import ConfigError
+from ..files import atomic_write
 
 SESSION_FILE = "session.json"
 METRICS_FILE = "metrics.jsonl"
 CHECKPOINT_FILE = "checkpoint.pt"
 MODEL_FILE = "trained_model.pth"
 SNAPSHOT_DIR = "snapshots"
-
-
-def _atomic(path: Path, write: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class OutputDir:
@@ -43,8 +32,40 @@ class OutputDir:
 
     def write_session(self, data: dict[str, Any]) -> None:
         """Write session.json."""
-        text = json.dumps(data, indent=2, sort_keys=True).encode()
-        _atomic(self.path / SESSION_FILE, lambda fh: fh.write(text))
+        atomic_write(self.path / SESSION_FILE, json.dumps(data, indent=2, sort_keys=True).encode())
+
+    def holds_session(self) -> bool:
+        """True when the folder already belongs to a session (its files are there)."""
+        return any((self.path / name).exists() for name in (SESSION_FILE, METRICS_FILE))
+
+    def has_checkpoint(self) -> bool:
+        """True when the folder holds a checkpoint to resume from."""
+        return (self.path / CHECKPOINT_FILE).exists()
+
+    def summary(self) -> dict[str, Any] | None:
+        """What a list of recent sessions shows, read cheaply (no checkpoint load): the
+        configuration, the last version in the metrics, whether it finished and whether it
+        can be resumed. None when the folder holds no readable session."""
+        try:
+            config = json.loads((self.path / SESSION_FILE).read_text())["config"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        version, finished = 0, False
+        try:
+            with open(self.path / METRICS_FILE, encoding="utf-8") as fh:
+                for line in fh:
+                    try:
+                        record = json.loads(line)
+                    except ValueError:
+                        continue
+                    if isinstance(record, dict):
+                        version = max(version, int(record.get("version", 0)))
+                        finished = finished or bool(record.get("final"))
+        except OSError:
+            pass
+        return {"config": config, "version": version, "finished": finished,
+                "resumable": self.has_checkpoint() and not finished,
+                "model_saved": (self.path / MODEL_FILE).exists()}
 
     def read_session(self) -> dict[str, Any]:
         """Read session.json; ConfigError when missing or unreadable."""
@@ -59,9 +80,29 @@ class OutputDir:
         with open(self.path / METRICS_FILE, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(record, sort_keys=True) + "\n")
 
+    def cut_metrics(self, version: int) -> int:
+        """Drop the records after ``version`` (a resume replays them); how many went."""
+        path = self.path / METRICS_FILE
+        if not path.exists():
+            return 0
+        kept, dropped = [], 0
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:  # a line torn by a crash
+                dropped += 1
+                continue
+            if isinstance(record, dict) and int(record.get("version", 0)) > version:
+                dropped += 1
+            else:
+                kept.append(line + "\n")
+        if dropped:
+            atomic_write(path, "".join(kept).encode())
+        return dropped
+
     def save_checkpoint(self, state: dict[str, Any]) -> None:
         """Write checkpoint.pt atomically."""
-        _atomic(self.path / CHECKPOINT_FILE, lambda fh: torch.save(state, fh))
+        atomic_write(self.path / CHECKPOINT_FILE, lambda fh: torch.save(state, fh))
 
     def load_checkpoint(self) -> dict[str, Any] | None:
         """The checkpoint, or None when there is none."""
@@ -73,7 +114,7 @@ class OutputDir:
     def save_model(self, state_dict: dict[str, torch.Tensor]) -> Path:
         """Write trained_model.pth (a plain state_dict) and return its path."""
         path = self.path / MODEL_FILE
-        _atomic(path, lambda fh: torch.save(state_dict, fh))
+        atomic_write(path, lambda fh: torch.save(state_dict, fh))
         return path
 
     def save_snapshot(self, version: int, state_dict: dict[str, torch.Tensor],
@@ -81,7 +122,7 @@ class OutputDir:
         """Keep a copy of the weights of ``version`` in snapshots/ (a plain state_dict) and
         note it in metrics.jsonl, so that accuracy over time can be measured afterwards."""
         path = self.path / SNAPSHOT_DIR / f"v{version:07d}.pth"
-        _atomic(path, lambda fh: torch.save(state_dict, fh))
+        atomic_write(path, lambda fh: torch.save(state_dict, fh))
         self.append_metric({"type": "snapshot", "version": version, "path": str(path),
                             "elapsed_s": elapsed_s})
         return path

@@ -110,14 +110,18 @@ class DeadlinePolicy:
     It learns each worker's latency (round opening to its push arriving, stale pushes
     included) and waits ``factor`` times the slowest expected worker's median latency, never
     less than ``floor_s`` after the opening nor ``floor_s`` after the round's first push, plus
-    the time the pushes still missing need on the wire at the measured bandwidth. So
-    a steady slow worker is always waited for, while a dead or stuck one costs at most that
-    once: after the heartbeat timeout it is no longer expected at all.
+    the time the pushes still missing need on the wire at the measured bandwidth, and never
+    more than ``cap_s`` (plus that time on the wire). So a steady slow worker is always
+    waited for; a dead one is no longer expected after the heartbeat timeout, and a stuck
+    one (it heartbeats but never pushes) loses its shard after a few missed deadlines (the
+    hub core's watchdog).
     """
 
-    def __init__(self, floor_s: float, factor: float, history: int = 20) -> None:
+    def __init__(self, floor_s: float, factor: float, history: int = 20,
+                 cap_s: float = float("inf")) -> None:
         self.floor_s = floor_s
         self.factor = factor
+        self.cap_s = cap_s
         self.history = history
         self._latency: dict[int, deque[float]] = {}
 
@@ -132,7 +136,8 @@ class DeadlinePolicy:
     def wait_s(self, expected: set[int]) -> float:
         """The allowance after a round opens, for these expected workers."""
         known = [statistics.median(self._latency[w]) for w in expected if w in self._latency]
-        return max([self.floor_s, *(self.factor * lat for lat in known)])
+        return max(self.floor_s, min(self.cap_s, max([0.0, *(self.factor * lat
+                                                               for lat in known)])))
 
     def deadline(self, opened_at: float, first_push_at: float, expected: set[int],
                  transfer_s: float = 0.0) -> float:

@@ -43,8 +43,10 @@ class Schedule:
         """``epoch_steps``: global steps in one pass over the training set (top-k's warm-up
         lasts that long, at most a tenth of the session)."""
         self.config, self.server = config, server
-        self.warmup = min(epoch_steps, config.rounds // 10)
-        self.deadlines = DeadlinePolicy(config.deadline_floor_s, config.deadline_factor)
+        self.warmup = (config.topk_warmup if config.topk_warmup >= 0
+                       else min(epoch_steps, config.rounds // 10))
+        self.deadlines = DeadlinePolicy(config.deadline_floor_s, config.deadline_factor,
+                                        cap_s=config.deadline_cap_s)
         self.planner = WorkPlanner(config.batch_size, balance=config.balance,
                                    max_factor=MAX_BATCH_FACTOR)
         self.cursors: dict[int, int] = dict(cursors or {})  # next sample of each shard's stream

@@ -13,11 +13,12 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 
 from .. import __version__
 from ..data import dataset_info, load_dataset
+from ..errors import ConfigError
 from ..evaluation import evaluate
 from ..models import build_model, fingerprint
 from ..protocol import PROTOCOL_VERSION, auth
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 ALLOWLIST_FILE = "allowed_workers.json"
 
 EventSink = Callable[[dict[str, Any]], None]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +55,11 @@ class HubSession:
     def __init__(self, config: HubConfig, *, pin: str, hub_key: str, out_dir: str | Path,
                  resume: bool = False, on_event: EventSink | None = None) -> None:
         self.out = OutputDir(out_dir)
+        self.disk_errors = 0
         self.sinks: list[EventSink] = [on_event] if on_event else []
+        if not resume and self.out.holds_session():
+            raise ConfigError(f"{self.out.path} already holds a session: resume it "
+                              f"(--resume) or choose another output folder")
         meta = self.out.read_session() if resume else {}
         if resume:
             config = HubConfig.from_json(meta["config"])
@@ -63,6 +69,11 @@ class HubSession:
         model = build_model(config.model, self.info, seed=config.seed)
         self.server = ParameterServer.for_session(model, config)
         cursors = self._restore() if resume else {}
+        if resume:  # the rounds after the checkpoint are replayed: their records go
+            dropped = self._write("metrics", self.out.cut_metrics, self.server.version)
+            if dropped:
+                log.info("dropped %d metrics records past version %d", dropped,
+                         self.server.version)
         self.session_id = meta.get("session_id") or auth.new_nonce()[:16]
         allowlist = Allowlist(self.out.path / ALLOWLIST_FILE)
         if not resume:
@@ -94,9 +105,26 @@ class HubSession:
         log.info("resumed from checkpoint at version %d", self.server.version)
         return {int(k): int(v) for k, v in state.get("cursors", {}).items()}
 
-    def save_checkpoint(self) -> None:
-        """Write checkpoint.pt: weights, optimizer state, version, data positions."""
-        self.out.save_checkpoint(self.core.checkpoint())
+    def save_checkpoint(self) -> bool:
+        """Write checkpoint.pt: weights, optimizer state, version, data positions.
+
+        False when the disk refused it (a warning and a ``disk_error`` event say so)."""
+        return self._write("checkpoint", self.out.save_checkpoint, self.core.checkpoint()) \
+            is not None
+
+    def save_stopped(self) -> Path | None:
+        """What every early stop writes: the checkpoint and the current weights.
+
+        Call it from the thread that drives the session, once its loop has stopped, so
+        the state is whole (never between an optimizer step and its version)."""
+        self.save_checkpoint()
+        path = self._write("model", self.out.save_model, self.server.model.state_dict())
+        version = self.server.version
+        log.info("[hub v%d] stopped early: model and checkpoint saved in %s", version,
+                 self.out.path)
+        self._emit({"kind": "stopped", "version": version, "out_dir": str(self.out.path),
+                    "model_path": str(path) if path else None})
+        return path
 
     # ----------------------------------------------------------------- driven by transport
     def handle(self, peer: bytes, frames: Sequence[Frame], now: float,
@@ -106,11 +134,20 @@ class HubSession:
         self._after()
         return replies
 
-    def handle_pairing(self, peer: bytes, frames: Sequence[Frame], now: float) -> list[Reply]:
+    def handle_pairing(self, peer: bytes, frames: Sequence[Frame], now: float,
+                       source: str | None = None) -> list[Reply]:
         """Process one pairing request (see HubCore.handle_pairing)."""
-        replies = self.core.handle_pairing(peer, frames, now)
+        replies = self.core.handle_pairing(peer, frames, now, source)
         self._after()
         return replies
+
+    def set_pin(self, pin: str) -> None:
+        """Rotate the PIN: from now on only the new one pairs (paired keys stay)."""
+        if len(pin.strip()) < 4:
+            raise ConfigError("the PIN must have at least 4 characters")
+        self.core.pairing.set_pin(pin)
+        log.info("the session PIN was changed")
+        self._emit({"kind": "pin_changed"})
 
     def kick(self, worker_id: int) -> bool:
         """Remove a worker and revoke its key (see HubCore.kick)."""
@@ -123,6 +160,12 @@ class HubSession:
         replies = self.core.tick(now)
         self._after()
         self._collect_evals(block=False)
+        return replies
+
+    def tell_stopping(self) -> list[Reply]:
+        """The session stops early: the replies that tell parked workers (see HubCore.stop)."""
+        replies = self.core.stop()
+        self._after()
         return replies
 
     @property
@@ -138,7 +181,7 @@ class HubSession:
         _, accuracy, loss = self.last_eval  # type: ignore[misc]
         if self.config.checkpoint_every:
             self.save_checkpoint()
-        path = self.out.save_model(self.server.model.state_dict())
+        path = self.out.save_model(self.server.model.state_dict())  # an error here must show
         result = HubResult(accuracy, loss, version, path, time.monotonic() - self.started)
         self._emit({"kind": "finished", "accuracy": accuracy, "loss": loss,
                     "version": version, "model_path": str(path), "seconds": result.seconds})
@@ -155,16 +198,16 @@ class HubSession:
             if event["kind"] == "round":
                 self._on_round(event)
             elif event["kind"] == "mode":  # preset "auto" chose: the file says from when
-                self.out.append_metric({"type": "mode", "version": self.server.version,
-                                        **{k: v for k, v in event.items() if k != "kind"},
-                                        "elapsed_s": self._elapsed()})
+                self._metric({"type": "mode", "version": self.server.version,
+                              **{k: v for k, v in event.items() if k != "kind"},
+                              "elapsed_s": self._elapsed()})
             self._emit(event)
 
     def _on_round(self, event: dict[str, Any]) -> None:
         record = {k: event[k] for k in ("round", "version", "loss", "contributors", "rejected",
                                         "bytes_in", "bytes_out", "samples", "steps",
                                         "seconds", "compute_s", "busy")}
-        self.out.append_metric({"type": "round", **record, "elapsed_s": self._elapsed()})
+        self._metric({"type": "round", **record, "elapsed_s": self._elapsed()})
         version, c = event["version"], self.config
         previous = version - event["steps"]
 
@@ -177,7 +220,8 @@ class HubSession:
         if due(c.checkpoint_every):
             self.save_checkpoint()
         if due(c.snapshot_every):
-            self.out.save_snapshot(version, self.server.model.state_dict(), self._elapsed())
+            self._write("snapshot", self.out.save_snapshot, version,
+                        self.server.model.state_dict(), self._elapsed())
 
     def _collect_evals(self, block: bool) -> None:
         while self._evals and (block or self._evals[0][1].done()):
@@ -187,11 +231,25 @@ class HubSession:
     def _record_eval(self, version: int, accuracy: float, loss: float) -> None:
         self.last_eval = (version, accuracy, loss)
         final = version >= self.config.rounds
-        self.out.append_metric({"type": "eval", "version": version, "accuracy": accuracy,
-                                "test_loss": loss, "final": final, "elapsed_s": self._elapsed()})
+        self._metric({"type": "eval", "version": version, "accuracy": accuracy,
+                      "test_loss": loss, "final": final, "elapsed_s": self._elapsed()})
         log.info("[hub v%d] test accuracy %.2f%%", version, 100 * accuracy)
         self._emit({"kind": "eval", "version": version, "accuracy": accuracy, "loss": loss,
                     "final": final})
+
+    def _metric(self, record: dict[str, Any]) -> None:
+        self._write("metrics", self.out.append_metric, record)
+
+    def _write(self, what: str, write: Callable[..., T], *args: Any) -> T | None:
+        """Run one write; a disk error skips it with a warning and an event, and the
+        session goes on (a full disk or a locked file must not end a training)."""
+        try:
+            return write(*args)
+        except OSError as exc:
+            self.disk_errors += 1
+            log.warning("could not write the %s to %s: %s", what, self.out.path, exc)
+            self._emit({"kind": "disk_error", "what": what, "error": str(exc)})
+            return None
 
     def _elapsed(self) -> float:
         return round(time.monotonic() - self.started, 4)

@@ -29,6 +29,8 @@ class RejectCode(str, Enum):
     BAD_RANGE = "BAD_RANGE"  # a requested range (shard offset/count) is out of bounds
     BAD_INDEX = "BAD_INDEX"  # sparse indices out of range, repeated or out of order
     NOT_TRAINING = "NOT_TRAINING"  # the hub is not accepting gradients right now
+    HUB_STOPPED = "HUB_STOPPED"  # the hub is stopping (its user stopped it): leave now
+    BANNED = "BANNED"  # this key was kicked from the session: it cannot pair again
 
 
 MEANINGS: dict[RejectCode, str] = {
@@ -53,6 +55,8 @@ MEANINGS: dict[RejectCode, str] = {
     RejectCode.BAD_RANGE: "requested range is out of bounds",
     RejectCode.BAD_INDEX: "sparse payload has indices out of range, repeated or unsorted",
     RejectCode.NOT_TRAINING: "the hub is not training right now",
+    RejectCode.HUB_STOPPED: "the hub stopped the session",
+    RejectCode.BANNED: "this machine was removed from the session by its host",
 }
 
 assert set(MEANINGS) == set(RejectCode), "every reject code needs a meaning"

@@ -41,6 +41,7 @@ class SessionState(str, Enum):
     WAITING = "waiting"  # waiting for the expected workers
     TRAINING = "training"  # rounds are running
     DONE = "done"  # finished; the model is saved
+    STOPPED = "stopped"  # stopped before the end (saved; can be resumed): workers must go
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,11 +8,13 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import platformdirs
 import zmq
 
 from ..errors import ConfigError
+from ..files import atomic_write
 
 HOME_ENV = "COMPUTESHARE_HOME"  # overrides the per-user data folder (tests, portable installs)
 
@@ -38,6 +40,12 @@ def data_dir() -> Path:
                                                                           appauthor=False))
 
 
+# POSIX modes say who can read a key file. Windows reports 0o666 for every file: there the
+# file's protection is the ACL of the per-user data folder it lives in (see the README's
+# threat model), and the mode check would refuse every key on the second launch.
+CHECK_MODE = os.name == "posix"
+
+
 def identity_path(role: str, name: str = "default") -> Path:
     """The key file of a role ("hub" or "worker") and a name (one key per worker name)."""
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:64] or "default"
@@ -48,7 +56,7 @@ def load_or_create(path: Path) -> Identity:
     """Read a key file, or create one that only this user can read."""
     if path.exists():
         mode = stat.S_IMODE(path.stat().st_mode)
-        if mode & 0o077:
+        if CHECK_MODE and mode & 0o077:
             raise ConfigError(f"{path} is readable by other users (mode {mode:o}): "
                               f"chmod 600 it or delete it to make a new key")
         try:
@@ -62,8 +70,58 @@ def load_or_create(path: Path) -> Identity:
     identity = Identity.generate()
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(path.parent, 0o700)
-    fd = os.open(path.with_suffix(".tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        json.dump({"public": identity.public, "secret": identity.secret}, fh)
-    os.replace(path.with_suffix(".tmp"), path)
+    atomic_write(path, json.dumps({"public": identity.public, "secret": identity.secret}).encode(),
+                 mode=0o600)
     return identity
+
+
+class KnownHubs:
+    """The hubs a worker has paired with, per hub key: the addresses it reached each at.
+
+    A worker that restarts finds the hub's key here and rejoins without the PIN (the hub
+    still allows its key while the session lasts). Kept beside the worker's key file.
+    """
+
+    def __init__(self, key_file: Path) -> None:
+        self.path = key_file.with_name(key_file.stem + "-hubs.json")
+
+    def _load(self) -> dict[str, list[str]]:
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        return {str(k): [str(a) for a in v] for k, v in data.items() if isinstance(v, list)}
+
+    def key_for(self, address: str) -> str | None:
+        """The key of the hub last reached at ``address`` ("host:port"), if any."""
+        for key, addresses in self._load().items():
+            if address in addresses:
+                return key
+        return None
+
+    def key_with_fingerprint(self, fingerprint: str, digest: Callable[[str], str]) -> str | None:
+        """The remembered key whose fingerprint (``digest(key)``) is ``fingerprint``."""
+        return next((k for k in self._load() if digest(k) == fingerprint), None)
+
+    def remember(self, hub_key: str, address: str) -> None:
+        """Note that ``hub_key`` answered at ``address`` (an address moves to its newest key)."""
+        known = {k: [a for a in v if a != address] for k, v in self._load().items()}
+        known[hub_key] = [address, *known.get(hub_key, [])][:8]
+        known = {k: v for k, v in known.items() if v}
+        try:
+            atomic_write(self.path, json.dumps(known, indent=1, sort_keys=True).encode(),
+                         mode=0o600)
+        except OSError:  # a convenience: the PIN still works
+            pass
+
+    def forget(self, hub_key: str) -> None:
+        """Drop a hub that no longer accepts this worker."""
+        known = self._load()
+        if known.pop(hub_key, None) is not None:
+            try:
+                atomic_write(self.path, json.dumps(known, indent=1, sort_keys=True).encode(),
+                             mode=0o600)
+            except OSError:
+                pass

@@ -8,6 +8,8 @@ whether to retry, so retry policy stays out of the transport.
 from __future__ import annotations
 
 import logging
+import socket
+import time
 from typing import Callable, Sequence
 
 import zmq
@@ -19,6 +21,7 @@ from .sockets import configure
 log = logging.getLogger(__name__)
 
 EXTENSIONS = 3  # how many more timeouts a request waits while the hub is known to be alive
+ABORT_POLL_S = 0.1  # how often a waiting request asks whether to give up
 
 
 class ChannelTimeout(TimeoutError):
@@ -37,6 +40,7 @@ class ReqChannel:
         self.curve = (server_key, identity) if server_key and identity else None
         self.ctx = zmq.Context()
         self.sock: zmq.Socket | None = None
+        self.monitor: zmq.Socket | None = None
         self.bytes_sent = 0
         self.bytes_received = 0
 
@@ -50,19 +54,26 @@ class ReqChannel:
                 self.sock.curve_serverkey = server_key.encode()
                 self.sock.curve_publickey = identity.public.encode()
                 self.sock.curve_secretkey = identity.secret.encode()
+                # The hub's ZAP handler refuses a key it does not allow: learn it at once
+                # from the handshake instead of waiting out the request's timeout.
+                self.monitor = self.sock.get_monitor_socket(zmq.EVENT_HANDSHAKE_FAILED_AUTH)
             self.sock.connect(self.address)
         return self.sock
 
     def request(self, frames: Sequence[Frame], timeout_s: float,
-                keep_waiting: Callable[[], bool] | None = None) -> list[bytes]:
+                keep_waiting: Callable[[], bool] | None = None,
+                abort: Callable[[], bool] | None = None) -> list[bytes]:
         """Send ``frames`` and return the reply's frames.
 
         When ``timeout_s`` runs out and ``keep_waiting()`` says the hub is still alive (its
         heartbeats are answered), the request is given another ``timeout_s``, at most
-        EXTENSIONS times, instead of being abandoned and sent again.
+        EXTENSIONS times, instead of being abandoned and sent again. ``abort()`` is asked
+        every ABORT_POLL_S: when it says so, the request is dropped at once.
 
         Raises:
             ChannelTimeout: nothing came back in time.
+            InterruptedError: ``abort()`` said to stop waiting.
+            PermissionError: the hub refused this machine's key (CURVE channels).
         """
         sock = self._open()
         sock.send_multipart(list(frames), copy=False)
@@ -70,16 +81,39 @@ class ReqChannel:
         for attempt in range(1 + EXTENSIONS):
             if attempt and not (keep_waiting is not None and keep_waiting()):
                 break
-            if sock.poll(int(timeout_s * 1000), zmq.POLLIN):
+            if self._wait(sock, timeout_s, abort):
                 reply = sock.recv_multipart()
                 self.bytes_received += sum(len(f) for f in reply)
                 return reply
         self.reset()
         raise ChannelTimeout(f"no reply from {self.address} in {timeout_s:.1f} s")
 
+    def _wait(self, sock: zmq.Socket, timeout_s: float, abort: Callable[[], bool] | None) -> bool:
+        """True when a reply is ready within ``timeout_s``; InterruptedError on abort."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            step = left if abort is None else min(left, ABORT_POLL_S)
+            if self.monitor is not None:
+                step = min(step, ABORT_POLL_S)
+            if sock.poll(max(1, int(step * 1000)), zmq.POLLIN):
+                return True
+            if self.monitor is not None and self.monitor.poll(0):
+                self.reset()
+                raise PermissionError(f"{self.address} refused this machine's key")
+            if abort is not None and abort():
+                self.reset()
+                raise InterruptedError(f"request to {self.address} abandoned")
+
     def reset(self) -> None:
         """Drop the socket; the next request opens a new one."""
         if self.sock is not None:
+            if self.monitor is not None:
+                self.sock.disable_monitor()
+                self.monitor.close(0)
+                self.monitor = None
             self.sock.close(0)
             self.sock = None
 
@@ -112,3 +146,15 @@ class ZmqConnector:
         """The encrypted, mutually authenticated request channel."""
         return ReqChannel(f"tcp://{self.host}:{self.port}", server_key=server_key,
                           identity=self.identity)
+
+
+def first_reachable(hosts: Sequence[str], port: int, timeout_s: float = 1.5) -> str:
+    """The first of ``hosts`` (best first) that accepts a TCP connection on ``port``; the
+    first host when none does (the caller's retries then report it)."""
+    for host in hosts:
+        try:
+            with socket.create_connection((host, port), timeout=timeout_s):
+                return host
+        except OSError as exc:
+            log.info("hub address %s:%d does not answer (%s); trying the next", host, port, exc)
+    return hosts[0]

@@ -28,9 +28,12 @@ from .sockets import DEFAULT_PORT, bind, configure
 log = logging.getLogger(__name__)
 
 POLL_MS = 20
+GOODBYE_S = 1.5  # longer than a worker's heartbeat period, so each one hears it
 EVENT_TOPIC = b"cs.event"
 ZAP_DOMAIN = "computeshare"
 MAX_PAIRING_MESSAGE = 4096
+PAIRING_RCVHWM = 8  # messages queued per pairing peer (a worker sends one at a time)
+REQUEST_RCVHWM = 16  # per worker connection: a request, plus retries of lost ones
 
 
 class _AllowlistProvider:
@@ -57,6 +60,7 @@ class HubServer:
         self.auth.configure_curve_callback(domain=ZAP_DOMAIN,
                                            credentials_provider=_AllowlistProvider(session))
         self._kicks: queue.Queue[int] = queue.Queue()
+        self._pins: queue.Queue[str] = queue.Queue()
         self._delimited: dict[bytes, bool] = {}
         try:
             self.port = self._bind_all(port)
@@ -79,6 +83,10 @@ class HubServer:
             self.pub = self._curve_socket(zmq.PUB)
             self.pairing = configure(self.ctx.socket(zmq.ROUTER),
                                      max_message_bytes=MAX_PAIRING_MESSAGE)
+            # Anyone on the LAN can reach these two: a low per-connection queue (libzmq's
+            # high-water marks count per peer) bounds what one peer can make the hub hold.
+            self.pairing.setsockopt(zmq.RCVHWM, PAIRING_RCVHWM)
+            self.router.setsockopt(zmq.RCVHWM, REQUEST_RCVHWM)
             try:
                 chosen = bind(self.router, self.host, port)
                 bind(self.pub, self.host, chosen + 1)
@@ -109,6 +117,7 @@ class HubServer:
         while not stop.is_set() and not self.session.done:
             self._step(poller)
         if not self.session.done:
+            self._goodbye(poller)
             return None
         result = self.session.finish()
         until = time.monotonic() + linger_s
@@ -116,9 +125,23 @@ class HubServer:
             self._step(poller)
         return result
 
+    def _goodbye(self, poller: zmq.Poller) -> None:
+        """Stopping early: tell every worker (parked long-polls now, the others at their
+        next request or heartbeat, within GOODBYE_S) and publish it for listeners."""
+        for reply in self.session.tell_stopping():
+            self._send(reply.peer, reply.frames)
+        self._publish({"kind": "hub_stopped", "version": self.session.server.version})
+        until = time.monotonic() + GOODBYE_S
+        while time.monotonic() < until and not self.session.core.all_told():
+            self._step(poller)
+
     def kick(self, worker_id: int) -> None:
-        """Ask the loop to remove a worker and revoke its key (thread-safe)."""
+        """Ask the loop to remove a worker and ban its key (thread-safe)."""
         self._kicks.put(worker_id)
+
+    def set_pin(self, pin: str) -> None:
+        """Ask the loop to rotate the session PIN (thread-safe)."""
+        self._pins.put(pin)
 
     def _step(self, poller: zmq.Poller) -> None:
         events = dict(poller.poll(POLL_MS))
@@ -131,6 +154,8 @@ class HubServer:
         while not self._kicks.empty():
             if self.session.kick(self._kicks.get_nowait()):
                 self._restart_pub()
+        while not self._pins.empty():
+            self.session.set_pin(self._pins.get_nowait())
 
     def _drain(self, sock: zmq.Socket, handler: Any, limit: int = 256) -> None:
         for _ in range(limit):  # bounded, so one busy socket cannot starve the other
@@ -151,8 +176,9 @@ class HubServer:
             self._send(reply.peer, reply.frames)
 
     def _on_pairing(self, frames: list[zmq.Frame]) -> None:
+        source = _peer_address(frames[-1])
         peer, message, delimited = _split([f.bytes for f in frames])
-        for reply in self.session.handle_pairing(peer, message, time.monotonic()):
+        for reply in self.session.handle_pairing(peer, message, time.monotonic(), source):
             envelope = [peer, b""] if delimited else [peer]
             try:
                 self.pairing.send_multipart([*envelope, *reply.frames], zmq.NOBLOCK)
@@ -192,6 +218,15 @@ class HubServer:
                 sock.close(0)
         self.auth.stop()
         self.ctx.term()
+
+
+def _peer_address(frame: zmq.Frame) -> str | None:
+    """The sender's IP address, as libzmq saw the TCP connection."""
+    try:
+        address = frame.get("Peer-Address")
+    except (zmq.ZMQError, AttributeError):  # an old libzmq
+        return None
+    return address if isinstance(address, str) else None
 
 
 def _split(frames: list[bytes]) -> tuple[bytes, list[bytes], bool]:

@@ -17,7 +17,10 @@ class Channel(Protocol):
     """A request/reply link to the hub."""
 
     def request(self, frames: Sequence[Frame], timeout_s: float,
-                keep_waiting: Callable[[], bool] | None = None) -> list[bytes]: ...
+                keep_waiting: Callable[[], bool] | None = None,
+                abort: Callable[[], bool] | None = None) -> list[bytes]:
+        """The reply; TimeoutError on silence, InterruptedError when ``abort()`` is true."""
+        ...
     def close(self) -> None: ...
 
 
@@ -39,6 +42,7 @@ class WorkerOptions:
     request_timeout_s: float = 5.0  # plus the transfer time of its bytes (see LinkMeter)
     first_contact_s: float = 15.0  # give up this soon if the hub never answered at all
     give_up_s: float = 120.0  # give up after this long without any answer
+    lost_after_s: float = 6.0  # report the hub lost (and keep trying) after this much silence
     heartbeat_s: float = 1.0
     pull_wait_ms: int = 2000
 

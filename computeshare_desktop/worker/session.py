@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from ..data import dataset_info
-from ..errors import HubUnreachableError, RejectedError
+from ..errors import HubStoppedError, HubUnreachableError, RejectedError
 from ..models import build_model, fingerprint
 from ..errors import RemoteProtocolError
 from ..protocol import MEANINGS, RejectCode, decode, encode
@@ -61,6 +61,7 @@ class WorkerSession:
         self.connector = connector
         self.expected_key = expected_key
         self.hub_key = hub_key
+        self._remembered = hub_key is not None  # from an earlier run: the hub may have moved on
         self.channel: Channel | None = connector.channel(hub_key) if hub_key else None
         self.opts = options
         self.device = device
@@ -75,6 +76,8 @@ class WorkerSession:
         self._computer: GradientComputer | None = None
         self._beat: threading.Thread | None = None
         self._last_pong: float | None = None  # when the heartbeat last heard the hub
+        self._lost = False  # the heartbeat has not heard the hub for lost_after_s
+        self.hub_stopped: int | None = None  # the version at which the hub said it stopped
         self.link = LinkMeter(options.request_timeout_s)
         self.updates = UpdateEncoder()
 
@@ -92,8 +95,16 @@ class WorkerSession:
                 except _Rejoin:
                     log.warning("the hub no longer knows this worker: joining again")
                     self._emit("rejoin")
+        except (InterruptedError, HubUnreachableError):
+            if self.hub_stopped is None:
+                raise
         finally:
             self._leave()
+        if self.hub_stopped is not None:
+            log.warning("the hub stopped the session at version %d", self.hub_stopped)
+            self._emit("hub_stopped", version=self.hub_stopped)
+            raise HubStoppedError(f"the hub stopped the session at version {self.hub_stopped} "
+                                  f"(its host can resume it; join again then)")
         self._emit("done", pushed=self.pushed, rejected=self.rejected, version=self.version)
         return WorkerResult(self.pushed, self.rejected, self.version, time.monotonic() - started)
 
@@ -142,6 +153,9 @@ class WorkerSession:
             except RejectedError as exc:
                 if exc.code is RejectCode.SESSION_FULL and self._wait_for_shard():
                     continue
+                if exc.code is RejectCode.NOT_PAIRED and self._remembered:
+                    self._pair_again()
+                    continue
                 raise
             self.welcome = welcome
             log.info("joined session %s as worker %d on shard %d of %d", welcome.session_id,
@@ -152,6 +166,18 @@ class WorkerSession:
                        device=self.device.description)
             self._start_heartbeat()
             return
+
+    def _pair_again(self) -> None:
+        """The remembered hub key is no longer allowed (a new session): use the PIN."""
+        self._remembered = False
+        if not self.opts.pin:
+            raise RejectedError(RejectCode.NOT_PAIRED, "the hub no longer knows this machine: "
+                                                       "join again with the session's PIN")
+        log.info("the hub no longer allows this machine's key: pairing with the PIN")
+        if self.channel is not None:
+            self.channel.close()
+        self.channel, self.hub_key = None, None
+        self._pair()
 
     def _wait_for_shard(self) -> bool:
         """A full session may free a shard (a worker died): wait, within give_up_s."""
@@ -270,7 +296,8 @@ class WorkerSession:
             self._beat.join(timeout=5)
         if self.channel is None:
             return
-        if self.welcome is not None and self._last_answer is not None:
+        if self.welcome is not None and self._last_answer is not None and \
+                self.hub_stopped is None:
             try:  # tell the hub our shard is free; it will notice anyway if this is lost
                 self.channel.request(encode(Bye(self.welcome.token)), timeout_s=1.0)
             except (TimeoutError, OSError):
@@ -316,6 +343,9 @@ class WorkerSession:
             code = RejectCode.MALFORMED
         if code is RejectCode.UNKNOWN_WORKER:
             raise _Rejoin()
+        if code is RejectCode.HUB_STOPPED:
+            self.hub_said_stopped(reply.version)
+            raise HubUnreachableError("the hub stopped the session")
         if code in (RejectCode.LOCKED_OUT, RejectCode.BUSY):
             wait = min(max(reply.retry_after, 0.5), 60.0)
             log.warning("%s; retrying in %.0f s", MEANINGS[code], wait)
@@ -330,9 +360,15 @@ class WorkerSession:
         backoff = 0.25
         while True:
             try:
-                reply = channel.request(frames, timeout_s, keep_waiting=self._hub_alive)
+                reply = channel.request(frames, timeout_s, keep_waiting=self._hub_alive,
+                                        abort=self.stop.is_set)
                 self._last_answer = time.monotonic()
                 return reply
+            except InterruptedError:
+                raise HubUnreachableError("stopped while waiting for the hub") from None
+            except PermissionError:
+                raise RejectedError(RejectCode.NOT_PAIRED,
+                                    "the hub does not allow this machine's key") from None
             except TimeoutError:
                 self._check_give_up()
                 log.warning("no answer from the hub; retrying in %.1f s", backoff)
@@ -372,13 +408,43 @@ class WorkerSession:
                     continue
                 try:
                     reply, _ = decode(channel.request(
-                        encode(Ping(token)), timeout_s=min(2.0, self.opts.request_timeout_s)))
-                except (TimeoutError, RemoteProtocolError):
+                        encode(Ping(token)), timeout_s=min(2.0, self.opts.request_timeout_s),
+                        abort=self.stop.is_set))
+                except (TimeoutError, InterruptedError, PermissionError, RemoteProtocolError):
+                    self._check_lost()
                     continue
-                if isinstance(reply, Pong):
-                    self._last_pong = time.monotonic()
+                if isinstance(reply, Reject) and reply.code == RejectCode.HUB_STOPPED.value:
+                    self.hub_said_stopped(reply.version)
+                elif isinstance(reply, (Pong, Done)):
+                    self._heard()
         finally:
             channel.close()
+
+    def _heard(self) -> None:
+        self._last_pong = time.monotonic()
+        if self._lost:
+            self._lost = False
+            log.warning("the hub answers again")
+            self._emit("hub_back")
+
+    def _check_lost(self) -> None:
+        """Say so once the hub has been silent for lost_after_s; keep trying regardless
+        (a link cut or a restarting hub comes back), until give_up_s."""
+        last = self._last_pong if self._last_pong is not None else self._last_answer
+        if last is None or self._lost:
+            return
+        silent = time.monotonic() - last
+        if silent >= min(self.opts.lost_after_s, self.opts.give_up_s / 2):
+            self._lost = True
+            log.warning("the hub has not answered for %.0f s: it may have gone; still "
+                        "trying for up to %.0f s", silent, self.opts.give_up_s)
+            self._emit("hub_lost", silent_s=silent, give_up_s=self.opts.give_up_s)
+
+    def hub_said_stopped(self, version: int) -> None:
+        """The hub is stopping: end now (the main loop's request is abandoned)."""
+        if self.hub_stopped is None:
+            self.hub_stopped = version
+        self.stop.set()
 
     def _emit(self, kind: str, **data: Any) -> None:
         for sink in self.sinks:

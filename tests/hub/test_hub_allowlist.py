@@ -106,12 +106,17 @@ def test_allowlist_persists_every_change(tmp_path: Path) -> None:
     a, b = fake_key(b"a"), fake_key(b"b")
     allow.add(a, "alice")
     allow.add(b, "bob")
-    assert json.loads(path.read_text()) == {a: "alice", b: "bob"}
+    assert json.loads(path.read_text()) == {"keys": {a: "alice", b: "bob"}, "banned": []}
     assert allow.remove(a) is True and allow.remove(a) is False
+    allow.ban(b)
     again = Allowlist(path)
-    assert b in again and a not in again and again.name(b) == "bob" and len(again) == 1
-    again.clear()
-    assert len(Allowlist(path)) == 0 and not list(tmp_path.rglob("*.tmp"))
+    assert a not in again and b not in again and again.banned(b) and not again.banned(a)
+    again.add(a, "alice")
+    again.clear()  # a new session: nobody allowed, nobody banned
+    fresh = Allowlist(path)
+    assert len(fresh) == 0 and not fresh.banned(b) and not list(tmp_path.rglob("*.tmp"))
+    path.write_text(json.dumps({a: "alice"}))  # the first format still loads
+    assert a in Allowlist(path) and not Allowlist(path).banned(a)
     memory = Allowlist()
     memory.add(a, "alice")
     assert a in memory and memory.name(b) is None and 5 not in memory

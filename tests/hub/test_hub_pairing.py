@@ -7,14 +7,17 @@ import dataclasses
 from typing import Any
 
 import pytest
-from helpers_hub import (HUB_KEY, PIN, SESSION_ID, T0, WRONG, decode_replies, fake_key,
+from helpers_hub import (HUB_KEY, PIN, SESSION_ID, T0, WRONG, admit, decode_replies,
+                          fake_key,
                          finish_message, full_round, join, make_hub, only, pair, pair_start,
                          pairing_send, reject_code, send, start_training)
 from helpers_protocol import HEAD
 
 from computeshare_desktop.errors import RemoteProtocolError
 from computeshare_desktop.hub import HubCore
-from computeshare_desktop.hub.pairing import BURST, MAX_OPEN, PAIRING_TTL_S
+from computeshare_desktop.hub.pairing import (BURST, MAX_OPEN, PAIRING_TTL_S,
+                                              PER_SOURCE_OPEN, SOURCE_BURST,
+                                              SOURCE_STARTS_PER_S, STARTS_PER_S)
 from computeshare_desktop.protocol import RejectCode, encode
 from computeshare_desktop.protocol.messages import (Bye, Join, Paired, PairFinish, PairReply,
                                                     PairStart, Reject, Welcome)
@@ -154,8 +157,8 @@ def test_a_worker_key_with_a_trailing_newline_is_malformed(hub: HubCore) -> None
 
 
 # ----------------------------------------------------------------- abandoned runs, rate limits
-def test_an_abandoned_run_expires_after_30_s_and_is_no_wrong_pin(hub: HubCore) -> None:
-    assert PAIRING_TTL_S == 30.0
+def test_an_abandoned_run_expires_after_5_s_and_is_no_wrong_pin(hub: HubCore) -> None:
+    assert PAIRING_TTL_S == 5.0
     run1, reply1 = started(hub, b"p1", T0)
     run2, reply2 = started(hub, b"p2", T0)
     late = T0 + PAIRING_TTL_S - 0.01
@@ -168,39 +171,104 @@ def test_an_abandoned_run_expires_after_30_s_and_is_no_wrong_pin(hub: HubCore) -
     assert refused(hub) == []
 
 
-def test_sixteen_abandoned_runs_make_starts_busy_until_they_expire(hub: HubCore) -> None:
-    assert (MAX_OPEN, BURST) == (16, 8.0)
-    for now in (T0, T0 + 2.0):  # the burst allowance is 8; it refills at 4 per second
-        for _ in range(8):
-            started(hub, b"x", now)
-    for now in (T0 + 10.0, T0 + PAIRING_TTL_S - 0.01):
-        busy = pair_start(hub, b"p1", now)[1]  # even a right PIN waits
-        assert reject_code(busy) is RejectCode.BUSY and busy.retry_after > 0
-    assert hub.pairing.lockout.failures == 0 and refused(hub) == []
-    now = T0 + PAIRING_TTL_S  # the first 8 have expired: room for 8 more
-    runs = [started(hub, b"p%d" % i, now) for i in range(8)]
-    assert reject_code(pair_start(hub, b"p9", now)[1]) is RejectCode.BUSY
-    run, reply = runs[0]
-    assert isinstance(pairing_send(hub, b"p0", finish_message(run, reply, KEY_A, "p0"), now),
+def test_one_source_holds_two_runs_and_a_new_one_replaces_its_oldest(hub: HubCore) -> None:
+    assert PER_SOURCE_OPEN == 2
+    runs = [started(hub, b"x", T0 + 0.1 * i) for i in range(3)]
+    oldest = pairing_send(hub, b"x", finish_message(*runs[0], KEY_A, "x"), T0 + 0.5)
+    assert reject_code(oldest) is RejectCode.UNKNOWN_CHALLENGE
+    assert isinstance(pairing_send(hub, b"x", finish_message(*runs[2], KEY_A, "x"), T0 + 0.5),
                       Paired)
 
 
-def test_a_burst_of_starts_is_rate_limited(hub: HubCore) -> None:
-    replies = [pair_start(hub, b"x", T0)[1] for _ in range(10)]
-    assert [type(r).__name__ for r in replies] == ["PairReply"] * 8 + ["Reject"] * 2
-    for busy in replies[8:]:
-        assert reject_code(busy) is RejectCode.BUSY and busy.retry_after > 0
-    assert isinstance(pair_start(hub, b"x", T0 + 0.25)[1], PairReply)  # 4 per second
-    assert reject_code(pair_start(hub, b"x", T0 + 0.25)[1]) is RejectCode.BUSY
+def test_one_source_is_rate_limited_without_slowing_the_others(hub: HubCore) -> None:
+    assert (SOURCE_BURST, SOURCE_STARTS_PER_S) == (4.0, 1.0)
+    replies = [pair_start(hub, b"x", T0)[1] for _ in range(6)]
+    assert [type(r).__name__ for r in replies] == ["PairReply"] * 4 + ["Reject"] * 2
+    busy = replies[4]
+    assert reject_code(busy) is RejectCode.BUSY and busy.retry_after == pytest.approx(1.0)
+    assert isinstance(pair(hub, b"p1", T0), Paired)  # another machine pairs meanwhile
+    assert isinstance(pair_start(hub, b"x", T0 + 1.0)[1], PairReply)  # one a second
+    assert reject_code(pair_start(hub, b"x", T0 + 1.0)[1]) is RejectCode.BUSY
     assert hub.pairing.lockout.failures == 0
-    codes = [e["code"] for e in hub.drain_events() if e["kind"] == "rejected"]
-    assert codes == ["BUSY"] * 3
+
+
+def test_a_flood_from_many_sources_never_keeps_a_worker_out(hub: HubCore) -> None:
+    """Abandoned runs from 40 addresses fill every slot; each new start evicts the oldest,
+    so a real worker's run lives long enough to finish."""
+    assert MAX_OPEN == 16
+    now = T0
+    for i in range(40):  # one start per attacker address, under every rate limit
+        now += 1 / STARTS_PER_S
+        started(hub, b"attacker-%d" % i, now)
+    assert len(hub.pairing._open) == MAX_OPEN and hub.pairing.evicted == 40 - MAX_OPEN
+    now += 1 / STARTS_PER_S
+    assert isinstance(pair(hub, b"worker", now), Paired)
+
+
+def test_the_shared_rate_bounds_the_cpu_but_not_this_machines_worker(hub: HubCore) -> None:
+    assert BURST == 16.0
+    for _ in range(3):  # 8 addresses start 3 runs: the later two spend the shared burst
+        for i in range(8):
+            started(hub, b"a%d" % i, T0)
+    busy = pair_start(hub, b"a0", T0)[1]  # its own allowance has one more; the shared none
+    assert reject_code(busy) is RejectCode.BUSY and "too many" in busy.detail
+    assert isinstance(pair_start(hub, b"newcomer", T0)[1], PairReply)  # quiet until now
+    for i in range(20):  # more floods: none of them evicts the local run
+        started(hub, b"b%d" % i, T0 + 1.25 + 0.0625 * i)
+    local_run = pair_start(hub, b"local", T0 + 2.6)  # (started after the burst was spent)
+    run, reply = local_run[0], pairing_send(hub, b"local", PairStart(local_run[0].msg_a,
+                                                                      "local"), T0 + 2.6,
+                                               source="127.0.0.1")
+    assert isinstance(reply, PairReply)
+    for i in range(20):
+        started(hub, b"c%d" % i, T0 + 2.7 + 0.0625 * i)
+    done = pairing_send(hub, b"local", finish_message(run, reply, KEY_A, "local"), T0 + 4.0,
+                        source="127.0.0.1")
+    assert isinstance(done, Paired)
+
+
+def test_this_machines_worker_pairs_during_a_lock_out(hub: HubCore) -> None:
+    for i in range(6):
+        pair(hub, b"x%d" % i, T0, pin=WRONG)
+    assert hub.pairing.lockout.retry_after(T0) > 0
+    run, reply = pair_start(hub, b"lan", T0)
+    assert reject_code(reply) is RejectCode.LOCKED_OUT
+    run = WorkerPairing(PIN)
+    reply = pairing_send(hub, b"me", PairStart(run.msg_a, "me"), T0, source="127.0.0.1")
+    done = pairing_send(hub, b"me", finish_message(run, reply, KEY_A, "me"), T0,
+                        source="127.0.0.1")
+    assert isinstance(done, Paired)
+    wrong = WorkerPairing(WRONG)
+    reply = pairing_send(hub, b"me", PairStart(wrong.msg_a, "me"), T0, source="::1")
+    assert reject_code(pairing_send(hub, b"me", finish_message(wrong, reply, KEY_B, "me"), T0,
+                                    source="::1")) is RejectCode.BAD_PIN
+    assert hub.pairing.lockout.failures == 5  # a local wrong PIN does not lock the LAN out
+
+
+def test_a_kicked_key_cannot_pair_again_even_with_the_pin() -> None:
+    hub = make_hub(workers=2)
+    w1 = admit(hub, b"w1", T0)
+    assert hub.kick(w1.welcome.worker_id)
+    again = pair(hub, b"w1", T0 + 1, key=w1.key)
+    assert reject_code(again) is RejectCode.BANNED
+    assert w1.key not in hub.allowlist and hub.pairing.lockout.failures == 0
+    assert isinstance(pair(hub, b"w2", T0 + 1), Paired)  # another key still pairs
+
+
+def test_a_new_pin_ends_the_old_one() -> None:
+    hub = make_hub()
+    old_run = started(hub, b"slow", T0)
+    hub.pairing.set_pin("864209")
+    assert reject_code(pair(hub, b"a", T0, key=KEY_A)) is RejectCode.BAD_PIN
+    assert isinstance(pair(hub, b"b", T0, pin="864209", key=KEY_B), Paired)
+    late = pairing_send(hub, b"slow", finish_message(*old_run, KEY_A, "slow"), T0)
+    assert reject_code(late) is RejectCode.UNKNOWN_CHALLENGE  # begun with the old PIN
 
 
 # ----------------------------------------------------------------- the lock-out
 def test_five_wrong_pins_lock_and_a_right_pin_resets_nothing(hub: HubCore) -> None:
     for attempt in range(5):
-        assert reject_code(pair(hub, b"x", T0, pin=WRONG)) is RejectCode.BAD_PIN, attempt
+        assert reject_code(pair(hub, b"x%d" % attempt, T0, pin=WRONG)) is RejectCode.BAD_PIN
     locked = pair(hub, b"p1", T0 + 0.5)  # the right PIN, while locked
     assert reject_code(locked) is RejectCode.LOCKED_OUT
     assert locked.retry_after == pytest.approx(0.5)
@@ -215,9 +283,9 @@ def test_five_wrong_pins_lock_and_a_right_pin_resets_nothing(hub: HubCore) -> No
 
 def test_the_lock_doubles_and_refused_tries_do_not_count(hub: HubCore) -> None:
     now = T0
-    for _ in range(6):
+    for i in range(6):
         now += hub.pairing.lockout.retry_after(now)
-        pair(hub, b"x", now, pin=WRONG)
+        pair(hub, b"x%d" % i, now, pin=WRONG)
     assert hub.pairing.lockout.retry_after(now) == 2.0
     for dt in (0.0, 0.5, 1.9):  # tries during the lock are refused unread
         reply = pair(hub, b"x", now + dt, pin=WRONG)
@@ -228,9 +296,9 @@ def test_the_lock_doubles_and_refused_tries_do_not_count(hub: HubCore) -> None:
 
 def test_runs_opened_before_the_lock_buy_no_extra_guesses(hub: HubCore) -> None:
     good = started(hub, b"p1", T0)
-    wrong = [started(hub, b"x", T0, WRONG) for _ in range(7)]
-    answers = [pairing_send(hub, b"x", finish_message(run, reply, KEY_B, "x"), T0)
-               for run, reply in wrong]
+    wrong = [started(hub, b"x%d" % i, T0, WRONG) for i in range(7)]
+    answers = [pairing_send(hub, b"x%d" % i, finish_message(run, reply, KEY_B, "x%d" % i), T0)
+               for i, (run, reply) in enumerate(wrong)]
     assert [a.code for a in answers] == ["BAD_PIN"] * 5 + ["LOCKED_OUT"] * 2
     assert hub.pairing.lockout.failures == 5
     honest = finish_message(*good, KEY_A, "p1")
@@ -264,8 +332,10 @@ def test_brute_force_needs_hours_for_a_hundred_guesses(hub: HubCore) -> None:
         now += reply.retry_after  # wait exactly as long as told
     elapsed = now - T0
     assert elapsed > 3600
-    assert elapsed == pytest.approx(511 + 300 * 86)  # 1 + 2 + ... + 256, then 300 s each
-    assert (locked, busy) == (95, 0)  # every lock was respected: one refusal, then a guess
+    # 1 + 2 + ... + 256, then 300 s each, and one second for the fifth start of the first
+    # burst (one address starts four runs at once, then one a second)
+    assert elapsed == pytest.approx(511 + 300 * 86 + 1)
+    assert (locked, busy) == (95, 1)  # every lock was respected: one refusal, then a guess
     events = refused(hub)
     assert len(events) == 100 + 95 and events[-1] == ("BAD_PIN", 100, 300.0)
     assert len(hub.allowlist) == 0

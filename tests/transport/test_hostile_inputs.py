@@ -12,7 +12,7 @@ import pytest
 
 from computeshare_desktop.protocol import RejectCode, decode, encode
 from computeshare_desktop.protocol.messages import Bye, Join, Model, Pull, Push, Reject, Welcome
-from computeshare_desktop.transport import ChannelTimeout, Identity
+from computeshare_desktop.transport import Identity
 from helpers_net import PIN, Raw, RunningHub, WorkerThread, pair, wait_for
 
 
@@ -46,9 +46,10 @@ def test_hostile_inputs_get_codes_and_training_goes_on(tmp_path):
         assert code_of(reply) is RejectCode.BAD_PIN and key is None
         assert code_of(decode(intruder.send([b"\x00garbage", b"more"]))[0]) is RejectCode.MALFORMED
         assert code_of(decode(intruder.send([b"CS\x07{}"]))[0]) is RejectCode.VERSION_MISMATCH
-        # A peer that never paired cannot even complete the CURVE handshake.
-        with pytest.raises(ChannelTimeout):
-            unpaired.send(encode(Join("sneaky", "cpu")), timeout_s=1.5)
+        # A peer that never paired cannot even complete the CURVE handshake (and is told so
+        # by the handshake, not by a timeout).
+        with pytest.raises(PermissionError):
+            unpaired.send(encode(Join("sneaky", "cpu")), timeout_s=5.0)
         _, hub_key = pair(hub.port, PIN, "attacker", attacker)
         assert hub_key == hub.identity.public
         raw = Raw(hub.address, identity=attacker, hub_key=hub_key)

@@ -36,6 +36,11 @@ def test_kick_revokes_key_for_requests_and_events(tmp_path):
         wait_for(lambda: hub.session.server.version >= version + 20, 60, "training goes on")
         assert len(listener.events) <= seen + 2  # at most what was in flight at the kick
         assert keep.thread.is_alive() and keep.error is None
+        # Kick means ban: the same machine cannot pair again, even with the right PIN.
+        again = WorkerThread(hub.port, "kicked", identity=kicked.identity)
+        again.join(30)
+        assert isinstance(again.error, RejectedError) and again.error.code is RejectCode.BANNED
+        assert kicked.identity.public not in hub.session.core.allowlist
     finally:
         if listener is not None:
             listener.close()
@@ -72,5 +77,21 @@ def test_identity_files_are_private_and_stable(tmp_path, monkeypatch):
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     assert load_or_create(path) == first
     os.chmod(path, 0o644)
+    with pytest.raises(ConfigError, match="readable by other users"):
+        load_or_create(path)
+
+
+def test_key_files_load_where_modes_mean_nothing(tmp_path, monkeypatch):
+    """On Windows every file reads 0o666: the mode check is off there, or the second launch
+    would refuse the key the first one wrote."""
+    from computeshare_desktop.transport import keys
+
+    monkeypatch.setenv("COMPUTESHARE_HOME", str(tmp_path))
+    path = identity_path("hub")
+    first = load_or_create(path)
+    os.chmod(path, 0o666)  # what Windows reports
+    monkeypatch.setattr(keys, "CHECK_MODE", False)
+    assert load_or_create(path) == first
+    monkeypatch.setattr(keys, "CHECK_MODE", True)
     with pytest.raises(ConfigError, match="readable by other users"):
         load_or_create(path)

@@ -40,7 +40,9 @@ def main_window(qtbot, styled_app, ui_home, app_config):
     from computeshare_desktop.gui.main_window import MainWindow
     from computeshare_desktop.gui.settings import Settings
 
-    window = MainWindow(Settings(), app_config)
+    settings = Settings()
+    settings.set_confirm_stop(False)  # tests that want the question turn it on
+    window = MainWindow(settings, app_config)
     window.show()
     qtbot.waitExposed(window)
     yield window

@@ -70,7 +70,11 @@ def test_discovered_session_wrong_pin_then_join_and_train(qtbot, main_window, tm
         hub.communicate()
 
 
-def test_connect_by_address_shows_lockout_in_the_dialog(qtbot, main_window, tmp_path):
+def test_connect_by_address_shows_lockout_in_the_dialog(qtbot, main_window, tmp_path,
+                                                        monkeypatch):
+    from computeshare_desktop.hub import pairing
+
+    monkeypatch.setattr(pairing, "LOCAL_SOURCES", frozenset())  # as from another machine
     hub = RunningHub(tmp_path / "hub", workers=1, rounds=10)
     try:
         click(qtbot, main_window.connect_button)

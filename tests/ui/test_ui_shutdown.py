@@ -44,7 +44,9 @@ def test_closing_the_window_stops_everything_and_withdraws_the_advert(
     with SessionBrowser(interfaces=["127.0.0.1"]) as browser:
         time.sleep(0.2)
         threads_before, sockets_before = our_threads(), open_sockets()
-        window = MainWindow(Settings(), app_config)
+        settings = Settings()
+        settings.set_confirm_stop(False)  # (the question itself: test_ui_stops)
+        window = MainWindow(settings, app_config)
         window.show()
         progress = window.host(HostOptions(name=SESSION, rounds=100_000, workers=1,
                                            train_here=True, out_dir=str(tmp_path / "run"),

@@ -45,12 +45,15 @@ def test_vanished_hub_makes_worker_give_up(hub):
     worker = WorkerThread(hub.port, "orphan", give_up_s=5.0, request_timeout_s=0.5)
     try:
         wait_for(lambda: hub.session.server.version >= 3, 60, "training")
+        hub.server._goodbye = lambda poller: None  # vanishes: no word to the workers
         hub.close()
         gone = time.monotonic()
         worker.join(60)
         assert isinstance(worker.error, HubUnreachableError)
         assert time.monotonic() - gone < 20
         assert any(e["kind"] == "hub_silent" for e in worker.events)
+        lost = [e for e in worker.events if e["kind"] == "hub_lost"]
+        assert lost and lost[0]["silent_s"] < 10  # reported before giving up
     finally:
         worker.close()
 

@@ -1,0 +1,145 @@
+"""Stopping a real ``computeshare host``: the model is kept, workers are told in seconds."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+import torch
+
+from helpers_net import cli, free_ports, metrics, wait_for
+
+pytestmark = pytest.mark.slow
+PIN = "135790"
+
+
+def host(out, port, *extra):
+    return cli("host", "--pin", PIN, "--bind", "127.0.0.1", "--port", str(port), "--out",
+               str(out), "--quiet", "--workers", "1", "--rounds", "100000", "--eval-every", "0",
+               *extra)
+
+
+def join(port, *extra):
+    return cli("join", f"127.0.0.1:{port}", "--device", "cpu", "--quiet", "--threads", "1",
+               "--name", "w", *extra, env={**os.environ, "COMPUTESHARE_PIN": PIN})
+
+
+class Lines:
+    """A process's stderr, read as it comes, each line with the time it arrived."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.lines: list[tuple[float, str]] = []
+        self.thread = threading.Thread(target=self._read, args=(proc,), daemon=True)
+        self.thread.start()
+
+    def _read(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            self.lines.append((time.monotonic(), line.rstrip()))
+
+    def first(self, text: str) -> float | None:
+        return next((t for t, line in list(self.lines) if text in line), None)
+
+
+def rounds(out) -> int:
+    return sum(1 for r in metrics(out) if r["type"] == "round")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_host_saves_its_model_and_its_worker_ends_within_2_s(tmp_path, sig):
+    port = free_ports()
+    hub = host(tmp_path, port)
+    worker = join(port)
+    err = Lines(worker)
+    try:
+        wait_for(lambda: rounds(tmp_path) >= 20, 90, "20 rounds")
+        hub.send_signal(sig)
+        stopped = time.monotonic()
+        hub_out, hub_err = hub.communicate(timeout=60)
+        worker.wait(timeout=30)
+        ended = time.monotonic()
+    finally:
+        for proc in (hub, worker):
+            if proc.poll() is None:
+                proc.kill()
+    assert hub.returncode == 130, hub_err
+    assert "model saved to" in hub_err and "--resume" in hub_err
+    assert worker.returncode == 7
+    err.thread.join(5)
+    said = err.first("the hub stopped the session")
+    assert said is not None and said - stopped < 2.0, err.lines
+    assert ended - stopped < 4.0
+    errors = [line for _, line in err.lines if "error" in line]
+    assert len(errors) == 1 and "Traceback" not in "".join(x for _, x in err.lines)
+    state = torch.load(tmp_path / "trained_model.pth", weights_only=True)
+    checkpoint = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+    assert checkpoint["version"] >= 20
+    assert all(torch.is_tensor(v) for v in state.values())
+    # the folder now holds a session: a new one is refused, a resume is not
+    code = host(tmp_path, free_ports()).wait(timeout=60)
+    assert code == 2
+
+
+def test_a_vanished_hub_is_noticed_within_10_s(tmp_path):
+    port = free_ports()
+    hub = host(tmp_path, port)
+    worker = join(port, "--give-up", "60")
+    err = Lines(worker)
+    try:
+        wait_for(lambda: rounds(tmp_path) >= 20, 90, "20 rounds")
+        hub.send_signal(signal.SIGKILL)  # no goodbye
+        killed = time.monotonic()
+        noticed = wait_for(lambda: err.first("has not answered"), 15, "the worker to notice")
+        assert noticed - killed < 10.0
+        assert worker.poll() is None  # it keeps trying: a restarted hub would get it back
+    finally:
+        for proc in (hub, worker):
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()
+
+
+def test_a_restarted_worker_rejoins_without_the_pin_and_a_new_session_asks_for_it(tmp_path):
+    port = free_ports()
+    home = {"COMPUTESHARE_HOME": str(tmp_path / "home")}
+    hub = cli("host", "--pin", PIN, "--bind", "127.0.0.1", "--port", str(port), "--out",
+              str(tmp_path / "one"), "--quiet", "--workers", "1", "--rounds", "100000",
+              "--eval-every", "0", env=home)
+    no_pin = {k: v for k, v in os.environ.items() if k != "COMPUTESHARE_PIN"} | home
+    first = cli("join", f"127.0.0.1:{port}", "--device", "cpu", "--quiet", "--threads", "1",
+                "--name", "laptop", env={**home, "COMPUTESHARE_PIN": PIN})
+    second = None
+    try:
+        wait_for(lambda: rounds(tmp_path / "one") >= 10, 90, "10 rounds")
+        first.send_signal(signal.SIGKILL)
+        first.communicate()
+        done = rounds(tmp_path / "one")
+        second = subprocess.Popen(
+            [*first.args[:3], "join", f"127.0.0.1:{port}", "--device", "cpu", "--quiet",
+             "--threads", "1", "--name", "laptop"], stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=no_pin)
+        wait_for(lambda: rounds(tmp_path / "one") >= done + 10, 90, "training again")
+    finally:
+        for proc in (hub, first, *([second] if second else [])):
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()
+    # A new session of the same hub no longer allows the key: told at once, not after 15 s
+    hub = cli("host", "--pin", PIN, "--bind", "127.0.0.1", "--port", str(port), "--out",
+              str(tmp_path / "two"), "--quiet", "--workers", "1", "--rounds", "10", env=home)
+    try:
+        time.sleep(1.0)
+        began = time.monotonic()
+        third = subprocess.run(
+            [*first.args[:3], "join", f"127.0.0.1:{port}", "--device", "cpu", "--quiet",
+             "--name", "laptop"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+            env=no_pin, timeout=60)
+        assert time.monotonic() - began < 8.0
+        assert third.returncode == 5 and "PIN" in third.stderr, third.stderr
+    finally:
+        hub.kill()
+        hub.communicate()

@@ -1,0 +1,101 @@
+"""A pairing flood over real sockets: many source addresses keep starting runs they never
+finish, yet a real worker pairs within 5 s and this machine's own worker at once."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import zmq
+
+from computeshare_desktop.protocol import encode
+from computeshare_desktop.protocol.messages import PairStart
+from computeshare_desktop.protocol.pake import WorkerPairing
+from computeshare_desktop.transport import Identity, ReqChannel, ZmqConnector
+from computeshare_desktop.worker import WorkerOptions, WorkerSession, pick_device
+from helpers_net import PIN, RunningHub
+
+
+class Flood:
+    """40 addresses (127.0.0.10-49), each starting a pairing run every 0.5 s, forever."""
+
+    def __init__(self, pair_port: int) -> None:
+        self.ctx = zmq.Context()
+        self.socks = []
+        for i in range(40):
+            sock = self.ctx.socket(zmq.DEALER)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.connect(f"tcp://127.0.0.{10 + i}:0;127.0.0.1:{pair_port}")
+            self.socks.append(sock)
+        self.sent = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        start = [b"", *encode(PairStart(WorkerPairing("000000").msg_a, "flood"))]
+        while not self.stop.wait(0.5):
+            for sock in self.socks:
+                sock.send_multipart(start)
+                self.sent += 1
+                while sock.poll(0):
+                    sock.recv_multipart()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        for sock in self.socks:
+            sock.close(0)
+        self.ctx.term()
+
+
+class FromAddress(ZmqConnector):
+    """A worker whose pairing connection comes from another LAN address."""
+
+    def __init__(self, *args, source: str, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.source = source
+
+    def pairing(self) -> ReqChannel:
+        return ReqChannel(f"tcp://{self.source}:0;{self.host}:{self.pair_port}",
+                          max_message_bytes=4096)
+
+
+def pair_time(port: int, connector: ZmqConnector) -> float:
+    session = WorkerSession(connector, WorkerOptions(pin=PIN, name="real"), pick_device("cpu"))
+    began = time.monotonic()
+    session._pair()  # the pairing phase alone
+    session.channel.close()
+    return time.monotonic() - began
+
+
+def test_flooded_pairing_still_pairs_real_workers_within_5_s(tmp_path):
+    hub = RunningHub(tmp_path, workers=2, rounds=10)
+    flood = Flood(hub.server.pair_port)
+    try:
+        time.sleep(3.0)  # the flood fills every slot and uses the shared rate
+        assert flood.sent >= 200
+        desk = hub.session.core.pairing
+        assert desk.evicted > 0
+        lan = FromAddress("127.0.0.1", hub.port, Identity.generate(), source="127.0.0.200")
+        assert pair_time(hub.port, lan) < 5.0
+        local = ZmqConnector("127.0.0.1", hub.port, Identity.generate())
+        assert pair_time(hub.port, local) < 1.0
+        assert len(hub.session.core.allowlist) == 2
+    finally:
+        flood.close()
+        hub.close()
+
+
+def test_sockets_an_unpaired_peer_can_reach_queue_little_per_peer(tmp_path):
+    import zmq as _zmq
+
+    from computeshare_desktop.transport.zmq_hub import PAIRING_RCVHWM, REQUEST_RCVHWM
+
+    hub = RunningHub(tmp_path, workers=1, rounds=10)
+    try:
+        assert hub.server.pairing.getsockopt(_zmq.RCVHWM) == PAIRING_RCVHWM <= 8
+        assert hub.server.router.getsockopt(_zmq.RCVHWM) == REQUEST_RCVHWM <= 16
+        assert hub.server.pairing.getsockopt(_zmq.MAXMSGSIZE) == 4096
+    finally:
+        hub.close()

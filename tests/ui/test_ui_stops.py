@@ -1,0 +1,162 @@
+"""Stopping from the GUI: the question first, the model kept, and a worker told at once."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pyqtgraph")
+
+from PySide6.QtCore import QTimer  # noqa: E402
+
+from computeshare_desktop.gui.options import HostOptions  # noqa: E402
+from helpers_net import PIN as HUB_PIN  # noqa: E402
+from helpers_net import RunningHub, free_ports  # noqa: E402
+from ui_helpers import click, type_into  # noqa: E402
+
+
+def answer(main_window, button: str, *, never_again: bool = False) -> list[str]:
+    """Answer the next stop question with ``button``; the list gets the question's text."""
+    asked: list[str] = []
+
+    def reply() -> None:
+        box = main_window.question.box
+        if box is None:
+            QTimer.singleShot(20, reply)
+            return
+        asked.append(box.text())
+        if never_again:
+            box.checkBox().setChecked(True)
+        next(b for b in box.buttons() if b.text() == button).click()
+
+    QTimer.singleShot(20, reply)
+    return asked
+
+
+def test_stop_and_close_ask_first_and_a_stop_keeps_the_model(qtbot, main_window, tmp_path):
+    main_window.settings.set_confirm_stop(True)
+    out = tmp_path / "run"
+    window = main_window.host(HostOptions(rounds=100_000, workers=1, train_here=True,
+                                          out_dir=str(out), port=free_ports(), eval_every=0))
+    assert window is not None
+    qtbot.waitUntil(lambda: window.state.version >= 5, timeout=30_000)
+
+    asked = answer(main_window, "Keep training")
+    click(qtbot, window.stop_button)
+    assert asked and "Stop this training session" in asked[0]
+    assert window.runner.running and not window.runner.stopping
+
+    asked = answer(main_window, "Keep training")
+    window.close()
+    assert asked and window.isVisible() and window.runner.running  # closing asked too
+
+    asked = answer(main_window, "Stop training", never_again=True)
+    click(qtbot, window.stop_button)
+    assert asked
+    qtbot.waitUntil(lambda: not window.runner.running, timeout=20_000)
+    assert window.state.phase == "stopped"
+    assert (out / "trained_model.pth").exists() and (out / "checkpoint.pt").exists()
+    assert not main_window.settings.confirm_stop()  # "Don't ask again" was ticked
+
+
+def test_quitting_asks_once_for_every_training_session(qtbot, main_window, tmp_path):
+    main_window.settings.set_confirm_stop(True)
+    window = main_window.host(HostOptions(rounds=100_000, workers=1, train_here=True,
+                                          out_dir=str(tmp_path / "run"), port=free_ports(),
+                                          eval_every=0))
+    qtbot.waitUntil(lambda: window.state.version >= 3, timeout=30_000)
+    asked = answer(main_window, "Keep training")
+    main_window.close()
+    assert asked and "Quitting stops it" in asked[0] and main_window.isVisible()
+    asked = answer(main_window, "Quit")
+    main_window.close()
+    assert len(asked) == 1 and not main_window.isVisible() and not window.runner.running
+    assert (tmp_path / "run" / "trained_model.pth").exists()
+
+
+def test_a_worker_window_shows_a_banner_within_2_s_when_the_hub_stops(
+        qtbot, main_window, tmp_path):
+    hub = RunningHub(tmp_path / "hub", workers=1, rounds=100_000, batch_size=8, eval_every=0)
+    try:
+        click(qtbot, main_window.connect_button)
+        dialog = main_window.join_dialog
+        qtbot.waitUntil(dialog.isVisible)
+        type_into(qtbot, dialog.address_edit, f"127.0.0.1:{hub.port}")
+        type_into(qtbot, dialog.pin_edit, HUB_PIN)
+        click(qtbot, dialog.join_button)
+        qtbot.waitUntil(lambda: len(main_window.progress_windows) == 1, timeout=20_000)
+        window = main_window.progress_windows[0]
+        qtbot.waitUntil(lambda: window.state.version >= 5, timeout=30_000)
+        assert not window.banner.isVisible()
+        hub.stop.set()
+        stopped = time.monotonic()
+        qtbot.waitUntil(lambda: window.banner.isVisible(), timeout=2_000)
+        assert time.monotonic() - stopped < 2.0
+        assert "stopped the session" in window.banner.text()
+        assert window.banner.property("level") == "error"
+        qtbot.waitUntil(lambda: not window.runner.running, timeout=5_000)
+        assert window.state.phase == "stopped" and window.chip.text() == "Stopped"
+    finally:
+        hub.close()
+
+
+def test_kick_a_worker_from_its_row_and_rotate_the_pin(qtbot, main_window, tmp_path):
+    from PySide6.QtWidgets import QApplication, QMenu
+
+    from computeshare_desktop.errors import RejectedError
+    from computeshare_desktop.protocol import RejectCode
+    from helpers_net import WorkerThread, pair
+    from computeshare_desktop.transport import Identity
+
+    window = main_window.host(HostOptions(rounds=100_000, workers=2, train_here=True,
+                                          out_dir=str(tmp_path / "run"), port=free_ports(),
+                                          eval_every=0))
+    qtbot.waitUntil(lambda: window.runner.port is not None, timeout=20_000)
+    port = window.runner.port
+    guest = WorkerThread(port, "guest", pin=window.pin_card.pin)
+    try:
+        qtbot.waitUntil(lambda: window.state.version >= 3, timeout=30_000)
+        table = window.workers_table
+        qtbot.waitUntil(lambda: table.rowCount() == 2, timeout=5_000)
+        row = next(r for r in range(2) if table.item(r, 0).text() == "guest")
+        assert not window.kick_button.isEnabled()
+        table.selectRow(row)
+        assert window.kick_button.isEnabled()
+        # the row's context menu offers the same
+        offered: list[list[str]] = []
+
+        def choose() -> None:
+            menu = QApplication.activePopupWidget()
+            if not isinstance(menu, QMenu):
+                QTimer.singleShot(20, choose)
+                return
+            offered.append([a.text() for a in menu.actions()])
+            menu.actions()[0].trigger()
+            menu.close()
+        kicked = []
+        table.kick_requested.connect(kicked.append)
+        table.kick_requested.disconnect(window.kick)  # the menu alone, then the button
+        QTimer.singleShot(100, choose)
+        table._menu(table.visualItemRect(table.item(row, 0)).center())
+        assert offered == [["Kick from the session"]] and kicked == [table.kickable_at(row)]
+        click(qtbot, window.kick_button)
+        guest.join(30)
+        assert isinstance(guest.error, RejectedError)
+        state = table.columnCount() - 1
+        qtbot.waitUntil(lambda: table.item(row, state).text() == "removed", timeout=5_000)
+        again = WorkerThread(port, "guest", pin=window.pin_card.pin, identity=guest.identity)
+        again.join(30)
+        assert again.error.code is RejectCode.BANNED  # a kick is a ban for the session
+
+        old = window.pin_card.pin
+        click(qtbot, window.pin_card.new_button)
+        new = window.pin_card.pin
+        assert new != old and window.pin_card.digits.text().replace(" ", "") == new
+        time.sleep(0.3)  # the hub's loop takes the new PIN
+        assert pair(port, old, "late", Identity.generate())[0].code == "BAD_PIN"
+        assert pair(port, new, "late", Identity.generate())[1] is not None
+    finally:
+        guest.close()
+        window.runner.stop()
