@@ -138,7 +138,8 @@ def run_cs(lan: ShapedLan, spec: Spec, work: Path) -> dict[str, Any]:
         time.sleep(POLL_S)
     workers = [lan.popen(f"w{i}", [*cli, "join", f"{lan.address('hub')}:{PORT}", "--device",
                                    "cpu", "--threads", "1", "--quiet", "--name", f"w{i}"],
-                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                         env=env, stdout=subprocess.DEVNULL,
+                         stderr=(work / f"w{i}.err").open("wb"))
                for i in range(1, spec.workers + 1)]
     watch, metrics = Watch(), Lines(out / "metrics.jsonl")
     counter = lan.counter("hub")  # every message crosses the hub's link
@@ -158,7 +159,11 @@ def run_cs(lan: ShapedLan, spec: Spec, work: Path) -> dict[str, Any]:
     counter.close()
     err = _tail(work / "hub.err")
     records = Lines(out / "metrics.jsonl").read()
+    # Requests a worker sent again after a timeout: its log says "retrying" for each.
+    resent = sum((work / f"w{i}.err").read_text(errors="replace").count("retrying in")
+                 for i in range(1, spec.workers + 1))
     return {"spec": asdict(spec), "key": spec.key, "stopped_early": stopped_early,
+            "resent": resent,
             "hub_exit": hub.returncode, "hub_stderr": err, "records": records,
             "marks": watch.marks, "wall_s": time.monotonic() - started}
 
@@ -232,6 +237,11 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
         "bytes_per_round": statistics.median(r["bytes_in"] + r["bytes_out"] for r in steady),
         "bytes_per_step": app / max(1, sum(r.get("steps", 1) for r in steady)),
         "wire_over_app": wire_ratio,
+        "resent": result.get("resent"),  # requests sent again after a timeout (None: not counted)
+        # every byte the hub's messages carried over the payloads the rounds needed (one
+        # push and one model per worker): a request sent twice would show here
+        "app_over_payload": (app / payload) if (payload := sum(
+            r.get("payload_bytes", 0) for r in steady)) else None,
         "app_bytes_per_round": app / len(steady),
         "busy": statistics.median(r["busy"] for r in steady),
         "mode": mode, "final": next((r for r in records if r.get("type") == "eval"

@@ -272,6 +272,9 @@ class HubCore:
         workers one version behind, the whole model for the others).
         """
         payload = self.server.payload(have)
+        if member.worker_id not in self.round.served:  # once a round: a re-sent pull is extra
+            self.round.served.add(member.worker_id)
+            self.round.payload_bytes += len(payload.data)
         task = self._task(member)
         mode = self.server.mode
         return (Model(version=payload.version, codec=payload.codec, numel=self.server.numel,

@@ -59,6 +59,10 @@ class Round:
     bytes_in: int = 0
     bytes_out: int = 0
     largest_push: int = 0  # payload bytes of the largest push so far
+    # The payloads the round needed: each accepted push, and one model per worker. A request
+    # sent twice (a timeout too short) counts in bytes_in/out again but not here.
+    payload_bytes: int = 0
+    served: set[int] = field(default_factory=set)  # workers sent this round's model
 
     def add(self, contribution: Contribution, now: float) -> None:
         """Record a gradient; callers reject a second one for the same shard before."""

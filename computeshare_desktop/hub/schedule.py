@@ -101,6 +101,7 @@ class Schedule:
         self.round.add(Contribution(member.worker_id, member.shard, update, msg.samples,
                                     msg.loss, compute_s), now)
         self.round.largest_push = max(self.round.largest_push, len(payload))
+        self.round.payload_bytes += len(payload)
         self.deadlines.observe(member.worker_id, now - self.round.opened_at)
         self.planner.observe(member.worker_id, msg.samples, compute_s)
         if msg.bandwidth > 0:
@@ -155,7 +156,8 @@ class Schedule:
                    "version": self.server.version, "steps": self.server.version - rnd.version,
                    "loss": loss, "contributors": len(rnd.contributions),
                    "rejected": rnd.rejected, "bytes_in": rnd.bytes_in,
-                   "bytes_out": rnd.bytes_out, "samples": samples, "seconds": seconds,
+                   "bytes_out": rnd.bytes_out, "payload_bytes": rnd.payload_bytes,
+                   "samples": samples, "seconds": seconds,
                    "complete": complete, "compute_s": slowest,
                    "busy": sum(busy.values()) / len(busy),
                    "workers": [m.summary() for m in members]}]

@@ -205,7 +205,8 @@ class HubSession:
 
     def _on_round(self, event: dict[str, Any]) -> None:
         record = {k: event[k] for k in ("round", "version", "loss", "contributors", "rejected",
-                                        "bytes_in", "bytes_out", "samples", "steps",
+                                        "bytes_in", "bytes_out", "payload_bytes",
+                                        "samples", "steps",
                                         "seconds", "compute_s", "busy")}
         self._metric({"type": "round", **record, "elapsed_s": self._elapsed()})
         version, c = event["version"], self.config
