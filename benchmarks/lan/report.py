@@ -219,6 +219,8 @@ def targets(rows: list[dict[str, Any]]) -> str:
     """The issue's targets, each with the measured figure."""
     out = ["| target | measured | result |", "|---|---|---|"]
 
+    notes: list[str] = []
+
     def line(name: str, measured: str, ok: bool) -> None:
         out.append(f"| {name} | {measured} | {'**PASS**' if ok else '**MISS**'} |")
 
@@ -288,19 +290,17 @@ def targets(rows: list[dict[str, Any]]) -> str:
            if r["summary"].get("wire_over_app")
            and r["summary"].get("app_bytes_per_round", 0) >= BIG_ROUND
            and r["summary"].get("rounds", 0) >= MIN_WIRE_ROUNDS]
-    short = sum(1 for r in _throughput_rows(rows)
-                if r["summary"].get("app_bytes_per_round", 0) >= BIG_ROUND
-                and r["summary"].get("rounds", 0) < MIN_WIRE_ROUNDS)
-    if big:
+    if big:  # not a target: what the transport adds to the messages (and window edges)
         worst = max(big, key=lambda b: b[1])
-        line(f"bytes on the wire ≤ 1.02× the messages, runs moving ≥ 1 MB a round over ≥ "
-             f"{MIN_WIRE_ROUNDS} measured rounds ({short} shorter runs cannot tell: one "
-             "round's download more or less at either end of the window is several %)",
-             f"{len(big)} runs, median {statistics.median(b[1] for b in big):.3f}, worst "
-             f"{worst[1]:.3f} ({worst[0]['model']} {worst[0]['label']}, "
-             f"{LINK_NAMES[worst[0]['link']]}, {worst[0]['workers']} workers)",
-             worst[1] <= 1.02)
-    return "\n".join(out) + "\n"
+        notes.append(
+            f"Bytes on the links over the bytes of the messages (the *wire / app* column: "
+            f"TCP/IP and CURVE framing, heartbeats, and a window that can start or end a "
+            f"transfer early; runs moving ≥ 1 MB a round over ≥ {MIN_WIRE_ROUNDS} rounds): "
+            f"median {statistics.median(b[1] for b in big):.3f}, worst {worst[1]:.3f} "
+            f"({worst[0]['model']} {worst[0]['label']}, {LINK_NAMES[worst[0]['link']]}, "
+            f"{worst[0]['workers']} workers). A request sent twice would not show here (the "
+            "hub counts a duplicate's bytes as messages too): the payload check above does.")
+    return "\n".join(out) + "\n" + "".join(f"\n{n}\n" for n in notes)
 
 
 LOSSLESS_LABEL = "lossless sync"
