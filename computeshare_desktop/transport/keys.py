@@ -115,13 +115,3 @@ class KnownHubs:
                          mode=0o600)
         except OSError:  # a convenience: the PIN still works
             pass
-
-    def forget(self, hub_key: str) -> None:
-        """Drop a hub that no longer accepts this worker."""
-        known = self._load()
-        if known.pop(hub_key, None) is not None:
-            try:
-                atomic_write(self.path, json.dumps(known, indent=1, sort_keys=True).encode(),
-                             mode=0o600)
-            except OSError:
-                pass

@@ -14,7 +14,7 @@ pytest.importorskip("pyqtgraph")
 from computeshare_desktop.gui.formatting import percent  # noqa: E402
 from helpers_net import RunningHub, WorkerThread, cli, free_ports  # noqa: E402
 from helpers_net import PIN as HUB_PIN  # noqa: E402
-from ui_helpers import click, click_row, type_into  # noqa: E402
+from ui_helpers import click, click_row, join_by_address, type_into  # noqa: E402
 
 PIN = "246135"
 SESSION = "ui-test-session"
@@ -110,14 +110,7 @@ def test_worker_window_follows_the_hub_accuracy_workers_and_final_result(
     hub = RunningHub(out, workers=2, rounds=240, batch_size=8, eval_every=40)
     other = None
     try:
-        click(qtbot, main_window.connect_button)
-        dialog = main_window.join_dialog
-        qtbot.waitUntil(dialog.isVisible)
-        type_into(qtbot, dialog.address_edit, f"127.0.0.1:{hub.port}")
-        type_into(qtbot, dialog.pin_edit, HUB_PIN)
-        click(qtbot, dialog.join_button)
-        qtbot.waitUntil(lambda: len(main_window.progress_windows) == 1, timeout=20_000)
-        window = main_window.progress_windows[0]
+        window = join_by_address(qtbot, main_window, hub.port, HUB_PIN)
         other = WorkerThread(hub.port, "other-machine")
         assert window.charts.second_plot.getPlotItem().titleLabel.text.find("Test accuracy") > 0
 

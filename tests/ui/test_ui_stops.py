@@ -14,7 +14,7 @@ from PySide6.QtCore import QTimer  # noqa: E402
 from computeshare_desktop.gui.options import HostOptions  # noqa: E402
 from helpers_net import PIN as HUB_PIN  # noqa: E402
 from helpers_net import RunningHub, free_ports  # noqa: E402
-from ui_helpers import click, type_into  # noqa: E402
+from ui_helpers import click, join_by_address  # noqa: E402
 
 
 def answer(main_window, button: str, *, never_again: bool = False) -> list[str]:
@@ -80,14 +80,7 @@ def test_a_worker_window_shows_a_banner_within_2_s_when_the_hub_stops(
         qtbot, main_window, tmp_path):
     hub = RunningHub(tmp_path / "hub", workers=1, rounds=100_000, batch_size=8, eval_every=0)
     try:
-        click(qtbot, main_window.connect_button)
-        dialog = main_window.join_dialog
-        qtbot.waitUntil(dialog.isVisible)
-        type_into(qtbot, dialog.address_edit, f"127.0.0.1:{hub.port}")
-        type_into(qtbot, dialog.pin_edit, HUB_PIN)
-        click(qtbot, dialog.join_button)
-        qtbot.waitUntil(lambda: len(main_window.progress_windows) == 1, timeout=20_000)
-        window = main_window.progress_windows[0]
+        window = join_by_address(qtbot, main_window, hub.port, HUB_PIN)
         qtbot.waitUntil(lambda: window.state.version >= 5, timeout=30_000)
         assert not window.banner.isVisible()
         hub.stop.set()

@@ -86,3 +86,15 @@ def screenshot_dir(tmp_path: Path) -> Path:
     folder = Path(os.environ.get("COMPUTESHARE_SCREENSHOTS") or tmp_path / "screenshots")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def join_by_address(qtbot, main_window, port: int, pin: str):
+    """Connect to 127.0.0.1:``port`` with ``pin`` through the dialog; the progress window."""
+    click(qtbot, main_window.connect_button)
+    dialog = main_window.join_dialog
+    qtbot.waitUntil(dialog.isVisible)
+    type_into(qtbot, dialog.address_edit, f"127.0.0.1:{port}")
+    type_into(qtbot, dialog.pin_edit, pin)
+    click(qtbot, dialog.join_button)
+    qtbot.waitUntil(lambda: len(main_window.progress_windows) == 1, timeout=20_000)
+    return main_window.progress_windows[0]
