@@ -34,14 +34,22 @@ from ..worker import WorkerOptions, WorkerSession, pick_device
 from .progress import RoundBar
 
 PIN_ENV = "COMPUTESHARE_PIN"
+DEFAULT_ROUNDS = 600  # a sync session's; an async round is one worker's batch
 INTERRUPTED = 130  # the exit code of a hub stopped by Ctrl-C or SIGTERM (its model is saved)
 
 
 def _config(args: argparse.Namespace, workers: int) -> HubConfig:
+    asynchronous = args.mode == "async"
     preset, mode = resolve(args.preset, codec=args.codec, topk=args.topk,
                            local_steps=args.local_steps)
+    if asynchronous and preset == "auto":  # auto tunes rounds; async has none to measure
+        preset = "lan"
+    rounds = args.rounds if args.rounds is not None else \
+        DEFAULT_ROUNDS * (workers if asynchronous else 1)
     return HubConfig(dataset=args.dataset, model=args.model, workers=workers,
-                     rounds=args.rounds, batch_size=args.batch_size, lr=args.lr,
+                     rounds=rounds, batch_size=args.batch_size, lr=args.lr,
+                     updates=args.mode, max_staleness=args.max_staleness,
+                     aggregation=args.aggregate,
                      seed=args.seed, eval_every=args.eval_every, preset=preset,
                      codec=mode.codec, topk=mode.topk, topk_warmup=args.topk_warmup,
                      local_steps=mode.local_steps,
@@ -218,7 +226,9 @@ def join(args: argparse.Namespace) -> int:
     device = pick_device(args.device)
     if device.note:
         print(f"note: {device.note}", file=sys.stderr)
-    options = WorkerOptions(pin=pin, name=name, give_up_s=args.give_up)
+    if args.max_rate < 0:
+        raise ConfigError("--max-rate must be positive (or 0: no limit)")
+    options = WorkerOptions(pin=pin, name=name, give_up_s=args.give_up, max_rate=args.max_rate)
     bar = RoundBar(0, quiet=args.quiet, desc="worker")
     connector = ZmqConnector(host_name, port, load_or_create(key_file), pair_port=pair_port)
 

@@ -12,7 +12,7 @@ import sys
 from typing import Sequence
 
 from ..codec import CODECS
-from ..hub.config import OUTER_OPTIMIZERS
+from ..hub.config import AGGREGATIONS, OUTER_OPTIMIZERS, UPDATE_MODES
 from ..hub.presets import PRESET_CHOICES, PRESETS
 from ..data import DATASETS
 from ..errors import ComputeShareError
@@ -42,7 +42,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _session_args(p: argparse.ArgumentParser, rounds: int) -> None:
-    p.add_argument("--rounds", type=int, default=rounds, help="global batches to train (default %(default)s)")
+    p.add_argument("--rounds", type=int, default=None, help=f"global batches to train (default {rounds}; async: a round is one worker's batch, and the default is {rounds} times the workers)")
     p.add_argument("--batch-size", type=int, default=32, help="samples per worker and round (default %(default)s)")
     p.add_argument("--dataset", default="mnist-sample", choices=DATASETS, help="default %(default)s (bundled, offline)")
     p.add_argument("--model", default="simplenet", choices=MODELS, help="default %(default)s")
@@ -54,6 +54,9 @@ def _session_args(p: argparse.ArgumentParser, rounds: int) -> None:
     p.add_argument("--local-steps", type=int, default=None, metavar="H", help="0: a gradient per round (synchronous SGD); H: H local SGD steps per round, then push the change (overrides the preset)")
     p.add_argument("--outer", default="auto", choices=OUTER_OPTIMIZERS, help="outer optimizer of local steps: sgd (momentum), nesterov (DiLoCo); auto: nesterov when H > 1")
     p.add_argument("--outer-lr", type=float, default=0.7, help="learning rate of the Nesterov outer step (default %(default)s)")
+    p.add_argument("--mode", default="sync", choices=UPDATE_MODES, help="sync (default): rounds that average every worker's update; async: apply each update as it arrives, so no worker waits for a slower one")
+    p.add_argument("--max-staleness", type=int, default=8, metavar="S", help="async: refuse updates computed more than S versions back (default %(default)s); older ones also get a smaller learning rate")
+    p.add_argument("--aggregate", default="mean", choices=AGGREGATIONS, help="mean (default); trimmed-mean or median: clip update norms and outvote a faulty or hostile worker (needs 3 or more workers to outvote one)")
     p.add_argument("--no-balance", action="store_true", help="equal batches for every worker, whatever its speed")
     p.add_argument("--snapshot-every", type=int, default=0, metavar="R", help="keep a copy of the weights every R rounds in OUT/snapshots (default: none)")
     p.add_argument("--seed", type=int, default=0, help="initial weights and data order (default %(default)s)")
@@ -92,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     join.add_argument("--device", default="auto", choices=DEVICE_CHOICES, help="default %(default)s: CUDA, then MPS, then CPU")
     join.add_argument("--name", default=None, help="worker name shown on the hub (default: this machine's name)")
     join.add_argument("--threads", type=int, default=0, help="CPU threads for torch (default: torch's choice)")
+    join.add_argument("--max-rate", type=float, default=0.0, metavar="SAMPLES_PER_S", help="compute at most this many samples per second, to share this machine politely (default: no limit)")
     join.add_argument("--give-up", type=float, default=120.0, help="seconds without an answer before giving up (default %(default)s)")
     _common(join)
 

@@ -21,6 +21,11 @@ from .options import HostOptions
 LABEL_WIDTH = 170
 PRESET_LABELS = {"auto": "Automatic (measure the link)",
                  **{name: preset.label for name, preset in PRESETS.items()}}
+UPDATE_LABELS = {"sync": "Synchronous rounds (every worker, every round)",
+                 "async": "Asynchronous (apply each update as it arrives)"}
+AGGREGATION_LABELS = {"mean": "Mean (trusted workers)",
+                      "trimmed-mean": "Robust: clipped, trimmed mean",
+                      "median": "Robust: clipped, coordinate median"}
 AUTO_NOTE = ("Starts with lossless gradients, measures the first rounds, then picks Fast LAN, "
              "Wi-Fi or Slow link.")
 
@@ -60,6 +65,15 @@ def _combo(items: tuple[str, ...], current: str) -> QComboBox:
     return combo
 
 
+def _data_combo(labels: dict[str, str], current: str) -> QComboBox:
+    """A combo box showing ``labels``' values, whose data are its keys."""
+    combo = QComboBox()
+    for name, label in labels.items():
+        combo.addItem(label, name)
+    combo.setCurrentIndex(max(0, combo.findData(current)))
+    return combo
+
+
 class HostDialog(QDialog):
     """Fields for every HostOptions value; Start validates through the core's own checks."""
 
@@ -81,6 +95,20 @@ class HostDialog(QDialog):
         self.eval_every = _spin(0, 1_000_000, initial.eval_every, 50)
         self.eval_every.setSpecialValueText("only at the end")
         self.workers = _spin(1, 256, initial.workers)
+        self.updates = _data_combo(UPDATE_LABELS, initial.updates)
+        self.updates.setToolTip("Synchronous rounds average every worker's gradient, so a "
+                                "slow machine sets the pace. Asynchronous updates never wait: "
+                                "a round is then one worker's batch, and older updates count "
+                                "less.")
+        self.max_staleness = _spin(0, 1024, initial.max_staleness)
+        self.max_staleness.setToolTip("Asynchronous: an update computed on a model more than "
+                                      "this many versions old is refused.")
+        self.aggregation = _data_combo(AGGREGATION_LABELS, initial.aggregation)
+        self.aggregation.setToolTip("Robust rules clip oversized updates and outvote one "
+                                    "faulty or hostile worker per round (with 3 workers or "
+                                    "more).")
+        self.updates.currentIndexChanged.connect(self._updates_changed)
+        self._updates_changed()
         self.train_here = QCheckBox("Also train on this machine")
         self.train_here.setChecked(initial.train_here)
         self.train_here.setToolTip("Runs a worker here too: it pairs with the PIN like any "
@@ -93,10 +121,7 @@ class HostDialog(QDialog):
         self.port = _spin(0, 65533, initial.port)
         self.port.setGroupSeparatorShown(False)
         self.port.setSpecialValueText("any free port")
-        self.preset = QComboBox()
-        for name, label in PRESET_LABELS.items():
-            self.preset.addItem(label, name)
-        self.preset.setCurrentIndex(max(0, self.preset.findData(initial.preset)))
+        self.preset = _data_combo(PRESET_LABELS, initial.preset)
         self.preset_note = QLabel()
         self.preset_note.setProperty("role", "muted")
         self.preset_note.setWordWrap(True)
@@ -145,7 +170,9 @@ class HostDialog(QDialog):
     def _build(self) -> None:
         training = _form(("Dataset", self.dataset), ("Model", self.model),
                          ("Rounds", self.rounds), ("Batch size per worker", self.batch_size),
-                         ("Learning rate", self.lr), ("Evaluate every", self.eval_every))
+                         ("Learning rate", self.lr), ("Evaluate every", self.eval_every),
+                         ("Updates", self.updates), ("Staleness bound", self.max_staleness),
+                         ("Aggregation", self.aggregation))
         folder = QHBoxLayout()
         folder.addWidget(self.out_dir, 1)
         folder.addWidget(self.browse)
@@ -196,7 +223,21 @@ class HostDialog(QDialog):
             out_dir=self.out_dir.text().strip(), name=self.name.text().strip(),
             port=self.port.value(), preset=self.preset.currentData(),
             advanced=self.advanced.isChecked(), codec=self.codec.currentText(),
-            topk=round(self.topk.value(), 6), local_steps=self.local_steps.value())
+            topk=round(self.topk.value(), 6), local_steps=self.local_steps.value(),
+            updates=self.updates.currentData(), max_staleness=self.max_staleness.value(),
+            aggregation=self.aggregation.currentData())
+
+    def _updates_changed(self) -> None:
+        """An async round is one worker's batch: keep the data trained the same by scaling
+        the rounds with the workers when the mode changes."""
+        asynchronous = self.updates.currentData() == "async"
+        self.max_staleness.setEnabled(asynchronous)
+        previous = getattr(self, "_asynchronous", asynchronous)
+        self._asynchronous = asynchronous
+        if asynchronous != previous:
+            workers = max(1, self.workers.value())
+            rounds = self.rounds.value()
+            self.rounds.setValue(rounds * workers if asynchronous else max(1, rounds // workers))
 
     def _preset_changed(self) -> None:
         """Show what the chosen preset means in the advanced fields (unless overridden)."""

@@ -48,6 +48,9 @@ class HostOptions:
     topk: float = 0.01
     local_steps: int = 0
     resume: bool = False  # continue the stopped session in out_dir (its own configuration)
+    updates: str = "sync"  # sync rounds, or async: each update applied as it arrives
+    max_staleness: int = 8  # async: the oldest update (in versions) that still counts
+    aggregation: str = "mean"  # mean, or robust: trimmed-mean, median
 
     @classmethod
     def resuming(cls, folder: str | Path) -> "HostOptions":
@@ -67,10 +70,13 @@ class HostOptions:
                                    local_steps=self.local_steps)
         else:
             preset, mode = resolve(self.preset)
+        if self.updates == "async" and preset == "auto":  # nothing to measure: no rounds
+            preset = "lan"
         return HubConfig(dataset=self.dataset, model=self.model, workers=self.workers,
                          rounds=self.rounds, batch_size=self.batch_size, lr=self.lr,
                          eval_every=self.eval_every, preset=preset, codec=mode.codec,
-                         topk=mode.topk, local_steps=mode.local_steps)
+                         topk=mode.topk, local_steps=mode.local_steps, updates=self.updates,
+                         max_staleness=self.max_staleness, aggregation=self.aggregation)
 
     def session_name(self) -> str:
         """The name advertised on the LAN."""

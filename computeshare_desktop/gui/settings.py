@@ -29,7 +29,8 @@ SETTINGS_FILE = "settings.json"
 # every new session gets a fresh run folder.
 MAX_RECENT = 10  # recent sessions listed in the main window
 HOST_KEYS = ("dataset", "model", "rounds", "batch_size", "workers", "lr", "train_here",
-             "eval_every", "name", "port", "preset", "advanced", "codec", "topk", "local_steps")
+             "eval_every", "name", "port", "preset", "advanced", "codec", "topk", "local_steps",
+             "updates", "max_staleness", "aggregation")
 
 
 def settings_path() -> Path:

@@ -11,6 +11,8 @@ from .presets import PRESET_CHOICES, Mode
 
 
 OUTER_OPTIMIZERS = ("auto", "sgd", "nesterov")
+UPDATE_MODES = ("sync", "async")
+AGGREGATIONS = ("mean", "trimmed-mean", "median")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +45,11 @@ class HubConfig:
     deadline_cap_s: float = 60.0  # ... but a round waits at most this (plus bytes on the wire)
     max_missed: int = 3  # a worker that misses this many deadlines in a row loses its shard
     long_poll_ms: int = 2000  # the longest a PULL is held before WAITING
+    updates: str = "sync"  # sync: rounds of every worker's update; async: each update is
+    # applied as it arrives (a round, and a version, is then one worker's batch)
+    max_staleness: int = 8  # async: an update computed this many versions back still counts
+    aggregation: str = "mean"  # sync rounds: mean; trimmed-mean or median (robust, with
+    # norm clipping, against faulty or poisoned workers; async clips norms only)
 
     def __post_init__(self) -> None:
         checks = [
@@ -65,11 +72,24 @@ class HubConfig:
             (self.heartbeat_timeout_s > 0 and self.deadline_floor_s > 0, "timeouts must be > 0"),
             (self.deadline_cap_s > 0, "the deadline cap must be positive"),
             (self.max_missed >= 1, "max missed deadlines must be at least 1"),
+            (self.updates in UPDATE_MODES, f"updates must be one of {', '.join(UPDATE_MODES)}"),
+            (self.max_staleness >= 0, "the staleness bound must be >= 0"),
+            (self.aggregation in AGGREGATIONS,
+             f"aggregation must be one of {', '.join(AGGREGATIONS)}"),
+            (not self.asynchronous or self.local_steps == 0,
+             "async mode applies gradients: local steps need sync rounds"),
+            (not self.asynchronous or self.preset not in ("auto", "slow"),
+             "async mode applies gradients as they arrive: choose the lan or wifi preset, or "
+             "a codec"),
         ]
         for ok, message in checks:
             if not ok:
                 raise ConfigError(message)
 
+    @property
+    def asynchronous(self) -> bool:
+        """Updates are applied as they arrive, not in rounds."""
+        return self.updates == "async"
 
     @property
     def mode(self) -> Mode:

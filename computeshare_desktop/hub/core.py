@@ -25,6 +25,7 @@ from ..protocol.wire import Frame
 from ..sampling import shard_indices
 from .config import HubConfig
 from .allowlist import Allowlist
+from .asynchronous import AsyncSchedule
 from .membership import Member, Membership
 from .pairing import PairingDesk
 from .rejects import RejectLog
@@ -69,7 +70,8 @@ class HubCore:
         self.pairing = PairingDesk(pin, session_id, hub_key, self.allowlist)
         self.members = Membership(config.workers, config.heartbeat_timeout_s)
         self.state = SessionState.DONE if server.version >= config.rounds else SessionState.WAITING
-        self.schedule = Schedule(config, server, cursors, epoch_steps=len(train_set) // max(
+        schedule = AsyncSchedule if config.asynchronous else Schedule
+        self.schedule = schedule(config, server, cursors, epoch_steps=len(train_set) // max(
             1, config.batch_size * config.workers))
         # A push may use any codec (decoding is strict whichever it is), within its bound.
         self.max_frame = max(get_codec(c).max_encoded_bytes(server.numel) for c in CODECS)
@@ -137,6 +139,8 @@ class HubCore:
         for member in self.members.reap(now):
             self._forget(member)
             self._event("worker_left", worker=member.summary(), reason="silent")
+        if self.state is SessionState.TRAINING:
+            self._free_stuck(self.schedule.idle(now, self._ready()))
         self._maybe_start(now, out)
         self._maybe_close(now, out)
         for peer, parked in list(self._parked.items()):
@@ -258,6 +262,7 @@ class HubCore:
                                       f"hub model {self.fingerprint}, worker {msg.fingerprint}")
         if not member.ready:
             member.ready = True
+            member.progress_at = now
             self._maybe_start(now, out)
         if self.state is SessionState.TRAINING and self.server.version > msg.after:
             return self._model(member, msg.after)
@@ -301,7 +306,7 @@ class HubCore:
     def _accept(self, member: Member, msg: Push, body: list[Frame], now: float) -> None:
         if self.state is not SessionState.TRAINING:
             raise RemoteProtocolError(RejectCode.NOT_TRAINING, self.state.value)
-        self.schedule.accept(member, msg, body[0], self._task(member), now)
+        self.schedule.accept(member, msg, body[0], len(self._shard_data(member.shard)[1]), now)
 
     # ----------------------------------------------------------------- rounds
     def _ready(self) -> list[Member]:
@@ -324,7 +329,7 @@ class HubCore:
             return
         pushed = set(self.round.contributions)
         self._events += self.schedule.close(now, complete, self.members.members())
-        self._watchdog(pushed)
+        self._free_stuck(self.schedule.stuck(pushed, self._ready()))
         self.schedule.open(now, self._ready())
         if self.server.version >= self.config.rounds:
             self.state = SessionState.DONE
@@ -332,21 +337,17 @@ class HubCore:
             self._event("state", state=self.state.value)
         self._release(out)
 
-    def _watchdog(self, pushed: set[int]) -> None:
-        """A worker that misses max_missed deadlines in a row (alive, but stuck) loses its
-        shard, so the rounds stop waiting for it and a spare worker can take over."""
-        for member in self._ready():
-            if member.shard in pushed:
-                member.missed = 0
-                continue
-            member.missed += 1
-            if member.missed >= self.config.max_missed:
-                log.warning("[hub v%d] worker %d (%s) missed %d deadlines in a row: its shard "
-                            "is freed", self.server.version, member.worker_id, member.name,
-                            member.missed)
-                self.members.remove(member.token, "missed deadlines")
-                self._forget(member)
-                self._event("worker_left", worker=member.summary(), reason="stuck")
+    def _free_stuck(self, stuck: list[Member]) -> None:
+        """The watchdog: a worker that is alive but stuck (it missed max_missed deadlines
+        in a row, or pushed nothing for that long in async mode) loses its shard, so the
+        rounds stop waiting for it and a spare worker can take over."""
+        for member in stuck:
+            log.warning("[hub v%d] worker %d (%s) missed %d deadlines in a row: its shard "
+                        "is freed", self.server.version, member.worker_id, member.name,
+                        self.config.max_missed)
+            self.members.remove(member.token, "missed deadlines")
+            self._forget(member)
+            self._event("worker_left", worker=member.summary(), reason="stuck")
 
     def _release(self, out: list[Reply]) -> None:
         """Answer every parked long-poll that the new version or state satisfies."""

@@ -32,6 +32,8 @@ class Member:
     bandwidth: float = 0.0  # its download rate in bytes/s, as it reported (0: unknown)
     task: Task | None = None  # the work it was given with its latest model
     missed: int = 0  # rounds in a row that closed at their deadline without its push
+    pushed_version: int = -1  # async: the version of its latest accepted update
+    progress_at: float = 0.0  # async: when it last pushed an update (or became ready)
 
     def summary(self) -> dict[str, object]:
         """What progress events say about this worker."""

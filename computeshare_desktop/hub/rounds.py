@@ -63,6 +63,7 @@ class Round:
     # sent twice (a timeout too short) counts in bytes_in/out again but not here.
     payload_bytes: int = 0
     served: set[int] = field(default_factory=set)  # workers sent this round's model
+    staleness: int = 0  # async: versions between the update's model and this round's
 
     def add(self, contribution: Contribution, now: float) -> None:
         """Record a gradient; callers reject a second one for the same shard before."""

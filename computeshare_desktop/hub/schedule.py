@@ -25,6 +25,7 @@ from .config import HubConfig
 from .membership import Member
 from .planner import WorkPlanner
 from .presets import AUTO, PROBE_ROUNDS, AutoTuner, topk_density
+from .robust import NormClipper, combine
 from .rounds import Contribution, DeadlinePolicy, Round, Task, check_push
 from .trainer import ParameterServer
 
@@ -53,6 +54,7 @@ class Schedule:
         self.tuner = AutoTuner(config.preset == AUTO and server.version < PROBE_ROUNDS)
         self.round = Round(server.version, 0.0)
         self._opened: dict[int, float] = {}  # when recent versions were published
+        self.clipper = NormClipper() if config.aggregation != "mean" else None
 
     # ----------------------------------------------------------------- planning
     def open(self, now: float, ready: list[Member]) -> None:
@@ -79,10 +81,11 @@ class Schedule:
         return member.task
 
     # ----------------------------------------------------------------- pushes
-    def accept(self, member: Member, msg: Push, payload: Frame, task: Task,
+    def accept(self, member: Member, msg: Push, payload: Frame, shard_size: int,
                now: float) -> None:
         """Count a push towards the round, or raise RemoteProtocolError with why not."""
         version = self.server.version
+        task = self.task(member, shard_size)
         if msg.version < version:
             opened = self._opened.get(msg.version)
             if opened is not None:  # late, but it tells how slow this worker is
@@ -92,6 +95,11 @@ class Schedule:
             raise RemoteProtocolError(RejectCode.BAD_VERSION, f"current version is {version}")
         if member.shard in self.round.contributions:  # per shard: a rejoin is no new batch
             raise RemoteProtocolError(RejectCode.DUPLICATE, f"shard already pushed for {version}")
+        self._add(member, msg, payload, task, now)
+        self.deadlines.observe(member.worker_id, now - self.round.opened_at)
+
+    def _add(self, member: Member, msg: Push, payload: Frame, task: Task, now: float) -> None:
+        """Check and decode a push for ``task`` and add it to the round."""
         check_push(msg, task, self.server.numel)
         codec = get_codec(msg.codec)
         update = codec.decode(payload, msg.numel)
@@ -102,13 +110,13 @@ class Schedule:
                                     msg.loss, compute_s), now)
         self.round.largest_push = max(self.round.largest_push, len(payload))
         self.round.payload_bytes += len(payload)
-        self.deadlines.observe(member.worker_id, now - self.round.opened_at)
         self.planner.observe(member.worker_id, msg.samples, compute_s)
         if msg.bandwidth > 0:
             member.bandwidth = msg.bandwidth
         member.pushed += 1
         member.samples += msg.samples
         member.compute_s += compute_s
+        member.progress_at = now
 
     def forget(self, worker_id: int) -> None:
         """A worker left: stop waiting for it and drop what was learned about it."""
@@ -139,11 +147,10 @@ class Schedule:
               members: list[Member]) -> list[dict[str, Any]]:
         """Average the updates, step, move the shards' streams on; the events it makes."""
         rnd = self.round
-        update, loss = rnd.average()
+        update, loss = self._combine(rnd)
         items = rnd.contributions.values()
         samples = sum(c.samples for c in items)
-        self.server.step(update, samples // max(1, rnd.steps), steps=max(1, rnd.steps),
-                         topk=rnd.topk)
+        self._step(rnd, update, samples)
         seconds = now - rnd.opened_at
         busy = {c.worker_id: min(1.0, c.compute_s / seconds) if seconds > 0 else 1.0
                 for c in items}
@@ -162,6 +169,34 @@ class Schedule:
                    "busy": sum(busy.values()) / len(busy),
                    "workers": [m.summary() for m in members]}]
         return events + self._tune(slowest, max(0.0, seconds - slowest), members)
+
+    def _combine(self, rnd: Round) -> tuple[torch.Tensor, float]:
+        """The round's update and loss: the sample-weighted mean, or a robust rule."""
+        if self.clipper is None:
+            return rnd.average()
+        items = sorted(rnd.contributions.values(), key=lambda c: c.shard)
+        updates = self.clipper.clip([c.grad for c in items])
+        return (combine(updates, self.config.aggregation),
+                statistics.median(c.loss for c in items))
+
+    def _step(self, rnd: Round, update: torch.Tensor, samples: int) -> None:
+        """The optimizer step that ends a round of ``samples`` samples (all steps)."""
+        self.server.step(update, samples // max(1, rnd.steps), steps=max(1, rnd.steps),
+                         topk=rnd.topk)
+
+    def stuck(self, pushed: set[int], ready: list[Member]) -> list[Member]:
+        """After a round closed with the shards in ``pushed``: the members that have now
+        missed max_missed deadlines in a row (alive, but stuck)."""
+        out = []
+        for member in ready:
+            member.missed = 0 if member.shard in pushed else member.missed + 1
+            if member.missed >= self.config.max_missed:
+                out.append(member)
+        return out
+
+    def idle(self, now: float, ready: list[Member]) -> list[Member]:
+        """Members stuck by the clock rather than by rounds (async mode); none here."""
+        return []
 
     def _tune(self, compute_s: float, other_s: float,
               members: list[Member]) -> list[dict[str, Any]]:

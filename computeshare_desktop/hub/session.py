@@ -208,8 +208,12 @@ class HubSession:
                                         "bytes_in", "bytes_out", "payload_bytes",
                                         "samples", "steps",
                                         "seconds", "compute_s", "busy")}
+        record.update({k: event[k] for k in ("staleness", "lr_scale") if k in event})
         self._metric({"type": "round", **record, "elapsed_s": self._elapsed()})
         version, c = event["version"], self.config
+        if "staleness_histogram" in event:  # async mode: every eval_every and at the end
+            self._metric({"type": "staleness", "version": version,
+                          **event["staleness_histogram"], "elapsed_s": self._elapsed()})
         previous = version - event["steps"]
 
         def due(every: int) -> bool:  # versions advance by the local steps: crossings count

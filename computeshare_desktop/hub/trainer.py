@@ -141,15 +141,16 @@ class ParameterServer:
         return self.base_lr * samples / self.batch_size
 
     def step(self, update: torch.Tensor, samples: int, steps: int = 1,
-             topk: float | None = None) -> None:
+             topk: float | None = None, scale: float = 1.0) -> None:
         """Apply one averaged update of ``steps`` steps over ``samples`` samples a step;
-        the version advances by ``steps``; publish it (``topk``: the round's fraction)."""
+        the version advances by ``steps``; publish it (``topk``: the round's fraction;
+        ``scale``: a factor on the learning rate, for stale async updates)."""
         offset = 0
         for p in self.params:
             n = p.numel()
             p.grad = update[offset:offset + n].view_as(p)  # the update is ours: no copy
             offset += n
-        lr = self.outer_lr if self.local_steps else self.lr_for(samples)
+        lr = scale * (self.outer_lr if self.local_steps else self.lr_for(samples))
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         self.optimizer.step()

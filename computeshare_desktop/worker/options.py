@@ -45,6 +45,7 @@ class WorkerOptions:
     lost_after_s: float = 6.0  # report the hub lost (and keep trying) after this much silence
     heartbeat_s: float = 1.0
     pull_wait_ms: int = 2000
+    max_rate: float = 0.0  # samples per second this worker computes at most (0: no limit)
 
 
 @dataclass(frozen=True, slots=True)

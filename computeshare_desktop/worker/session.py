@@ -238,8 +238,9 @@ class WorkerSession:
             assert replica.weights is not None
             pending = self._work(computer, replica.weights, msg)
             update = pending.update
+            seconds = update.seconds + self._throttle(update.samples, update.seconds)
             push = Push(w.token, msg.version, pending.codec.id.value, update.flat.numel(),
-                        update.loss, update.samples, msg.steps, update.seconds * 1000,
+                        update.loss, update.samples, msg.steps, seconds * 1000,
                         self.link.rate)
             accepted = self._push(push, self.encode_gradient(pending.codec, pending.payload,
                                                              msg.version))
@@ -249,7 +250,7 @@ class WorkerSession:
                 return True
             self.version = msg.version
             self._emit("round", version=msg.version, steps=msg.steps, loss=update.loss,
-                       compute_s=update.seconds, samples=update.samples, accepted=accepted,
+                       compute_s=seconds, samples=update.samples, accepted=accepted,
                        pushed=self.pushed, rejected=self.rejected)
         return True
 
@@ -264,6 +265,18 @@ class WorkerSession:
             update = computer.local_steps(weights, msg.start, msg.batch, msg.steps, msg.lr,
                                           momentum=msg.momentum, velocity=velocity)
         return self.updates.encode(msg, update, velocity)
+
+    def _throttle(self, samples: int, seconds: float) -> float:
+        """With ``max_rate``, rest until the work took samples / max_rate seconds; the
+        rest is returned and counts as compute time, so the hub sizes this worker's share
+        to its pace."""
+        if self.opts.max_rate <= 0:
+            return 0.0
+        rest = samples / self.opts.max_rate - seconds
+        if rest <= 0:
+            return 0.0
+        self.stop.wait(rest)
+        return rest
 
     def encode_gradient(self, codec: Any, payload: bytes, version: int) -> bytes:
         """The payload of a push as it goes on the wire (a seam for fault-injection tests)."""
