@@ -26,9 +26,13 @@ class JoinDialog(QDialog):
     """Asks for the PIN (and the address when there is no discovered session)."""
 
     def __init__(self, target: JoinTarget | None, start_runner: RunnerFactory,
-                 parent: QWidget | None = None, refresh_ms: int = 100) -> None:
+                 parent: QWidget | None = None, refresh_ms: int = 100,
+                 remembered: Callable[[JoinTarget], bool] | None = None) -> None:
+        """``remembered(target)``: this machine joined that hub before, so the hub still
+        knows its key and the PIN may be left empty."""
         super().__init__(parent)
         self.target = target
+        self._remembered = remembered or (lambda _: False)
         self._start_runner = start_runner
         self.runner: WorkerRunner | None = None  # the paired runner, after accept()
         self.events: list[dict[str, Any]] = []  # what it said so far, for the progress window
@@ -75,6 +79,10 @@ class JoinDialog(QDialog):
             form.addRow("Hub address", self.address_edit)
         form.addRow("PIN", self.pin_edit)
         hint = QLabel("The PIN is shown in large digits on the machine that hosts the session.")
+        if t is not None and self._remembered(t):
+            hint.setText("This machine has joined this hub before: Join works without the "
+                         "PIN while its session lasts.")
+            self.pin_edit.setPlaceholderText("not needed")
         hint.setProperty("role", "muted")
         hint.setWordWrap(True)
         buttons = QHBoxLayout()
@@ -104,7 +112,7 @@ class JoinDialog(QDialog):
             self._show(str(exc), "error")
             return
         pin = "".join(self.pin_edit.text().split())
-        if not pin:
+        if not pin and not self._remembered(target):
             self._show("Type the PIN the hub shows.", "error")
             return
         self._failure = None
@@ -128,7 +136,7 @@ class JoinDialog(QDialog):
 
     def _on_event(self, runner: WorkerRunner, event: dict[str, Any]) -> None:
         kind = event["kind"]
-        if kind == "paired":
+        if kind in ("paired", "joined"):  # "joined" alone: a remembered key, no pairing
             self.timer.stop()
             self.accept()
         elif kind == "error":

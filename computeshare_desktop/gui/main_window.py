@@ -30,7 +30,7 @@ from .recent_sessions import RecentSessions
 from .session_table import SessionTableModel
 from .settings import Settings
 from .sources import DeviceProbe, DiscoveryFeed
-from .worker_runner import WorkerRunner
+from .worker_runner import WorkerRunner, remembers
 
 log = logging.getLogger(__name__)
 
@@ -238,7 +238,8 @@ class MainWindow(QMainWindow):
 
     def open_join_dialog(self, target: JoinTarget | None) -> JoinDialog:
         """Ask for the PIN (and the address when ``target`` is None), then pair."""
-        dialog = JoinDialog(target, self._new_worker, self, refresh_ms=self.config.refresh_ms)
+        dialog = JoinDialog(target, self._new_worker, self, refresh_ms=self.config.refresh_ms,
+                            remembered=lambda t: remembers(t, worker_name()))
         dialog.accepted.connect(lambda: self._joined(dialog))
         self.join_dialog = dialog
         dialog.open()

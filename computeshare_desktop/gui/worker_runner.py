@@ -19,8 +19,9 @@ import threading
 from typing import Any, Callable
 
 from ..errors import ComputeShareError, HubStoppedError, HubUnreachableError, RejectedError
-from ..transport import (EventSubscriber, ZmqConnector, first_reachable, identity_path,
-                         load_or_create)
+from ..protocol.pake import key_fingerprint
+from ..transport import (EventSubscriber, KnownHubs, ZmqConnector, first_reachable,
+                         identity_path, load_or_create)
 from ..worker import DeviceChoice, WorkerOptions, WorkerResult, WorkerSession, pick_device
 from .formatting import refusal_message
 from .options import JoinTarget
@@ -135,8 +136,15 @@ class WorkerRunner:
         self._connector = connector
         options = WorkerOptions(pin=self.pin, name=self.name,
                                 first_contact_s=self.first_contact_s)
+        known = KnownHubs(identity_path("worker", self.name))
         session = WorkerSession(connector, options, device, on_event=self._on_event,
-                                expected_key=t.expected_key)
+                                expected_key=t.expected_key, hub_key=known_hub_key(t, known))
+
+        def remember(event: dict[str, Any]) -> None:  # a restart rejoins without the PIN
+            if event["kind"] == "joined" and session.hub_key:
+                known.remember(session.hub_key, f"{host}:{t.port}")
+
+        session.sinks.append(remember)
         with self._lock:
             self._session = session
             if self._stop.is_set():
@@ -190,6 +198,20 @@ class WorkerRunner:
         if self.result is not None and not self._stop.is_set():
             self._hub_finished.wait(FINISHED_GRACE_S)  # the hub's final accuracy is on its way
         feed.close()
+
+
+def known_hub_key(target: JoinTarget, known: KnownHubs) -> str | None:
+    """The key of ``target``'s hub if this worker joined it before (then no PIN is needed):
+    by the advertised key's fingerprint, else by the address."""
+    if target.expected_key:
+        return known.key_with_fingerprint(target.expected_key, key_fingerprint)
+    return next((key for host in (target.host, *target.hosts)
+                 if (key := known.key_for(f"{host}:{target.port}"))), None)
+
+
+def remembers(target: JoinTarget, name: str) -> bool:
+    """True when the worker called ``name`` has joined ``target``'s hub before."""
+    return known_hub_key(target, KnownHubs(identity_path("worker", name))) is not None
 
 
 def drain_queue(events: "queue.SimpleQueue[dict[str, Any]]") -> list[dict[str, Any]]:

@@ -142,3 +142,29 @@ def test_worker_window_follows_the_hub_accuracy_workers_and_final_result(
         if other is not None:
             other.close()
         hub.close()
+
+
+def test_a_machine_that_joined_before_rejoins_without_the_pin(qtbot, main_window, tmp_path):
+    hub = RunningHub(tmp_path / "hub", workers=1, rounds=100_000, eval_every=0)
+    try:
+        window = join_by_address(qtbot, main_window, hub.port, HUB_PIN)
+        qtbot.waitUntil(lambda: window.state.version >= 3, timeout=30_000)
+        click(qtbot, window.stop_button)  # Leave: the hub still knows this machine's key
+        qtbot.waitUntil(lambda: not window.runner.running, timeout=20_000)
+        window.close()
+        main_window.progress_windows.clear()
+
+        click(qtbot, main_window.connect_button)
+        dialog = main_window.join_dialog
+        qtbot.waitUntil(dialog.isVisible)
+        type_into(qtbot, dialog.address_edit, f"127.0.0.1:{hub.port}")
+        click(qtbot, dialog.join_button)  # no PIN typed
+        qtbot.waitUntil(lambda: len(main_window.progress_windows) == 1, timeout=20_000)
+        again = main_window.progress_windows[0]
+        qtbot.waitUntil(lambda: again.state.phase == "training", timeout=30_000)
+        assert len(hub.of_kind("worker_joined")) == 2
+        assert hub.session.core.pairing.lockout.failures == 0
+        click(qtbot, again.stop_button)
+        qtbot.waitUntil(lambda: not again.runner.running, timeout=20_000)
+    finally:
+        hub.close()

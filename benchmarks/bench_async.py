@@ -1,0 +1,182 @@
+"""Sync vs async with a straggler: three workers, one throttled to a third of the others.
+
+Every worker is a real `computeshare join` process on loopback, throttled with --max-rate
+(two at FAST samples/s, one at FAST/3), so the throttle, not this machine's cores, sets
+each worker's pace. Three modes train the same samples (sync: R rounds of 3 batches;
+async: 3R single-batch updates) and are evaluated every 3 x 32 x E samples:
+
+* sync, balanced (the default): the hub gives the slow worker a smaller batch;
+* sync, --no-balance: equal batches, so every round waits for the slow worker;
+* async: each update applied on arrival, staleness-aware learning rate.
+
+Reported per mode, median of --repeats runs interleaved (A B C A B C ...): seconds from
+the first round to 95% test accuracy, final accuracy after the same samples, samples/s,
+and async's staleness histogram.
+
+    .venv/bin/python benchmarks/bench_async.py            # about 3 minutes here
+    .venv/bin/python benchmarks/bench_async.py --repeats 5 --fast 2000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "async.jsonl"
+REPORT = ROOT / "docs" / "BENCHMARKS-ASYNC.md"
+PIN = "135790"
+WORKERS = 3
+BATCH = 32
+TARGET = 0.95
+MODES: dict[str, tuple[str, ...]] = {
+    "sync, balanced": ("--mode", "sync"),
+    "sync, equal batches": ("--mode", "sync", "--no-balance"),
+    "async": ("--mode", "async"),
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def run_one(mode: str, rounds: int, eval_every: int, fast: float, work: Path) -> dict[str, Any]:
+    """One session: the hub and three throttled workers; its metrics and timings."""
+    asynchronous = "async" in MODES[mode]
+    scale = WORKERS if asynchronous else 1  # an async round is one worker's batch
+    port = free_port()
+    out = work / "out"
+    env = {**os.environ, "COMPUTESHARE_HOME": str(work / "home"), "COMPUTESHARE_PIN": PIN}
+    cli = [sys.executable, "-m", "computeshare_desktop.cli"]
+    hub = subprocess.Popen(
+        [*cli, "host", "--bind", "127.0.0.1", "--port", str(port), "--workers", str(WORKERS),
+         "--rounds", str(rounds * scale), "--eval-every", str(eval_every * scale),
+         "--batch-size", str(BATCH), "--codec", "zstd", "--no-advertise", "--quiet",
+         "--out", str(out), *MODES[mode]],
+        env=env, stdout=subprocess.DEVNULL, stderr=(work / "hub.err").open("wb"))
+    rates = [fast, fast, fast / 3]
+    workers = [subprocess.Popen(
+        [*cli, "join", f"127.0.0.1:{port}", "--device", "cpu", "--threads", "1", "--quiet",
+         "--name", f"w{i}", "--max-rate", str(rate)],
+        env=env, stdout=subprocess.DEVNULL, stderr=(work / f"w{i}.err").open("wb"))
+        for i, rate in enumerate(rates)]
+    started = time.monotonic()
+    try:
+        hub.wait(timeout=600)
+    finally:
+        for proc in [hub, *workers]:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    return {"mode": mode, "rounds": rounds, "fast": fast, "slow": fast / 3,
+            "hub_exit": hub.returncode, "wall_s": time.monotonic() - started,
+            **summarize(records, scale)}
+
+
+def summarize(records: list[dict[str, Any]], scale: int) -> dict[str, Any]:
+    """Time to the target from the first round, final accuracy, throughput, staleness."""
+    rounds = [r for r in records if r["type"] == "round"]
+    evals = [r for r in records if r["type"] == "eval"]
+    begin = rounds[0]["elapsed_s"] - rounds[0]["seconds"]  # the first round's opening
+    end = rounds[-1]["elapsed_s"]
+    reached = next((e for e in evals if e["accuracy"] >= TARGET), None)
+    histograms = [r for r in records if r["type"] == "staleness"]
+    return {"time_to_target_s": reached["elapsed_s"] - begin if reached else None,
+            "samples_to_target": reached["version"] * BATCH * WORKERS // scale
+            if reached else None,
+            "final_accuracy": evals[-1]["accuracy"],
+            "samples": sum(r["samples"] for r in rounds), "train_s": end - begin,
+            "samples_per_s": sum(r["samples"] for r in rounds) / max(1e-9, end - begin),
+            "staleness": histograms[-1] if histograms else None,
+            "curve": [(e["version"] * BATCH * WORKERS // scale, round(e["accuracy"], 4))
+                      for e in evals]}
+
+
+def median(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if len(known) * 2 > len(values) else None
+
+
+def report(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
+    """The markdown report: medians per mode, and what they mean."""
+    lines = [
+        "# Sync vs async with a straggler",
+        "",
+        f"Command: `.venv/bin/python benchmarks/bench_async.py --repeats {args.repeats} "
+        f"--fast {args.fast:g} --rounds {args.rounds}` (loopback, {os.cpu_count()} cores; "
+        f"{time.strftime('%Y-%m-%d')}).",
+        "",
+        f"Three `computeshare join` processes: two throttled to {args.fast:g} samples/s and "
+        f"one to {args.fast / 3:g} (`--max-rate`), mnist-sample, simplenet, batch {BATCH}, "
+        f"zstd. Each mode trains the same {args.rounds * WORKERS * BATCH:,} samples (sync: "
+        f"{args.rounds} rounds of 3 batches; async: {3 * args.rounds} updates of one). "
+        f"Medians of {args.repeats} runs per mode, interleaved.",
+        "",
+        "| mode | time to 95% (s) | samples to 95% | final accuracy | samples/s |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for mode in MODES:
+        runs = [r for r in results if r["mode"] == mode]
+        t = median([r["time_to_target_s"] for r in runs])
+        n = median([r["samples_to_target"] for r in runs])
+        acc = median([r["final_accuracy"] for r in runs])
+        rate = median([r["samples_per_s"] for r in runs])
+        lines.append(f"| {mode} | {f'{t:.1f}' if t is not None else 'not reached'} | "
+                     f"{f'{n:,.0f}' if n is not None else '-'} | "
+                     f"{100 * acc:.1f}% | {rate:,.0f} |" if acc is not None and rate else
+                     f"| {mode} | - | - | - | - |")
+    hist = [r["staleness"] for r in results if r["staleness"]]
+    if hist:
+        last = hist[-1]
+        lines += ["", f"Async staleness (last run; bound {last['bound']}, versions between an "
+                      f"update's model and the one it updated): "
+                      + ", ".join(f"{k}: {v}" for k, v in last["counts"].items())
+                      + f"; refused {last['refused']}."]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeats", type=int, default=3, help="runs per mode (default %(default)s)")
+    p.add_argument("--rounds", type=int, default=300, help="sync rounds (default %(default)s)")
+    p.add_argument("--eval-every", type=int, default=20, help="sync rounds between evaluations")
+    p.add_argument("--fast", type=float, default=1200.0, help="the fast workers' samples/s")
+    p.add_argument("--results", type=Path, default=RESULTS)
+    p.add_argument("--report", type=Path, default=REPORT)
+    args = p.parse_args()
+    results: list[dict[str, Any]] = []
+    for repeat in range(args.repeats):
+        for mode in MODES:
+            with tempfile.TemporaryDirectory(prefix="cs-async-") as tmp:
+                result = run_one(mode, args.rounds, args.eval_every, args.fast, Path(tmp))
+            result["repeat"] = repeat
+            results.append(result)
+            t = result["time_to_target_s"]
+            print(f"{mode:22s} run {repeat + 1}: to 95% "
+                  f"{f'{t:.1f} s' if t is not None else 'not reached'}, final "
+                  f"{100 * result['final_accuracy']:.1f}%, "
+                  f"{result['samples_per_s']:,.0f} samples/s", flush=True)
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    with args.results.open("w") as f:
+        for result in results:
+            f.write(json.dumps(result) + "\n")
+    text = report(results, args)
+    args.report.write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
