@@ -1,7 +1,13 @@
 """The house rules of the package layout, checked on the source (an import-linter in brief).
 
 One package per side effect: zmq only in transport/, zeroconf only in discovery/, PySide6
-only in gui/; nothing on the network path may unpickle.
+only in gui/; nothing on the network path may unpickle. The layers, bottom up:
+
+    events, defaults, protocol, codec, data, models   pure
+    hub, worker                                       the cores: no sockets, no UI
+    transport, discovery                              sockets; the hub only through hub.endpoint
+    service                                           threads and policy: hosting, joining
+    cli, gui                                          views: they drive the service
 """
 
 from __future__ import annotations
@@ -53,17 +59,58 @@ def test_torch_load_only_reads_files_the_user_chose():
     assert users <= TORCH_LOAD_ALLOWED
 
 
-def test_cores_do_not_import_transport_or_ui():
-    cores = ("protocol", "codec", "hub", "worker", "data", "models")
+def _relative_imports(tree: ast.Module, rel: str) -> set[str]:
+    """The package modules a module imports, as dotted paths from the package root."""
+    here = rel.split("/")[:-1]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level >= 1:
+            base = here[:len(here) - (node.level - 1)] if node.level > 1 else here
+            target = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            found.add(target)
+            found.update(f"{target}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and \
+                node.module.startswith("computeshare_desktop."):
+            found.add(node.module.removeprefix("computeshare_desktop."))
+    return found
+
+
+# Who may not import whom (by the first part of the dotted path, or a whole module).
+FORBIDDEN = {
+    "events": ("protocol", "codec", "hub", "worker", "transport", "discovery", "service",
+               "cli", "gui"),
+    "protocol": ("hub", "worker", "transport", "discovery", "service", "cli", "gui"),
+    "codec": ("hub", "worker", "transport", "discovery", "service", "cli", "gui"),
+    "data": ("hub", "worker", "transport", "discovery", "service", "cli", "gui"),
+    "models": ("hub", "worker", "transport", "discovery", "service", "cli", "gui"),
+    "hub": ("worker", "transport", "discovery", "service", "cli", "gui"),
+    "worker": ("hub", "transport", "discovery", "service", "cli", "gui"),
+    "transport": ("hub.core", "hub.session", "hub.schedule", "hub.trainer", "discovery",
+                  "service", "cli", "gui"),
+    "discovery": ("hub.core", "hub.session", "hub.schedule", "hub.trainer", "transport",
+                  "service", "cli", "gui"),
+    "service": ("cli", "gui"),
+    "cli": ("gui", "transport", "hub.core", "hub.session", "worker.session"),
+    "gui": ("cli", "transport", "hub.core", "hub.session", "worker.session"),
+}
+
+
+def test_each_layer_imports_only_the_layers_below_it():
     offenders = []
     for rel, tree in _modules():
-        if rel.split("/")[0] not in cores:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.level >= 1 and node.module:
-                if node.module.split(".")[0] in ("transport", "cli", "gui", "discovery"):
-                    offenders.append((rel, node.module))
+        layer = rel.removesuffix(".py").split("/")[0]
+        for target in _relative_imports(tree, rel):
+            for banned in FORBIDDEN.get(layer, ()):
+                if target == banned or target.startswith(banned + "."):
+                    offenders.append((rel, target))
     assert offenders == []
+
+
+def test_the_rules_catch_a_view_that_reaches_past_the_service():
+    """The check itself works: a GUI module importing the transport is caught."""
+    tree = ast.parse("from ..transport import HubServer\nfrom ..service import HostService")
+    assert "transport" in _relative_imports(tree, "gui/x.py")
+    assert "service.HostService" in _relative_imports(tree, "gui/x.py")
 
 
 def test_the_torch_floor_is_past_the_known_weights_only_bypasses():

@@ -14,26 +14,25 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import torch
 
 from ..data import dataset_info, load_dataset
 from ..discovery import SessionBrowser, describe, discover, pick_session
-from ..discovery.hub_advert import HubAdvertising, resolve_interface
+from ..discovery.hub_advert import resolve_interface
 from ..errors import ConfigError
 from ..evaluation import evaluate as evaluate_model
-from ..hub import HubConfig, HubResult, HubSession
+from ..events import Listening
+from ..hub import HubConfig
 from ..hub.presets import resolve
 from ..models import build_model
-from ..protocol.auth import new_pin
-from ..protocol.pake import key_fingerprint
-from ..transport import (DEFAULT_PORT, HubServer, KnownHubs, ZmqConnector, first_reachable,
-                         identity_path, load_or_create)
-from ..worker import WorkerOptions, WorkerSession, pick_device
-from .progress import RoundBar
+from ..service import (HostPlan, HostService, JoinPlan, JoinService, JoinTarget, Tagged,
+                       remembers)
+from ..service.host import PIN_ENV
+from ..worker import pick_device
+from .progress import HubView, WorkerView
 
-PIN_ENV = "COMPUTESHARE_PIN"
 DEFAULT_ROUNDS = 600  # a sync session's; an async round is one worker's batch
 INTERRUPTED = 130  # the exit code of a hub stopped by Ctrl-C or SIGTERM (its model is saved)
 
@@ -58,17 +57,21 @@ def _config(args: argparse.Namespace, workers: int) -> HubConfig:
 
 
 def _interfaces(args: argparse.Namespace) -> list[str] | None:
-    return [resolve_interface(i) for i in args.interface] if args.interface else None
+    chosen = getattr(args, "interface", None)
+    return [resolve_interface(i) for i in chosen] if chosen else None
 
 
 @contextmanager
-def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
-    """Ctrl-C, SIGTERM (and Windows' Ctrl-Break) set ``stop``: the serve loop finishes the
+def _stop_on_signals(stop: Callable[[], None]) -> Iterator[None]:
+    """Ctrl-C, SIGTERM (and Windows' Ctrl-Break) call ``stop``: the service finishes the
     request it is handling, so the state it saves is whole. A second Ctrl-C quits at once."""
+    asked = threading.Event()
+
     def handler(signum: int, frame: object) -> None:
-        if stop.is_set():
+        if asked.is_set():
             raise KeyboardInterrupt
-        stop.set()
+        asked.set()
+        stop()
 
     if threading.current_thread() is not threading.main_thread():
         yield  # signals can only be handled on the main thread
@@ -83,61 +86,35 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
             signal.signal(sig, old)
 
 
-def _serve(session: HubSession, server: HubServer, bar: RoundBar,
-           advertising: HubAdvertising | None = None) -> HubResult | None:
-    """Serve until done or stopped; a stop saves the model and a checkpoint."""
-    stop = threading.Event()
-    try:
-        with _stop_on_signals(stop):
-            result = server.serve(stop)
-            if result is None:
-                path = session.save_stopped()
-    finally:
-        if advertising is not None:
-            advertising.close()
-        bar.close()
-        server.close()
-        session.close()
-    if result is None:
-        saved = f"model saved to {path}" if path else "the model could not be saved"
-        print(f"\nstopped at version {session.server.version}; {saved}; continue with "
-              f"computeshare host --resume --out {session.out.path}", file=sys.stderr)
-        return None
-    print(f"final test accuracy: {100 * result.accuracy:.2f}% after {result.version} rounds "
-          f"in {result.seconds:.1f} s; model saved to {result.model_path}")
-    return result
+def _run_until_done(service: HostService | JoinService) -> None:
+    """Wait for the service's thread, stopping it on Ctrl-C or SIGTERM; raise its error."""
+    with _stop_on_signals(service.stop):
+        while not service.wait(0.2):
+            pass
+    if service.error is not None:
+        raise service.error
+
+
+def _host_plan(args: argparse.Namespace, *, out: str, bind: str, port: int | None,
+               advertise: bool, pin: str = "") -> HostPlan:
+    return HostPlan(_config(args, args.workers), Path(out), resume=getattr(args, "resume", False),
+                    pin=pin, port=port, bind=bind,
+                    interfaces=tuple(_interfaces(args) or ()) or None, advertise=advertise,
+                    name=getattr(args, "name", None) or "")
 
 
 def host(args: argparse.Namespace) -> int:
     """Run a hub until done."""
-    pin = args.pin or os.environ.get(PIN_ENV) or new_pin()
-    if len(pin.strip()) < 4:
-        raise ConfigError("the PIN must have at least 4 characters")
-    out = Path(args.out or "computeshare-run")
-    config = _config(args, args.workers)
-    bar = RoundBar(config.rounds, quiet=args.quiet)
-    identity = load_or_create(identity_path("hub"))
-    session = HubSession(config, pin=pin, hub_key=identity.public, out_dir=out,
-                         resume=args.resume, on_event=bar.hub_event)
-    server = HubServer(session, identity, host=args.bind, port=args.port)
-    if bar.bar is not None:
-        bar.bar.total = session.config.rounds
-        bar.bar.update(session.server.version)
-    name = socket.gethostname()
-    advertising = None
-    if not args.no_advertise:
-        session_name = args.name or f"{name} — {config.dataset}"
-        advertising = HubAdvertising(session, hub_key=identity.public, port=server.port,
-                                     name=session_name, interfaces=_interfaces(args))
-        if not advertising.start():
-            advertising = None
-    where = (f"on each worker: computeshare join   (or: computeshare join "
-             f"{name}:{server.port}), then type the PIN" if advertising else
-             f"on each worker: computeshare join {name}:{server.port}, then type the PIN")
-    print(f"hub listening on {args.bind}:{server.port} (events {server.pub_port}, pairing "
-          f"{server.pair_port}); hub key {key_fingerprint(identity.public)}\n"
-          f"session PIN: {pin}\n  {where}", flush=True)
-    return 0 if _serve(session, server, bar, advertising) else INTERRUPTED
+    plan = _host_plan(args, out=args.out or "computeshare-run", bind=args.bind,
+                      port=args.port, advertise=not args.no_advertise, pin=args.pin or "")
+    view = HubView(quiet=args.quiet)
+    service = HostService(plan, on_event=view.on)
+    view.service = service
+    try:
+        _run_until_done(service.start())
+    finally:
+        view.close()
+    return 0 if service.result is not None else INTERRUPTED
 
 
 def sessions(args: argparse.Namespace) -> int:
@@ -177,17 +154,6 @@ def _print_session(session, as_json: bool) -> None:
         print(describe(session), flush=True)
 
 
-def _address(text: str) -> tuple[str, int]:
-    """(host, port) from HOST, HOST:PORT or tcp://HOST:PORT."""
-    rest = text.split("://", 1)[1] if "://" in text else text
-    host_part, sep, port = rest.rpartition(":")
-    if not sep:
-        host_part, port = rest, str(DEFAULT_PORT)
-    if not host_part or not port.isdigit() or not 0 < int(port) < 65534:
-        raise ConfigError(f"bad hub address {text!r}: use HOST, HOST:PORT or tcp://HOST:PORT")
-    return host_part, int(port)
-
-
 def _worker_pin(args: argparse.Namespace, required: bool = True) -> str:
     """The PIN from ``--pin``, the environment or a prompt (kept out of ``ps``); not asked
     for when the hub's key is remembered (``required`` false): it may not be needed."""
@@ -204,23 +170,20 @@ def _worker_pin(args: argparse.Namespace, required: bool = True) -> str:
     return pin
 
 
+def _join_target(args: argparse.Namespace) -> JoinTarget:
+    """The hub of ``args.address``, else the session found on the LAN."""
+    if args.address:
+        return JoinTarget.from_address(args.address)
+    found = pick_session(discover(args.scan, interfaces=_interfaces(args)), args.session)
+    print(f"joining {describe(found)}", flush=True)
+    return JoinTarget.from_session(found)
+
+
 def join(args: argparse.Namespace) -> int:
     """Run a worker until the hub says the session is done."""
     name = args.name or socket.gethostname()
-    key_file = identity_path("worker", name)
-    known = KnownHubs(key_file)
-    expected_key, pair_port = None, None
-    if args.address:
-        host_name, port = _address(args.address)
-        hub_key = known.key_for(f"{host_name}:{port}")
-    else:
-        found = pick_session(discover(args.scan, interfaces=_interfaces(args)), args.session)
-        print(f"joining {describe(found)}", flush=True)
-        port = found.advert.port
-        expected_key, pair_port = found.advert.key_fingerprint, found.advert.pair_port
-        host_name = first_reachable(found.addresses, pair_port)  # the advert lists them all
-        hub_key = known.key_with_fingerprint(expected_key, key_fingerprint)
-    pin = _worker_pin(args, required=hub_key is None)
+    target = _join_target(args)
+    pin = _worker_pin(args, required=not remembers(target, name))
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
@@ -228,21 +191,17 @@ def join(args: argparse.Namespace) -> int:
         print(f"note: {device.note}", file=sys.stderr)
     if args.max_rate < 0:
         raise ConfigError("--max-rate must be positive (or 0: no limit)")
-    options = WorkerOptions(pin=pin, name=name, give_up_s=args.give_up, max_rate=args.max_rate)
-    bar = RoundBar(0, quiet=args.quiet, desc="worker")
-    connector = ZmqConnector(host_name, port, load_or_create(key_file), pair_port=pair_port)
-
-    def on_event(event: dict) -> None:
-        bar.worker_event(event)
-        if event["kind"] == "joined" and worker.hub_key:  # a restart rejoins without the PIN
-            known.remember(worker.hub_key, f"{host_name}:{port}")
-
-    worker = WorkerSession(connector, options, device, on_event=on_event,
-                           expected_key=expected_key, hub_key=hub_key)
+    view = WorkerView(quiet=args.quiet)
+    service = JoinService(JoinPlan(target, pin=pin, name=name, device=device,
+                                   give_up_s=args.give_up, max_rate=args.max_rate,
+                                   follow_hub=False), on_event=view.on)
     try:
-        result = worker.run()
+        _run_until_done(service.start())
     finally:
-        bar.close()
+        view.close()
+    result = service.result
+    if result is None:
+        return INTERRUPTED
     print(f"session finished: {result.pushed} gradients pushed, {result.rejected} refused, "
           f"on {device.description}")
     return 0
@@ -250,25 +209,31 @@ def join(args: argparse.Namespace) -> int:
 
 def demo(args: argparse.Namespace) -> int:
     """A hub plus ``--workers`` local worker processes on loopback."""
-    pin = new_pin()
-    out = Path(args.out or "computeshare-demo")
-    config = _config(args, args.workers)
-    bar = RoundBar(config.rounds, quiet=args.quiet)
-    identity = load_or_create(identity_path("hub"))
-    session = HubSession(config, pin=pin, hub_key=identity.public, out_dir=out,
-                         on_event=bar.hub_event)
-    server = HubServer(session, identity, host="127.0.0.1", port=0)  # not advertised
+    plan = _host_plan(args, out=args.out or "computeshare-demo", bind="127.0.0.1", port=0,
+                      advertise=False)
+    view = HubView(quiet=args.quiet, show_pin=False)
+    procs: list[subprocess.Popen[bytes]] = []
     threads = max(1, (os.cpu_count() or 1) // max(1, args.workers))
-    env = {**os.environ, PIN_ENV: pin}
-    cmd = [sys.executable, "-m", "computeshare_desktop.cli", "join",
-           f"127.0.0.1:{server.port}", "--quiet", "--device", "cpu", "--threads", str(threads)]
-    procs = [subprocess.Popen([*cmd, "--name", f"demo-{i + 1}"], env=env,
-                              stdout=subprocess.DEVNULL) for i in range(args.workers)]
+
+    def on_event(tagged: Tagged) -> None:
+        view.on(tagged)
+        if isinstance(tagged.event, Listening):  # the workers join as soon as it listens
+            env = {**os.environ, PIN_ENV: service.pin}
+            cmd = [sys.executable, "-m", "computeshare_desktop.cli", "join",
+                   f"127.0.0.1:{tagged.event.port}", "--quiet", "--device", "cpu",
+                   "--threads", str(threads)]
+            procs.extend(subprocess.Popen([*cmd, "--name", f"demo-{i + 1}"], env=env,
+                                          stdout=subprocess.DEVNULL)
+                         for i in range(args.workers))
+
+    service = HostService(plan, on_event=on_event)
+    view.service = service
     try:
-        result = _serve(session, server, bar)
+        _run_until_done(service.start())
     finally:
+        view.close()
         _reap(procs)
-    return 0 if result else INTERRUPTED
+    return 0 if service.result is not None else INTERRUPTED
 
 
 def _reap(procs: list[subprocess.Popen[bytes]], timeout_s: float = 10.0) -> None:

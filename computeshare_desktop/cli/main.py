@@ -17,7 +17,7 @@ from ..hub.presets import PRESET_CHOICES, PRESETS
 from ..data import DATASETS
 from ..errors import ComputeShareError
 from ..models import MODELS
-from ..transport import DEFAULT_PORT
+from ..defaults import DEFAULT_PORT
 from ..worker import DEVICE_CHOICES
 from . import commands
 from .progress import setup_logging

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import logging
+import socket
 import sys
 from typing import Any
 
 from tqdm import tqdm
+
+from ..events import (Advertising, Evaluated, Finished, Handlers, Joined, Listening, LogLine,
+                      ModeChanged, Pushed, RoundClosed, Stopped, WorkerInfo, WorkerJoined,
+                      WorkerLeft)
+from ..service import Tagged
 
 
 class TqdmHandler(logging.Handler):
@@ -27,53 +33,129 @@ def setup_logging(verbose: int) -> None:
 
 
 class RoundBar:
-    """A bar over rounds showing loss, accuracy and workers; silent when ``quiet``."""
+    """A bar over rounds with a postfix; silent when ``quiet``."""
 
     def __init__(self, total: int, *, quiet: bool, initial: int = 0, desc: str = "training"):
         self.bar = None if quiet else tqdm(total=total, initial=initial, desc=desc, unit="round",
                                           dynamic_ncols=True, file=sys.stderr)
         self.postfix: dict[str, str] = {}
 
-    def hub_event(self, event: dict[str, Any]) -> None:
-        """Update from a HubSession event."""
-        kind = event["kind"]
-        if kind == "round":
-            self._advance(event["version"], loss=f"{event['loss']:.3f}",
-                          workers=str(len(event["workers"])),
-                          wire=f"{(event['bytes_in'] + event['bytes_out']) / 1e3:.0f}kB",
-                          busy=f"{100 * event['busy']:.0f}%")
-        elif kind == "mode" and self.bar is not None:
-            self.bar.write(f"auto: {event['preset']} preset ({event['codec']}, "
-                           f"{event['local_steps']} local steps) for a "
-                           f"{8 * event['bandwidth'] / 1e6:.0f} Mbit/s link", file=sys.stderr)
-        elif kind == "eval":
-            self._set(acc=f"{100 * event['accuracy']:.1f}%")
-        elif kind in ("worker_joined", "worker_left") and self.bar is not None:
-            verb = "joined" if kind == "worker_joined" else "left"
-            w = event["worker"]
-            self.bar.write(f"worker {w['id']} ({w['name']}, {w['device']}) {verb}", file=sys.stderr)
-
-    def worker_event(self, event: dict[str, Any]) -> None:
-        """Update from a WorkerSession event."""
-        if event["kind"] == "round":
-            self._advance(event["version"] + max(1, event.get("steps", 0)),
-                          loss=f"{event['loss']:.3f}",
-                          pushed=str(event["pushed"]), rejected=str(event["rejected"]))
-        elif event["kind"] == "joined" and self.bar is not None:
-            self.bar.total = event["rounds"]
-            self.bar.refresh()
-
-    def _advance(self, position: int, **postfix: str) -> None:
+    def advance(self, position: int, **postfix: str) -> None:
+        """Move to round ``position``, with new postfix values."""
         if self.bar is not None:
             self.bar.update(max(0, position - self.bar.n))
-        self._set(**postfix)
+        self.set(**postfix)
 
-    def _set(self, **postfix: str) -> None:
+    def set(self, **postfix: str) -> None:
+        """Update postfix values."""
         self.postfix.update(postfix)
         if self.bar is not None:
             self.bar.set_postfix(self.postfix, refresh=False)
+
+    def reset(self, total: int, position: int = 0) -> None:
+        """A new total (and starting point: a resumed session)."""
+        if self.bar is not None:
+            self.bar.total = total
+            self.bar.update(max(0, position - self.bar.n))
+            self.bar.refresh()
+
+    def write(self, line: str) -> None:
+        """A line above the bar (stderr)."""
+        if self.bar is not None:
+            self.bar.write(line, file=sys.stderr)
+        else:
+            print(line, file=sys.stderr, flush=True)
 
     def close(self) -> None:
         """Finish the bar."""
         if self.bar is not None:
             self.bar.close()
+
+
+class HubView:
+    """What ``host`` and ``demo`` show: the PIN and address, a bar, the result."""
+
+    def __init__(self, *, quiet: bool, show_pin: bool = True) -> None:
+        self.bar = RoundBar(0, quiet=quiet)
+        self.quiet, self.show_pin = quiet, show_pin
+        self.service: Any = None  # the HostService (its PIN and session)
+        self.handlers = (Handlers()
+                         .on(Listening, self._listening).on(Advertising, self._advertising)
+                         .on(LogLine, lambda e: self.bar.write(e.text))
+                         .on(RoundClosed, self._round).on(ModeChanged, self._mode)
+                         .on(Evaluated, lambda e: self.bar.set(acc=f"{100 * e.accuracy:.1f}%"))
+                         .on(WorkerJoined, lambda e: self._worker(e.worker, "joined"))
+                         .on(WorkerLeft, lambda e: self._worker(e.worker, "left"))
+                         .on(Finished, self._finished).on(Stopped, self._stopped))
+
+    def on(self, tagged: Tagged) -> None:
+        """Show one event of the host service (on its thread)."""
+        if tagged.source == "hub":
+            self.handlers.dispatch(tagged.event)
+
+    def _listening(self, e: Listening) -> None:
+        session = getattr(self.service, "session", None)
+        if session is not None:
+            self.bar.reset(session.config.rounds, session.version)
+        if not self.show_pin:
+            return
+        host = socket.gethostname()
+        print(f"hub listening on {e.bind}:{e.port} (events {e.pub_port}, pairing "
+              f"{e.pair_port}); hub key {e.hub_key}\n"
+              f"session PIN: {self.service.pin}\n"
+              f"  on each worker: computeshare join {host}:{e.port}, then type the PIN",
+              flush=True)
+
+    def _advertising(self, e: Advertising) -> None:
+        if self.show_pin:
+            print(f"  announced on the LAN as “{e.name}”: there, computeshare join finds it "
+                  "by itself", flush=True)
+
+    def _round(self, e: RoundClosed) -> None:
+        self.bar.advance(e.version, loss=f"{e.loss:.3f}", workers=str(len(e.workers)),
+                         wire=f"{(e.bytes_in + e.bytes_out) / 1e3:.0f}kB",
+                         busy=f"{100 * e.busy:.0f}%")
+
+    def _mode(self, e: ModeChanged) -> None:
+        if not self.quiet:
+            self.bar.write(f"auto: {e.preset} preset ({e.codec}, {e.local_steps} local steps) "
+                           f"for a {8 * e.bandwidth / 1e6:.0f} Mbit/s link")
+
+    def _worker(self, w: WorkerInfo, verb: str) -> None:
+        if not self.quiet:
+            self.bar.write(f"worker {w.id} ({w.name}, {w.device}) {verb}")
+
+    def _finished(self, e: Finished) -> None:
+        self.bar.close()
+        print(f"final test accuracy: {100 * e.accuracy:.2f}% after {e.version} rounds in "
+              f"{e.seconds:.1f} s; model saved to {e.model_path}", flush=True)
+
+    def _stopped(self, e: Stopped) -> None:
+        self.bar.close()
+        saved = f"model saved to {e.model_path}" if e.model_path else \
+            "the model could not be saved"
+        print(f"\nstopped at version {e.version}; {saved}; continue with computeshare host "
+              f"--resume --out {e.out_dir}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+class WorkerView:
+    """What ``join`` shows: a bar over the rounds this worker sees."""
+
+    def __init__(self, *, quiet: bool) -> None:
+        self.bar = RoundBar(0, quiet=quiet, desc="worker")
+        self.handlers = (Handlers().on(Joined, lambda e: self.bar.reset(e.rounds))
+                         .on(Pushed, self._pushed))
+
+    def on(self, tagged: Tagged) -> None:
+        """Show one event of the join service (on its thread)."""
+        self.handlers.dispatch(tagged.event)
+
+    def _pushed(self, e: Pushed) -> None:
+        self.bar.advance(e.version + max(1, e.steps), loss=f"{e.loss:.3f}",
+                         pushed=str(e.pushed), rejected=str(e.rejected))
+
+    def close(self) -> None:
+        self.bar.close()

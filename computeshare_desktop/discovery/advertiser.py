@@ -120,8 +120,8 @@ class Advertiser:
         self._info = info
         self._last_publish = self._last_announce = time.monotonic()
         log.info("advertising %r on %s (ttl %d s)", info.name, self._addresses, self.ttl_s)
-        self._thread = threading.Thread(target=self._run, daemon=True,
-                                        name=f"computeshare-advertiser-{self._advert.session_id}")
+        self._thread = threading.Thread(  # named after the thread that made it (log scopes)
+            target=self._run, daemon=True, name=f"{threading.current_thread().name}/advert")
         self._thread.start()
         return self
 

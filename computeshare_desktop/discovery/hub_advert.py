@@ -5,11 +5,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 import socket
-from typing import Any, Sequence
+from typing import Sequence
 
 import ifaddr
 
-from ..hub import HubSession
+from ..events import Event, Finished, RoundClosed, StateChanged, WorkerJoined, WorkerLeft
+from ..hub.endpoint import HubEndpoint
 from ..protocol import PROTOCOL_VERSION
 from .advert import SessionAdvert, key_fingerprint
 from .advertiser import Advertiser
@@ -36,16 +37,17 @@ def resolve_interface(text: str) -> str:
 class HubAdvertising:
     """Advertises one hub session while it runs; an event sink of the session."""
 
-    def __init__(self, session: HubSession, *, hub_key: str, port: int, name: str,
+    def __init__(self, session: HubEndpoint, *, hub_key: str, port: int, name: str,
                  interfaces: Sequence[str] | None = None) -> None:
-        c = session.config
+        status = session.status()
+        c = status.config
         self.session = session
         self.advert = SessionAdvert(
-            session_id=session.session_id, name=name, host=socket.gethostname(), model=c.model,
-            dataset=c.dataset, joined=0, expected=c.workers, state=session.core.state.value,
-            protocol=PROTOCOL_VERSION, key_fingerprint=key_fingerprint(hub_key), port=port,
-            pub_port=port + 1, pair_port=port + 2, round=session.server.version,
-            rounds=c.rounds)
+            session_id=status.session_id, name=name, host=socket.gethostname(),
+            model=c.model, dataset=c.dataset, joined=status.joined, expected=c.workers,
+            state=status.state, protocol=PROTOCOL_VERSION,
+            key_fingerprint=key_fingerprint(hub_key), port=port, pub_port=port + 1,
+            pair_port=port + 2, round=status.version, rounds=c.rounds)
         self.advertiser = Advertiser(self.advert, interfaces=interfaces)
 
     def start(self) -> bool:
@@ -55,17 +57,17 @@ class HubAdvertising:
         except DiscoveryError as exc:
             log.warning("not advertising on the LAN: %s", exc)
             return False
-        self.session.sinks.append(self.on_event)
+        self.session.subscribe(self.on_event)
         return True
 
-    def on_event(self, event: dict[str, Any]) -> None:
+    def on_event(self, event: Event) -> None:
         """Update the advert when workers come and go or the state changes."""
-        if event["kind"] not in ("worker_joined", "worker_left", "state", "round", "finished"):
+        if not isinstance(event, (WorkerJoined, WorkerLeft, StateChanged, RoundClosed,
+                                  Finished)):
             return
-        core = self.session.core
-        self.advert = dataclasses.replace(self.advert, joined=len(core.members),
-                                          state=core.state.value,
-                                          round=self.session.server.version)
+        status = self.session.status()
+        self.advert = dataclasses.replace(self.advert, joined=status.joined,
+                                          state=status.state, round=status.version)
         self.advertiser.update(self.advert)
 
     def close(self) -> None:

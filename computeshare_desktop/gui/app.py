@@ -18,7 +18,7 @@ from ..discovery import DiscoveryError
 from ..discovery.hub_advert import resolve_interface
 from .assets import app_icon, style_sheet
 from .main_window import MainWindow
-from .options import AppConfig
+from ..service.options import AppConfig
 from .settings import Settings
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from ..errors import ConfigError
 from ..hub.outputs import OutputDir
 from ..hub.presets import PRESETS, resolve
 from ..models import MODELS
-from .options import HostOptions
+from ..service.options import HostOptions
 
 LABEL_WIDTH = 170
 PRESET_LABELS = {"auto": "Automatic (measure the link)",

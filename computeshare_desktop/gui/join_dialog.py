@@ -1,13 +1,13 @@
 """The Join dialog: type the PIN, pair off the GUI thread, show refusals in place.
 
-Pairing runs in the WorkerRunner's thread; the dialog polls its events. A wrong PIN or a
+Pairing runs in the JoinService's thread; the dialog polls its events. A wrong PIN or a
 lock-out ends that runner and leaves the dialog open with the reason, ready for another
 try. Success hands the (still running) runner and the events seen so far to the caller.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QCloseEvent
@@ -15,11 +15,11 @@ from PySide6.QtWidgets import (QDialog, QFormLayout, QHBoxLayout, QLabel, QLineE
                                QProgressBar, QPushButton, QVBoxLayout, QWidget)
 
 from ..errors import ConfigError
-from .formatting import refusal_message
-from .options import JoinTarget
-from .worker_runner import WorkerRunner
+from ..events import Ended, Failed, Joined, PairedWith, PairingWait
+from ..service import JoinService, JoinTarget, Tagged
+from ..service.messages import refusal_message
 
-RunnerFactory = Callable[[JoinTarget, str], WorkerRunner]
+RunnerFactory = Callable[[JoinTarget, str], JoinService]
 
 
 class JoinDialog(QDialog):
@@ -34,8 +34,8 @@ class JoinDialog(QDialog):
         self.target = target
         self._remembered = remembered or (lambda _: False)
         self._start_runner = start_runner
-        self.runner: WorkerRunner | None = None  # the paired runner, after accept()
-        self.events: list[dict[str, Any]] = []  # what it said so far, for the progress window
+        self.runner: JoinService | None = None  # the paired runner, after accept()
+        self.events: list[Tagged] = []  # what it said so far, for the progress window
         self._failure: str | None = None
         self.setWindowTitle("Join a session" if target else "Connect to a hub")
         self.setMinimumWidth(440)
@@ -134,20 +134,20 @@ class JoinDialog(QDialog):
             if self.result() == QDialog.DialogCode.Accepted or self.runner is None:
                 return
 
-    def _on_event(self, runner: WorkerRunner, event: dict[str, Any]) -> None:
-        kind = event["kind"]
-        if kind in ("paired", "joined"):  # "joined" alone: a remembered key, no pairing
+    def _on_event(self, runner: JoinService, tagged: Tagged) -> None:
+        event = tagged.event
+        if isinstance(event, (PairedWith, Joined)):  # Joined alone: a remembered key
             self.timer.stop()
             self.accept()
-        elif kind == "error":
-            self._failure = event["message"]
-        elif kind == "pairing_wait" and event["code"] == "LOCKED_OUT":
+        elif isinstance(event, Failed):
+            self._failure = event.message
+        elif isinstance(event, PairingWait) and event.code == "LOCKED_OUT":
             self._failure = (refusal_message("LOCKED_OUT").replace(
-                "Wait, then", f"Wait {event['retry_after']:.0f} s, then"))
+                "Wait, then", f"Wait {event.retry_after:.0f} s, then"))
             runner.stop()
-        elif kind == "pairing_wait":
-            self._show(f"The hub is busy; retrying in {event['retry_after']:.0f} s…", "info")
-        elif kind == "stopped":
+        elif isinstance(event, PairingWait):
+            self._show(f"The hub is busy; retrying in {event.retry_after:.0f} s…", "info")
+        elif isinstance(event, Ended):
             self.timer.stop()
             runner.join(2.0)
             self.runner = None

@@ -18,23 +18,21 @@ from PySide6.QtWidgets import (QAbstractItemView, QFrame, QHBoxLayout, QHeaderVi
 
 from ..discovery import DiscoveredSession
 from ..errors import ComputeShareError
-from ..protocol.auth import new_pin
+from ..service import HostService, JoinPlan, JoinService, remembers
 from .assets import app_icon
 from .host_dialog import HostDialog
-from .hub_runner import HubRunner
 from .join_dialog import JoinDialog
-from .options import AppConfig, HostOptions, JoinTarget, default_output_folder, worker_name
+from ..service.options import AppConfig, HostOptions, JoinTarget, default_output_folder, worker_name
 from .confirm import StopQuestion
 from .progress_window import ProgressWindow
 from .recent_sessions import RecentSessions
 from .session_table import SessionTableModel
 from .settings import Settings
 from .sources import DeviceProbe, DiscoveryFeed
-from .worker_runner import WorkerRunner, remembers
 
 log = logging.getLogger(__name__)
 
-Runner = Union[HubRunner, WorkerRunner]
+Runner = Union[HostService, JoinService]
 POLL_MS = 250
 SHUTDOWN_TIMEOUT_S = 15.0
 
@@ -208,7 +206,7 @@ class MainWindow(QMainWindow):
         self.settings.remember_host(options)
         self.settings.save()
         try:
-            runner = HubRunner(options, pin=new_pin(), app=self.config, device=self.probe.result)
+            runner = HostService(options.plan(self.config, self.probe.result))
         except ComputeShareError as exc:
             self.statusBar().showMessage(f"Cannot host: {exc}")
             return None
@@ -245,9 +243,9 @@ class MainWindow(QMainWindow):
         dialog.open()
         return dialog
 
-    def _new_worker(self, target: JoinTarget, pin: str) -> WorkerRunner:
-        runner = WorkerRunner(target, pin=pin, name=worker_name(), device=self.probe.result,
-                              first_contact_s=10.0)
+    def _new_worker(self, target: JoinTarget, pin: str) -> JoinService:
+        runner = JoinService(JoinPlan(target, pin=pin, name=worker_name(),
+                                      device=self.probe.result, first_contact_s=10.0))
         self.runners.append(runner)
         return runner
 

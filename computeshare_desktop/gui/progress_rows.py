@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from ..events import WorkerInfo
+
 RATE_WINDOW_S = 3.0  # samples/s and bandwidth are measured over this much recent history
 
 
@@ -35,13 +37,12 @@ class WorkerRow:
         while len(self.marks) > 2 and now - self.marks[0][0] > RATE_WINDOW_S:
             self.marks.popleft()
 
-    def work(self, summary: dict[str, object]) -> None:
+    def work(self, info: WorkerInfo) -> None:
         """Its share of the work and how busy its device was, from a hub round event."""
-        share, busy = summary.get("batch"), summary.get("busy")
-        if isinstance(share, int) and share > 0:
-            self.share = share
-        if isinstance(busy, (int, float)) and busy > 0:
-            self.busy = float(busy)
+        if info.batch > 0:
+            self.share = info.batch
+        if info.busy > 0:
+            self.busy = info.busy
 
     def rate(self, now: float) -> float:
         """Samples per second over the recent window (0 once it stops pushing)."""

@@ -16,6 +16,12 @@ import time
 from collections import Counter, deque
 from typing import Any, Callable
 
+from ..events import (Advertising, DeviceChosen, DiskError, Ended, Evaluated, Event, Failed,
+                      Finished, HubBack, HubLost, HubSilent, HubStopped, Joined, Listening,
+                      LogLine, ModeChanged, PairedWith, PairingRefused, PairingWait, Pushed,
+                      Rejected, Rejoining, RoundClosed, SessionFull, ShardReceived,
+                      StateChanged, Stopped, WorkerDone, WorkerJoined, WorkerLeft)
+from ..service import FEED, Tagged
 from .formatting import percent
 from .progress_rows import RATE_WINDOW_S, FinalResult, WorkerRow
 
@@ -44,7 +50,7 @@ class ProgressState:
         self.worker_id: int | None = None  # on a worker: its id at the hub
         self.pushed = self.rejected = 0  # on a worker: its own gradients
         self._fed = False  # on a worker: the hub's rounds (all workers) have been heard
-        self._hub_final: dict[str, Any] | None = None
+        self._hub_final: Finished | None = None
         self.accuracy: list[tuple[int, float]] = []
         self.workers: dict[int, WorkerRow] = {}
         self.bytes_sent = self.bytes_received = 0
@@ -65,6 +71,53 @@ class ProgressState:
         self._silent = False
         self._all_done = False  # the hub said every round is done
         self.banner: tuple[str, str] | None = None  # (level, text) shown above everything
+        self._handlers: dict[tuple[str, type[Event]], Callable[[Any, float], None]] = {
+            # the hub's session and its service (a hub's window)
+            ("hub", Listening): self._hub_listening,
+            ("hub", Advertising): self._hub_advertising,
+            ("hub", LogLine): self._hub_log,
+            ("hub", WorkerJoined): self._hub_worker_joined,
+            ("hub", WorkerLeft): self._hub_worker_left,
+            ("hub", StateChanged): self._hub_state,
+            ("hub", RoundClosed): self._hub_round,
+            ("hub", ModeChanged): self._hub_mode,
+            ("hub", Evaluated): self._hub_eval,
+            ("hub", Rejected): self._hub_rejected,
+            ("hub", PairingRefused): self._hub_pairing_refused,
+            ("hub", Finished): self._hub_finished,
+            ("hub", Stopped): self._hub_stopped,
+            ("hub", DiskError): self._hub_disk_error,
+            ("hub", Failed): self._hub_error,
+            ("hub", Ended): self._hub_closed,
+            # the host's own worker (a hub's window)
+            ("local", Joined): self._local_joined,
+            ("local", Failed): self._local_error,
+            # this app's worker and its service (a worker's window)
+            ("worker", DeviceChosen): self._worker_device,
+            ("worker", PairedWith): self._worker_paired,
+            ("worker", Joined): self._worker_joined,
+            ("worker", ShardReceived): self._worker_shard,
+            ("worker", Pushed): self._worker_round,
+            ("worker", HubSilent): self._worker_hub_silent,
+            ("worker", HubLost): self._worker_hub_lost,
+            ("worker", HubBack): self._worker_hub_back,
+            ("worker", HubStopped): self._worker_hub_stopped,
+            ("worker", PairingWait): self._worker_pairing_wait,
+            ("worker", SessionFull): self._worker_session_full,
+            ("worker", Rejoining): self._worker_rejoin,
+            ("worker", WorkerDone): self._worker_done,
+            ("worker", Failed): self._worker_error,
+            ("worker", Ended): self._worker_stopped,
+            # the hub's events as the worker hears them (a worker's window)
+            (FEED, HubStopped): self._worker_hub_stopped,
+            (FEED, WorkerJoined): self._feed_worker_joined,
+            (FEED, WorkerLeft): self._feed_worker_left,
+            (FEED, ModeChanged): self._hub_mode,
+            (FEED, RoundClosed): self._feed_round,
+            (FEED, Evaluated): self._feed_eval,
+            (FEED, StateChanged): self._feed_state,
+            (FEED, Finished): self._feed_finished,
+        }
 
     # ----------------------------------------------------------------- reading
     @property
@@ -114,14 +167,13 @@ class ProgressState:
         return self.accuracy[-1][1] if self.accuracy else None
 
     # ----------------------------------------------------------------- writing
-    def apply(self, events: list[dict[str, Any]]) -> bool:
+    def apply(self, events: list[Tagged]) -> bool:
         """Fold a batch of events in; True if anything changed."""
         now = self.clock()
-        for event in events:
-            source = event.get("source", self.role)
-            handler = getattr(self, f"_{source}_{event['kind']}", None)
+        for tagged in events:
+            handler = self._handlers.get((tagged.source, type(tagged.event)))
             if handler is not None:
-                handler(event, now)
+                handler(tagged.event, now)
         if self._refused:
             summary = ", ".join(f"{n} × {code}" for code, n in sorted(self._refused.items()))
             self._say(f"Refused requests: {summary}")
@@ -163,207 +215,203 @@ class ProgressState:
         self.status = f"Training: round {version} of {self.total_rounds or '?'}"
 
     # ----------------------------------------------------------------- hub events
-    def _hub_listening(self, e: dict[str, Any], now: float) -> None:
-        self.port, self.out_dir, self.addresses = e["port"], e["out_dir"], e["addresses"]
+    def _hub_listening(self, e: Listening, now: float) -> None:
+        self.port, self.out_dir, self.addresses = e.port, e.out_dir, list(e.addresses)
         self.phase, self.status = "waiting", "Waiting for workers to join"
-        self._say(f"Hub listening on {e['bind']}:{e['port']} (events {e['pub_port']}, "
-                  f"pairing {e['pair_port']}); hub key {e['hub_key']}")
+        self._say(f"Hub listening on {e.bind}:{e.port} (events {e.pub_port}, "
+                  f"pairing {e.pair_port}); hub key {e.hub_key}")
 
-    def _hub_advertising(self, e: dict[str, Any], now: float) -> None:
-        self._say(f"Announced on the LAN as “{e['name']}”")
+    def _hub_advertising(self, e: Advertising, now: float) -> None:
+        self._say(f"Announced on the LAN as “{e.name}”")
 
-    def _hub_log(self, e: dict[str, Any], now: float) -> None:
-        self._say(e["text"])
+    def _hub_log(self, e: LogLine, now: float) -> None:
+        self._say(e.text)
 
-    def _hub_worker_joined(self, e: dict[str, Any], now: float) -> None:
-        w = e["worker"]
-        self.workers[w["id"]] = WorkerRow(w["id"], w["name"], w["device"], last_seen=now,
+    def _hub_worker_joined(self, e: WorkerJoined, now: float) -> None:
+        w = e.worker
+        self.workers[w.id] = WorkerRow(w.id, w.name, w.device, last_seen=now,
                                           state="loading data")
-        self._say(f"Worker {w['id']} joined: {w['name']} ({w['device']}), shard {w['shard']}")
+        self._say(f"Worker {w.id} joined: {w.name} ({w.device}), shard {w.shard}")
 
-    def _hub_worker_left(self, e: dict[str, Any], now: float) -> None:
-        w, reason = e["worker"], e["reason"]
+    def _hub_worker_left(self, e: WorkerLeft, now: float) -> None:
+        w, reason = e.worker, e.reason
         why = LEAVE_REASONS.get(reason, reason)
         finished = reason == "left" and self._all_done  # its goodbye after the last round
-        row = self.workers.get(w["id"])
+        row = self.workers.get(w.id)
         if row is not None:
             row.state = "done" if finished else "left" if reason == "left" else why
         if not finished:
-            self._say(f"Worker {w['id']} ({w['name']}) {why}")
+            self._say(f"Worker {w.id} ({w.name}) {why}")
 
-    def _hub_state(self, e: dict[str, Any], now: float) -> None:
-        if e["state"] == "training" and self.phase in ("starting", "waiting"):
+    def _hub_state(self, e: StateChanged, now: float) -> None:
+        if e.state == "training" and self.phase in ("starting", "waiting"):
             self.phase, self.started_at = "training", now
             self.status = "Training"
             self._say(f"All {len(self.workers)} worker(s) ready: training started")
-        elif e["state"] == "done":
+        elif e.state == "done":
             self._all_done = True
             self.status = "All rounds done: evaluating and saving the model…"
             self._say(self.status)
 
-    def _hub_round(self, e: dict[str, Any], now: float) -> None:
-        self._progress(e["version"], e["loss"], now)
-        self.bytes_received += e["bytes_in"]
-        self.bytes_sent += e["bytes_out"]
+    def _hub_round(self, e: RoundClosed, now: float) -> None:
+        self._progress(e.version, e.loss, now)
+        self.bytes_received += e.bytes_in
+        self.bytes_sent += e.bytes_out
         self._round_work(e)
-        for w in e["workers"]:
-            row = self.workers.setdefault(w["id"], WorkerRow(w["id"], w["name"], w["device"]))
-            row.progress(now, w["pushed"], w["rejected"], w["samples"])
+        for w in e.workers:
+            row = self.workers.setdefault(w.id, WorkerRow(w.id, w.name, w.device))
+            row.progress(now, w.pushed, w.rejected, w.samples)
             row.work(w)
-            row.state = "training" if w["ready"] else "loading data"
-        if not e.get("complete", True):
-            self._say(f"Round {e['round']} closed at its deadline with {e['contributors']} "
+            row.state = "training" if w.ready else "loading data"
+        if not e.complete:
+            self._say(f"Round {e.round} closed at its deadline with {e.contributors} "
                       "gradient(s)")
 
-    def _round_work(self, e: dict[str, Any]) -> None:
+    def _round_work(self, e: RoundClosed) -> None:
         """Bytes per round and how busy the devices were (hub round events)."""
-        self._round_bytes.append(e.get("bytes_in", 0) + e.get("bytes_out", 0))
-        if "busy" in e:
-            self.busy = e["busy"]
+        self._round_bytes.append(e.bytes_in + e.bytes_out)
+        self.busy = e.busy
 
-    def _hub_mode(self, e: dict[str, Any], now: float) -> None:
-        self._say(f"Measured {e['compute_s'] * 1000:.0f} ms of compute and "
-                  f"{e['other_s'] * 1000:.0f} ms of communication a round: now training with "
-                  f"the “{e['preset']}” preset ({e['codec']}, {e['local_steps']} local steps)")
+    def _hub_mode(self, e: ModeChanged, now: float) -> None:
+        self._say(f"Measured {e.compute_s * 1000:.0f} ms of compute and "
+                  f"{e.other_s * 1000:.0f} ms of communication a round: now training with "
+                  f"the “{e.preset}” preset ({e.codec}, {e.local_steps} local steps)")
 
-    def _hub_eval(self, e: dict[str, Any], now: float) -> None:
-        self.accuracy.append((e["version"], e["accuracy"]))
-        self._say(f"Round {e['version']}: test accuracy {percent(e['accuracy'])} "
-                  f"(loss {e['loss']:.4f})")
+    def _hub_eval(self, e: Evaluated, now: float) -> None:
+        self.accuracy.append((e.version, e.accuracy))
+        self._say(f"Round {e.version}: test accuracy {percent(e.accuracy)} "
+                  f"(loss {e.loss:.4f})")
 
-    def _hub_rejected(self, e: dict[str, Any], now: float) -> None:
-        self._refused[e["code"]] += 1
+    def _hub_rejected(self, e: Rejected, now: float) -> None:
+        self._refused[e.code] += 1
 
-    def _hub_pairing_refused(self, e: dict[str, Any], now: float) -> None:
-        self._say(f"A pairing attempt was refused ({e.get('code', '?')})")
+    def _hub_pairing_refused(self, e: PairingRefused, now: float) -> None:
+        self._say(f"A pairing attempt was refused ({e.code})")
 
-    def _hub_finished(self, e: dict[str, Any], now: float) -> None:
-        self.final = FinalResult(e["version"], e["accuracy"], e["model_path"], e["seconds"])
-        self.phase, self.version = "finished", e["version"]
+    def _hub_finished(self, e: Finished, now: float) -> None:
+        self.final = FinalResult(e.version, e.accuracy, e.model_path, e.seconds)
+        self.phase, self.version = "finished", e.version
         for row in self.workers.values():
             if row.state == "training":
                 row.state = "done"
-        self.status = f"Finished: test accuracy {percent(e['accuracy'])}"
-        self._say(f"Finished: test accuracy {percent(e['accuracy'])} after {e['version']} "
-                  f"rounds in {e['seconds']:.1f} s; model saved to {e['model_path']}")
+        self.status = f"Finished: test accuracy {percent(e.accuracy)}"
+        self._say(f"Finished: test accuracy {percent(e.accuracy)} after {e.version} "
+                  f"rounds in {e.seconds:.1f} s; model saved to {e.model_path}")
 
-    def _hub_stopped(self, e: dict[str, Any], now: float) -> None:
-        self.phase, self.status = "stopped", f"Stopped at round {e['version']}"
-        self.out_dir = e["out_dir"]
-        saved = f"model saved to {e['model_path']}" if e.get("model_path") else \
+    def _hub_stopped(self, e: Stopped, now: float) -> None:
+        self.phase, self.status = "stopped", f"Stopped at round {e.version}"
+        self.out_dir = e.out_dir
+        saved = f"model saved to {e.model_path}" if e.model_path else \
             "the model could not be saved (see the log)"
-        self._say(f"Stopped at round {e['version']}; {saved}. Resume it from the main "
+        self._say(f"Stopped at round {e.version}; {saved}. Resume it from the main "
                   f"window's recent sessions, or: computeshare host --resume --out "
-                  f"{e['out_dir']}")
+                  f"{e.out_dir}")
 
-    def _hub_disk_error(self, e: dict[str, Any], now: float) -> None:
-        self._alert(f"Could not write the {e['what']} to disk ({e['error']}): training goes "
+    def _hub_disk_error(self, e: DiskError, now: float) -> None:
+        self._alert(f"Could not write the {e.what} to disk ({e.error}): training goes "
                     "on; free some space or check the output folder", "warning")
 
-    def _hub_error(self, e: dict[str, Any], now: float) -> None:
-        self._fail(e["message"])
+    def _hub_error(self, e: Failed, now: float) -> None:
+        self._fail(e.message)
 
-    def _hub_closed(self, e: dict[str, Any], now: float) -> None:
+    def _hub_closed(self, e: Ended, now: float) -> None:
         self.closed = True
         if self.phase in ("starting", "waiting", "training"):
             self.phase, self.status = "stopped", "Stopped"
 
     # ----------------------------------------------------------------- this host's worker
-    def _local_joined(self, e: dict[str, Any], now: float) -> None:
-        self._say(f"This machine trains too, on {e['device']}")
+    def _local_joined(self, e: Joined, now: float) -> None:
+        self._say(f"This machine trains too, on {e.device}")
 
-    def _local_error(self, e: dict[str, Any], now: float) -> None:
-        self._say(f"This machine's worker stopped: {e['message']}")
+    def _local_error(self, e: Failed, now: float) -> None:
+        self._say(f"This machine's worker stopped: {e.message}")
 
     # ----------------------------------------------------------------- worker events
-    def _worker_device(self, e: dict[str, Any], now: float) -> None:
-        self._say(f"Training device: {e['description']}" + (f" ({e['note']})" if e["note"]
+    def _worker_device(self, e: DeviceChosen, now: float) -> None:
+        self._say(f"Training device: {e.description}" + (f" ({e.note})" if e.note
                                                               else ""))
 
-    def _worker_paired(self, e: dict[str, Any], now: float) -> None:
-        self._say(f"Paired with the hub (key {e['hub_key']})")
+    def _worker_paired(self, e: PairedWith, now: float) -> None:
+        self._say(f"Paired with the hub (key {e.hub_key})")
 
-    def _worker_joined(self, e: dict[str, Any], now: float) -> None:
-        self.total_rounds, self.batch_size = e["rounds"], e.get("batch_size", 0)
-        if self.worker_id is not None and self.worker_id != e["worker_id"]:
+    def _worker_joined(self, e: Joined, now: float) -> None:
+        self.total_rounds, self.batch_size = e.rounds, e.batch_size
+        if self.worker_id is not None and self.worker_id != e.worker_id:
             self.workers.pop(self.worker_id, None)  # joined again under a new id
-        self.worker_id = e["worker_id"]
-        self.workers[e["worker_id"]] = WorkerRow(e["worker_id"], self._mine(self.name),
-                                                 e["device"], last_seen=now,
+        self.worker_id = e.worker_id
+        self.workers[e.worker_id] = WorkerRow(e.worker_id, self._mine(self.name),
+                                                 e.device, last_seen=now,
                                                  state="loading data")
         self.phase, self.status = "waiting", "Waiting for the hub to start training"
-        self._say(f"Joined as worker {e['worker_id']}: shard {e['shard'] + 1} of "
-                  f"{e['num_shards']}, {e['model']} on {e['dataset']}, {e['rounds']} rounds")
+        self._say(f"Joined as worker {e.worker_id}: shard {e.shard + 1} of "
+                  f"{e.num_shards}, {e.model} on {e.dataset}, {e.rounds} rounds")
 
-    def _worker_shard(self, e: dict[str, Any], now: float) -> None:
-        if e["received"] >= e["total"]:
-            self._say(f"Received this machine's shard: {e['total']} images")
+    def _worker_shard(self, e: ShardReceived, now: float) -> None:
+        if e.received >= e.total:
+            self._say(f"Received this machine's shard: {e.total} images")
             row = self._own_row()
             if row is not None and row.state == "loading data":
                 row.state = "ready"
 
-    def _worker_round(self, e: dict[str, Any], now: float) -> None:
-        version = e["version"] + max(1, e.get("steps", 0))
-        self._progress(version, e["loss"], now)
-        self.compute_ms.append((version, 1000 * e["compute_s"]))
+    def _worker_round(self, e: Pushed, now: float) -> None:
+        version = e.version + max(1, e.steps)
+        self._progress(version, e.loss, now)
+        self.compute_ms.append((version, 1000 * e.compute_s))
         self._silent = False
-        self.pushed, self.rejected = e["pushed"], e["rejected"]
+        self.pushed, self.rejected = e.pushed, e.rejected
         row = self._own_row()
         if row is not None and not self._fed:  # the hub's rounds, once heard, fill the table
-            row.progress(now, e["pushed"], e["rejected"], e["pushed"] * self.batch_size)
+            row.progress(now, e.pushed, e.rejected, e.pushed * self.batch_size)
             row.state = "training"
 
-    def _worker_hub_silent(self, e: dict[str, Any], now: float) -> None:
+    def _worker_hub_silent(self, e: HubSilent, now: float) -> None:
         if not self._silent:
             self._say("The hub is not answering: retrying…")
         self._silent = True
 
-    def _worker_hub_lost(self, e: dict[str, Any], now: float) -> None:
-        self._alert(f"The hub has not answered for {e['silent_s']:.0f} s: it may have gone "
+    def _worker_hub_lost(self, e: HubLost, now: float) -> None:
+        self._alert(f"The hub has not answered for {e.silent_s:.0f} s: it may have gone "
                     f"or the network is down. Still trying for up to "
-                    f"{e['give_up_s'] / 60:.0f} min…", "warning")
+                    f"{e.give_up_s / 60:.0f} min…", "warning")
         self._say("The hub stopped answering")
 
-    def _worker_hub_back(self, e: dict[str, Any], now: float) -> None:
+    def _worker_hub_back(self, e: HubBack, now: float) -> None:
         if self.banner is not None and self.banner[0] == "warning":
             self._alert(None)
         self._say("The hub answers again")
 
-    def _worker_hub_stopped(self, e: dict[str, Any], now: float) -> None:
+    def _worker_hub_stopped(self, e: HubStopped, now: float) -> None:
         self.phase = "stopped"
-        self.status = f"The host stopped the session at round {e['version']}"
-        self._alert(f"The host stopped the session at round {e['version']}. Its model is "
+        self.status = f"The host stopped the session at round {e.version}"
+        self._alert(f"The host stopped the session at round {e.version}. Its model is "
                     "saved; join again if the host resumes it.", "error")
         self._say(self.status)
 
-    def _feed_hub_stopped(self, e: dict[str, Any], now: float) -> None:
-        self._worker_hub_stopped(e, now)
+    def _worker_pairing_wait(self, e: PairingWait, now: float) -> None:
+        self._say(f"The hub asked to wait {e.retry_after:.0f} s ({e.code})")
 
-    def _worker_pairing_wait(self, e: dict[str, Any], now: float) -> None:
-        self._say(f"The hub asked to wait {e['retry_after']:.0f} s ({e['code']})")
-
-    def _worker_session_full(self, e: dict[str, Any], now: float) -> None:
+    def _worker_session_full(self, e: SessionFull, now: float) -> None:
         self.status = "The session is full: waiting for a free shard"
 
-    def _worker_rejoin(self, e: dict[str, Any], now: float) -> None:
+    def _worker_rejoin(self, e: Rejoining, now: float) -> None:
         self._say("The hub restarted or forgot this worker: joining again")
 
-    def _worker_done(self, e: dict[str, Any], now: float) -> None:
-        if e.get("left"):
+    def _worker_done(self, e: WorkerDone, now: float) -> None:
+        if e.left:
             self.phase, self.status = "stopped", "You left the session"
-            self._say(f"Left the session after pushing {e['pushed']} gradients")
+            self._say(f"Left the session after pushing {e.pushed} gradients")
         elif self.active:
-            self.pushed, self.rejected = e["pushed"], e["rejected"]
+            self.pushed, self.rejected = e.pushed, e.rejected
             self.final = self._worker_final()
             self.phase = "finished"
-            self.status = f"Session finished: {e['pushed']} gradients pushed"
-            self._say(f"Session finished: {e['pushed']} gradients pushed, {e['rejected']} "
+            self.status = f"Session finished: {e.pushed} gradients pushed"
+            self._say(f"Session finished: {e.pushed} gradients pushed, {e.rejected} "
                       "refused")
 
-    def _worker_error(self, e: dict[str, Any], now: float) -> None:
-        self._fail(e["message"])
+    def _worker_error(self, e: Failed, now: float) -> None:
+        self._fail(e.message)
 
-    def _worker_stopped(self, e: dict[str, Any], now: float) -> None:
+    def _worker_stopped(self, e: Ended, now: float) -> None:
         self.closed = True
         if self.active:
             self.phase, self.status = "stopped", "Stopped"
@@ -380,60 +428,57 @@ class ProgressState:
         h = self._hub_final
         if h is None:
             return FinalResult(self.version, pushed=self.pushed, rejected=self.rejected)
-        return FinalResult(h["version"], h["accuracy"], h["model_path"], h["seconds"],
+        return FinalResult(h.version, h.accuracy, h.model_path, h.seconds,
                            pushed=self.pushed, rejected=self.rejected)
 
     # ----------------------------------------------------------------- hub events, on a worker
-    def _feed_worker_joined(self, e: dict[str, Any], now: float) -> None:
-        w = e["worker"]
-        if w["id"] == self.worker_id:
+    def _feed_worker_joined(self, e: WorkerJoined, now: float) -> None:
+        w = e.worker
+        if w.id == self.worker_id:
             return
-        self.workers.setdefault(w["id"], WorkerRow(w["id"], w["name"], w["device"],
+        self.workers.setdefault(w.id, WorkerRow(w.id, w.name, w.device,
                                                    last_seen=now, state="loading data"))
-        self._say(f"Worker {w['id']} joined: {w['name']} ({w['device']})")
+        self._say(f"Worker {w.id} joined: {w.name} ({w.device})")
 
-    def _feed_worker_left(self, e: dict[str, Any], now: float) -> None:
-        if e["worker"]["id"] != self.worker_id:
+    def _feed_worker_left(self, e: WorkerLeft, now: float) -> None:
+        if e.worker.id != self.worker_id:
             self._hub_worker_left(e, now)
 
-    def _feed_mode(self, e: dict[str, Any], now: float) -> None:
-        self._hub_mode(e, now)
-
-    def _feed_round(self, e: dict[str, Any], now: float) -> None:
+    def _feed_round(self, e: RoundClosed, now: float) -> None:
         self._fed = True
         self._round_work(e)
-        if e["version"] > self.version and self.phase in ("starting", "waiting"):
+        if e.version > self.version and self.phase in ("starting", "waiting"):
             self.phase, self.started_at = "training", self.started_at or now
-        for w in e["workers"]:
-            mine = w["id"] == self.worker_id
-            row = self.workers.get(w["id"])
+        for w in e.workers:
+            mine = w.id == self.worker_id
+            row = self.workers.get(w.id)
             if row is None:
-                row = self.workers[w["id"]] = WorkerRow(
-                    w["id"], self._mine(w["name"]) if mine else w["name"], w["device"])
-            row.progress(now, w["pushed"], w["rejected"], w["samples"])
+                row = self.workers[w.id] = WorkerRow(
+                    w.id, self._mine(w.name) if mine else w.name, w.device)
+            row.progress(now, w.pushed, w.rejected, w.samples)
             row.work(w)
-            row.state = "training" if w["ready"] else "loading data"
+            row.state = "training" if w.ready else "loading data"
 
-    def _feed_eval(self, e: dict[str, Any], now: float) -> None:
-        if self.accuracy and self.accuracy[-1][0] == e["version"]:
-            self.accuracy[-1] = (e["version"], e["accuracy"])
+    def _feed_eval(self, e: Evaluated, now: float) -> None:
+        if self.accuracy and self.accuracy[-1][0] == e.version:
+            self.accuracy[-1] = (e.version, e.accuracy)
         else:
-            self.accuracy.append((e["version"], e["accuracy"]))
-        self._say(f"Hub: round {e['version']} test accuracy {percent(e['accuracy'])}"
-                  + (" (final)" if e.get("final") else ""))
+            self.accuracy.append((e.version, e.accuracy))
+        self._say(f"Hub: round {e.version} test accuracy {percent(e.accuracy)}"
+                  + (" (final)" if e.final else ""))
 
-    def _feed_state(self, e: dict[str, Any], now: float) -> None:
-        if e["state"] == "done":
+    def _feed_state(self, e: StateChanged, now: float) -> None:
+        if e.state == "done":
             self._all_done = True
-        if e["state"] == "done" and self.active:
+        if e.state == "done" and self.active:
             self.status = "All rounds done: the hub is evaluating the model…"
 
-    def _feed_finished(self, e: dict[str, Any], now: float) -> None:
+    def _feed_finished(self, e: Finished, now: float) -> None:
         self._hub_final = e
         for row in self.workers.values():
             if row.state == "training":
                 row.state = "done"
-        self._say(f"The hub finished: test accuracy {percent(e['accuracy'])} after "
-                  f"{e['version']} rounds")
+        self._say(f"The hub finished: test accuracy {percent(e.accuracy)} after "
+                  f"{e.version} rounds")
         if self.final is not None:  # this worker's Done came first
             self.final = self._worker_final()

@@ -11,22 +11,21 @@ its own and the window shows it.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Protocol
+from typing import Callable, Protocol
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QCloseEvent, QDesktopServices
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMainWindow, QProgressBar, QPushButton,
                                QSplitter, QVBoxLayout, QWidget)
 
+from ..service import HostService, JoinService, Tagged
 from .charts import ChartsPanel
 from .confirm import StopQuestion
 from .formatting import human_bytes, human_duration, human_rate, percent
-from .hub_runner import HubRunner
 from .panels import FinishCard, LogPane, StatCard, row
 from .pin_card import PinCard
 from .progress_state import ProgressState
 from .sources import LogTap
-from .worker_runner import WorkerRunner
 from .workers_table import WorkersTable
 
 
@@ -34,13 +33,15 @@ SLOW_EVERY = 5  # ticks between redraws of the curves and the table (~2 per seco
 
 
 class Runner(Protocol):
-    """What the window needs from a HubRunner or a WorkerRunner."""
+    """What the window needs from a HostService or a JoinService."""
 
     @property
     def running(self) -> bool: ...
     @property
     def stopping(self) -> bool: ...
-    def drain(self) -> list[dict[str, Any]]: ...
+    @property
+    def scope(self) -> str: ...
+    def drain(self) -> list[Tagged]: ...
     def stop(self) -> None: ...
     def join(self, timeout_s: float) -> bool: ...
 
@@ -63,33 +64,34 @@ class ProgressWindow(QMainWindow):
         self._ticks = 0
         self._shown_final: object = None
         self._build(title, subtitle)
-        self.tap = LogTap().attach()
+        self.tap = LogTap(runner.scope).attach()
         self.timer = QTimer(self)
         self.timer.timeout.connect(self.refresh)
         self.timer.start(refresh_ms)
         self.resize(1120, 860)
 
     @classmethod
-    def for_hub(cls, runner: HubRunner, refresh_ms: int = 100,
+    def for_hub(cls, runner: HostService, refresh_ms: int = 100,
                 question: StopQuestion | None = None) -> "ProgressWindow":
         """The window of a hub this app runs."""
-        o = runner.options
-        state = ProgressState("hub", total_rounds=o.rounds, name=o.session_name(),
+        o, name = runner.plan.config, runner.session_name()
+        state = ProgressState("hub", total_rounds=o.rounds, name=name,
                               expected_workers=o.workers)
-        return cls(runner, state, title=f"Hosting {o.session_name()}", pin=runner.pin,
+        return cls(runner, state, title=f"Hosting {name}", pin=runner.pin,
                    subtitle=f"{o.model} on {o.dataset} · {o.workers} worker(s) · "
                             f"{o.rounds} rounds of {o.batch_size} per worker",
                    refresh_ms=refresh_ms, question=question)
 
     @classmethod
-    def for_worker(cls, runner: WorkerRunner, events: list[dict[str, Any]] | None = None,
+    def for_worker(cls, runner: JoinService, events: list[Tagged] | None = None,
                    refresh_ms: int = 100,
                    question: StopQuestion | None = None) -> "ProgressWindow":
         """The window of a worker this app runs; ``events``: those the Join dialog read."""
-        state = ProgressState("worker", name=runner.name)
+        name = runner.plan.name
+        state = ProgressState("worker", name=name)
         state.apply(events or [])
         return cls(runner, state, title=f"Training for {runner.target.label}",
-                   subtitle=f"Worker {runner.name} · hub {runner.target.host}:"
+                   subtitle=f"Worker {name} · hub {runner.target.host}:"
                             f"{runner.target.port}",
                    refresh_ms=refresh_ms, traffic=runner.traffic, question=question)
 

@@ -18,8 +18,8 @@ from typing import Any
 import platformdirs
 
 from ..files import atomic_write
-from ..transport.keys import HOME_ENV
-from .options import HostOptions
+from ..defaults import HOME_ENV
+from ..service.options import HostOptions
 
 log = logging.getLogger(__name__)
 

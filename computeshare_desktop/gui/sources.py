@@ -12,6 +12,7 @@ import threading
 from collections.abc import Sequence
 
 from ..discovery import DiscoveredSession, DiscoveryError, SessionBrowser
+from ..service.join import in_scope
 from ..worker import DeviceChoice, pick_device
 
 log = logging.getLogger(__name__)
@@ -87,12 +88,18 @@ class DiscoveryFeed:
 
 
 class LogTap(logging.Handler):
-    """Collects the package's warnings for a log pane; attach while a window is open."""
+    """Collects one session's warnings for its log pane; attach while its window is open.
 
-    def __init__(self, logger_name: str = "computeshare_desktop",
+    Only records from the session's own threads count (``scope``: its service's thread,
+    after which every thread of the session is named), so two sessions in one app never
+    see each other's messages."""
+
+    def __init__(self, scope: str, logger_name: str = "computeshare_desktop",
                  level: int = logging.WARNING) -> None:
         super().__init__(level)
+        self.scope = scope
         self.logger_name = logger_name
+        self.addFilter(lambda record: in_scope(record.threadName or "", self.scope))
         self.records: queue.SimpleQueue[str] = queue.SimpleQueue()
         self.setFormatter(logging.Formatter("%(message)s"))
 

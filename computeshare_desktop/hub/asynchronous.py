@@ -91,18 +91,15 @@ class AsyncSchedule(Schedule):
                          scale=staleness_scale(rnd.staleness, self.config.workers))
         self.histogram[rnd.staleness] += 1
 
-    def close(self, now: float, complete: bool,
-              members: list[Member]) -> list[dict[str, Any]]:
-        """Step with the one update; its event says how stale it was."""
-        staleness = self.round.staleness
-        events = super().close(now, complete, members)
-        event = events[0]
-        event["staleness"] = staleness
-        event["lr_scale"] = staleness_scale(staleness, self.config.workers)
+    def _round_extras(self, rnd: Round) -> dict[str, Any]:
+        """The update's staleness and rate, and every eval_every versions the histogram."""
+        extras: dict[str, Any] = {"staleness": rnd.staleness,
+                                  "lr_scale": staleness_scale(rnd.staleness,
+                                                              self.config.workers)}
         version, every = self.server.version, self.config.eval_every
         if version >= self.config.rounds or (every and version % every == 0):
-            event["staleness_histogram"] = self.staleness_summary()
-        return events
+            extras["staleness_histogram"] = self.staleness_summary()
+        return extras
 
     def staleness_summary(self) -> dict[str, Any]:
         """The histogram so far: accepted updates by staleness, and those refused."""

@@ -17,6 +17,8 @@ import torch
 from ..codec import CODECS, get_codec
 from ..data import ArrayDataset
 from ..errors import RemoteProtocolError
+from ..events import (Event, PairingRefused, Rejected, StateChanged, WorkerJoined,
+                      WorkerLeft)
 from ..protocol import TO_HUB, TO_PAIRING, RejectCode, SessionState, auth, decode, encode
 from ..protocol.messages import (Ack, Bye, Done, Join, Model, Ping, Pong, Pull, Push, Reject,
                                  Shard, ShardData, Waiting, Welcome)
@@ -77,7 +79,7 @@ class HubCore:
         self.max_frame = max(get_codec(c).max_encoded_bytes(server.numel) for c in CODECS)
         self._parked: dict[bytes, _Parked] = {}
         self._shards: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
-        self._events: list[dict[str, Any]] = []
+        self._events: list[Event] = []
         self._told: set[int] = set()  # workers that have been told the session is done
         self._reject_log = RejectLog()
         self.stopped = False  # stop() was called: every request is told to leave
@@ -114,9 +116,8 @@ class HubCore:
         except RemoteProtocolError as exc:
             reply = self._reject(exc, peer, now)
             if exc.code is RejectCode.LOCKED_OUT or exc.code is RejectCode.BAD_PIN:
-                self._event("pairing_refused", code=exc.code.value,
-                            failures=self.pairing.lockout.failures,
-                            retry_after=self.pairing.lockout.retry_after(now))
+                self._event(PairingRefused(exc.code.value, self.pairing.lockout.failures,
+                                           self.pairing.lockout.retry_after(now)))
         return [Reply(peer, encode(*reply))]
 
     def kick(self, worker_id: int) -> bool:
@@ -130,7 +131,7 @@ class HubCore:
             if other.key == member.key:
                 self.members.remove(other.token, "kicked")
                 self._forget(other)
-                self._event("worker_left", worker=other.summary(), reason="kicked")
+                self._event(WorkerLeft(other.info(), "kicked"))
         return True
 
     def tick(self, now: float) -> list[Reply]:
@@ -138,7 +139,7 @@ class HubCore:
         out: list[Reply] = []
         for member in self.members.reap(now):
             self._forget(member)
-            self._event("worker_left", worker=member.summary(), reason="silent")
+            self._event(WorkerLeft(member.info(), "silent"))
         if self.state is SessionState.TRAINING:
             self._free_stuck(self.schedule.idle(now, self._ready()))
         self._maybe_start(now, out)
@@ -152,7 +153,7 @@ class HubCore:
                 out.append(self._reply(peer, reply))
         return out
 
-    def drain_events(self) -> list[dict[str, Any]]:
+    def drain_events(self) -> list[Event]:
         """Events since the last call (round closed, worker joined/left, state changed)."""
         events, self._events = self._events, []
         return events
@@ -164,7 +165,7 @@ class HubCore:
             return []
         self.stopped = True
         log.info("[hub v%d] stopping: telling the workers", self.server.version)
-        self._event("state", state=SessionState.STOPPED.value)
+        self._event(StateChanged(SessionState.STOPPED.value))
         out: list[Reply] = []
         for peer, parked in list(self._parked.items()):
             del self._parked[peer]
@@ -200,7 +201,7 @@ class HubCore:
         if isinstance(msg, Bye):
             self.members.remove(member.token, "said goodbye")
             self._forget(member)
-            self._event("worker_left", worker=member.summary(), reason="left")
+            self._event(WorkerLeft(member.info(), "left"))
             self._maybe_close(now, out)
             return (Ack(self.server.version),)
         if self.done:
@@ -224,7 +225,7 @@ class HubCore:
         if member is None:
             raise RemoteProtocolError(RejectCode.SESSION_FULL,
                                       f"all {self.config.workers} shards are taken")
-        self._event("worker_joined", worker=member.summary())
+        self._event(WorkerJoined(member.info()))
         c = self.config
         return Welcome(
             session_id=self.session_id,
@@ -257,7 +258,7 @@ class HubCore:
               out: list[Reply]) -> tuple[Any, ...] | None:
         if msg.fingerprint != self.fingerprint:
             self.members.remove(member.token, "different model architecture")
-            self._event("worker_left", worker=member.summary(), reason="arch_mismatch")
+            self._event(WorkerLeft(member.info(), "arch_mismatch"))
             raise RemoteProtocolError(RejectCode.ARCH_MISMATCH,
                                       f"hub model {self.fingerprint}, worker {msg.fingerprint}")
         if not member.ready:
@@ -318,7 +319,7 @@ class HubCore:
             self.state = SessionState.TRAINING
             self.schedule.open(now, self._ready())
             log.info("[hub v%d] %d workers ready: training starts", self.server.version, ready)
-            self._event("state", state=self.state.value)
+            self._event(StateChanged(self.state.value))
             self._release(out)
 
     def _maybe_close(self, now: float, out: list[Reply]) -> None:
@@ -334,7 +335,7 @@ class HubCore:
         if self.server.version >= self.config.rounds:
             self.state = SessionState.DONE
             log.info("[hub v%d] all %d rounds done", self.server.version, self.config.rounds)
-            self._event("state", state=self.state.value)
+            self._event(StateChanged(self.state.value))
         self._release(out)
 
     def _free_stuck(self, stuck: list[Member]) -> None:
@@ -347,7 +348,7 @@ class HubCore:
                         self.config.max_missed)
             self.members.remove(member.token, "missed deadlines")
             self._forget(member)
-            self._event("worker_left", worker=member.summary(), reason="stuck")
+            self._event(WorkerLeft(member.info(), "stuck"))
 
     def _release(self, out: list[Reply]) -> None:
         """Answer every parked long-poll that the new version or state satisfies."""
@@ -390,8 +391,8 @@ class HubCore:
             self._reject_log.note(code, peer, exc.detail, now, self.server.version)
         retry = (self.pairing.lockout.retry_after(now) if code is RejectCode.LOCKED_OUT
                  else 1.0 if code is RejectCode.BUSY else 0.0)
-        self._event("rejected", code=code.value, detail=exc.detail)
+        self._event(Rejected(code.value, exc.detail))
         return (Reject(code.value, exc.detail[:200], self.server.version, retry),)
 
-    def _event(self, kind: str, **data: Any) -> None:
-        self._events.append({"kind": kind, **data})
+    def _event(self, event: Event) -> None:
+        self._events.append(event)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from ..events import WorkerInfo
 from .rounds import Task
 
 log = logging.getLogger(__name__)
@@ -35,13 +36,11 @@ class Member:
     pushed_version: int = -1  # async: the version of its latest accepted update
     progress_at: float = 0.0  # async: when it last pushed an update (or became ready)
 
-    def summary(self) -> dict[str, object]:
+    def info(self) -> WorkerInfo:
         """What progress events say about this worker."""
-        return {"id": self.worker_id, "name": self.name, "device": self.device,
-                "shard": self.shard, "pushed": self.pushed, "rejected": self.rejected,
-                "samples": self.samples, "ready": self.ready,
-                "compute_s": round(self.compute_s, 3), "batch": self.batch,
-                "busy": round(self.busy, 3)}
+        return WorkerInfo(self.worker_id, self.name, self.device, self.shard, self.pushed,
+                          self.rejected, self.samples, self.ready, round(self.compute_s, 3),
+                          self.batch, round(self.busy, 3))
 
 
 class Membership:

@@ -18,6 +18,7 @@ import torch
 
 from ..codec import get_codec
 from ..errors import RemoteProtocolError
+from ..events import Event, ModeChanged, RoundClosed
 from ..protocol import RejectCode
 from ..protocol.messages import Push
 from ..protocol.wire import Frame
@@ -143,8 +144,7 @@ class Schedule:
                     len(rnd.contributions), len(expected | rnd.contributions.keys()))
         return False
 
-    def close(self, now: float, complete: bool,
-              members: list[Member]) -> list[dict[str, Any]]:
+    def close(self, now: float, complete: bool, members: list[Member]) -> list[Event]:
         """Average the updates, step, move the shards' streams on; the events it makes."""
         rnd = self.round
         update, loss = self._combine(rnd)
@@ -159,16 +159,19 @@ class Schedule:
         for m in members:
             m.busy = busy.get(m.worker_id, m.busy)
         slowest = max(c.compute_s for c in items)
-        events = [{"kind": "round", "round": self.server.version,
-                   "version": self.server.version, "steps": self.server.version - rnd.version,
-                   "loss": loss, "contributors": len(rnd.contributions),
-                   "rejected": rnd.rejected, "bytes_in": rnd.bytes_in,
-                   "bytes_out": rnd.bytes_out, "payload_bytes": rnd.payload_bytes,
-                   "samples": samples, "seconds": seconds,
-                   "complete": complete, "compute_s": slowest,
-                   "busy": sum(busy.values()) / len(busy),
-                   "workers": [m.summary() for m in members]}]
-        return events + self._tune(slowest, max(0.0, seconds - slowest), members)
+        event = RoundClosed(
+            round=self.server.version, version=self.server.version,
+            steps=self.server.version - rnd.version, loss=loss,
+            contributors=len(rnd.contributions), rejected=rnd.rejected,
+            bytes_in=rnd.bytes_in, bytes_out=rnd.bytes_out, payload_bytes=rnd.payload_bytes,
+            samples=samples, seconds=seconds, complete=complete, compute_s=slowest,
+            busy=sum(busy.values()) / len(busy), workers=tuple(m.info() for m in members),
+            **self._round_extras(rnd))
+        return [event, *self._tune(slowest, max(0.0, seconds - slowest), members)]
+
+    def _round_extras(self, rnd: Round) -> dict[str, Any]:
+        """More fields for the round's event (async mode: its staleness)."""
+        return {}
 
     def _combine(self, rnd: Round) -> tuple[torch.Tensor, float]:
         """The round's update and loss: the sample-weighted mean, or a robust rule."""
@@ -199,7 +202,7 @@ class Schedule:
         return []
 
     def _tune(self, compute_s: float, other_s: float,
-              members: list[Member]) -> list[dict[str, Any]]:
+              members: list[Member]) -> list[Event]:
         """Preset "auto": after the probe rounds, switch to the preset the link calls for."""
         preset = self.tuner.observe(compute_s, other_s)
         if preset is None:
@@ -211,9 +214,9 @@ class Schedule:
             self.server.set_mode(preset.mode, self.config.outer_for(preset.mode.local_steps),
                                  self.config.outer_lr)
         rates = [m.bandwidth for m in members if m.bandwidth > 0]
-        return [{"kind": "mode", "preset": preset.name, **preset.mode.to_json(),
-                 "compute_s": self.tuner.compute_s, "other_s": self.tuner.other_s,
-                 "bandwidth": statistics.median(rates) if rates else 0.0}]
+        return [ModeChanged(preset.name, preset.mode.codec, preset.mode.topk,
+                            preset.mode.local_steps, self.tuner.compute_s, self.tuner.other_s,
+                            statistics.median(rates) if rates else 0.0)]
 
     def _transfer_s(self, missing: int, members: list[Member]) -> float:
         """How long ``missing`` pushes the size of this round's largest take to arrive."""

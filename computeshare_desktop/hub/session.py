@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import copy
 import logging
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
@@ -19,6 +19,8 @@ from typing import Any, Callable, Sequence, TypeVar
 from .. import __version__
 from ..data import dataset_info, load_dataset
 from ..errors import ConfigError
+from ..events import (DiskError, Evaluated, Event, Finished, ModeChanged, PinChanged,
+                      RoundClosed, Stopped)
 from ..evaluation import evaluate
 from ..models import build_model, fingerprint
 from ..protocol import PROTOCOL_VERSION, auth
@@ -26,6 +28,7 @@ from ..protocol.wire import Frame
 from .config import HubConfig
 from .allowlist import Allowlist
 from .core import HubCore, Reply
+from .endpoint import EventSink, HubResult, SessionStatus
 from .outputs import OutputDir
 from .presets import Mode
 from .trainer import ParameterServer
@@ -34,19 +37,10 @@ log = logging.getLogger(__name__)
 
 ALLOWLIST_FILE = "allowed_workers.json"
 
-EventSink = Callable[[dict[str, Any]], None]
+ROUND_RECORD = ("round", "version", "loss", "contributors", "rejected", "bytes_in",
+                "bytes_out", "payload_bytes", "samples", "steps", "seconds", "compute_s",
+                "busy")
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class HubResult:
-    """How a session ended."""
-
-    accuracy: float
-    loss: float
-    version: int
-    model_path: Path
-    seconds: float
 
 
 class HubSession:
@@ -86,7 +80,8 @@ class HubSession:
                                 "hub_key": hub_key, "fingerprint": self.core.fingerprint,
                                 "protocol": PROTOCOL_VERSION, "computeshare": __version__,
                                 "parameters": self.server.numel})
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hub-eval")
+        self._pool = ThreadPoolExecutor(  # named after its session's thread (log scopes)
+            max_workers=1, thread_name_prefix=f"{threading.current_thread().name}/eval")
         self._evals: list[tuple[int, Future[tuple[float, float]]]] = []
         self.started = time.monotonic()
         self.last_eval: tuple[int, float, float] | None = None
@@ -122,8 +117,7 @@ class HubSession:
         version = self.server.version
         log.info("[hub v%d] stopped early: model and checkpoint saved in %s", version,
                  self.out.path)
-        self._emit({"kind": "stopped", "version": version, "out_dir": str(self.out.path),
-                    "model_path": str(path) if path else None})
+        self._emit(Stopped(version, str(self.out.path), str(path) if path else None))
         return path
 
     # ----------------------------------------------------------------- driven by transport
@@ -147,7 +141,7 @@ class HubSession:
             raise ConfigError("the PIN must have at least 4 characters")
         self.core.pairing.set_pin(pin)
         log.info("the session PIN was changed")
-        self._emit({"kind": "pin_changed"})
+        self._emit(PinChanged())
 
     def kick(self, worker_id: int) -> bool:
         """Remove a worker and revoke its key (see HubCore.kick)."""
@@ -172,6 +166,28 @@ class HubSession:
     def done(self) -> bool:
         return self.core.done
 
+    @property
+    def version(self) -> int:
+        """The model version (global steps so far)."""
+        return self.server.version
+
+    def allows(self, key: str) -> bool:
+        """True when ``key`` may use the encrypted sockets (paired, not banned)."""
+        return key in self.core.allowlist
+
+    def all_told(self) -> bool:
+        """True when every live worker knows the session is over (see HubCore.all_told)."""
+        return self.core.all_told()
+
+    def subscribe(self, sink: EventSink) -> None:
+        """Call ``sink`` with every event from now on (on the thread that drives it)."""
+        self.sinks.append(sink)
+
+    def status(self) -> SessionStatus:
+        """Identity, state, version and workers joined, as the LAN advert shows them."""
+        return SessionStatus(self.session_id, self.config, self.core.state.value,
+                             self.server.version, len(self.core.members))
+
     def finish(self) -> HubResult:
         """Final evaluation and the saved model; call once ``done`` is true."""
         self._collect_evals(block=True)
@@ -183,8 +199,7 @@ class HubSession:
             self.save_checkpoint()
         path = self.out.save_model(self.server.model.state_dict())  # an error here must show
         result = HubResult(accuracy, loss, version, path, time.monotonic() - self.started)
-        self._emit({"kind": "finished", "accuracy": accuracy, "loss": loss,
-                    "version": version, "model_path": str(path), "seconds": result.seconds})
+        self._emit(Finished(accuracy, loss, version, str(path), result.seconds))
         self._pool.shutdown(wait=True)
         return result
 
@@ -195,26 +210,25 @@ class HubSession:
     # ----------------------------------------------------------------- internals
     def _after(self) -> None:
         for event in self.core.drain_events():
-            if event["kind"] == "round":
+            if isinstance(event, RoundClosed):
                 self._on_round(event)
-            elif event["kind"] == "mode":  # preset "auto" chose: the file says from when
-                self._metric({"type": "mode", "version": self.server.version,
-                              **{k: v for k, v in event.items() if k != "kind"},
+            elif isinstance(event, ModeChanged):  # preset "auto" chose: the file says when
+                wire = event.to_wire()
+                del wire["kind"]
+                self._metric({"type": "mode", "version": self.server.version, **wire,
                               "elapsed_s": self._elapsed()})
             self._emit(event)
 
-    def _on_round(self, event: dict[str, Any]) -> None:
-        record = {k: event[k] for k in ("round", "version", "loss", "contributors", "rejected",
-                                        "bytes_in", "bytes_out", "payload_bytes",
-                                        "samples", "steps",
-                                        "seconds", "compute_s", "busy")}
-        record.update({k: event[k] for k in ("staleness", "lr_scale") if k in event})
+    def _on_round(self, event: RoundClosed) -> None:
+        record = {k: getattr(event, k) for k in ROUND_RECORD}
+        if event.staleness is not None:  # async mode
+            record.update(staleness=event.staleness, lr_scale=event.lr_scale)
         self._metric({"type": "round", **record, "elapsed_s": self._elapsed()})
-        version, c = event["version"], self.config
-        if "staleness_histogram" in event:  # async mode: every eval_every and at the end
+        version, c = event.version, self.config
+        if event.staleness_histogram is not None:  # async: every eval_every and at the end
             self._metric({"type": "staleness", "version": version,
-                          **event["staleness_histogram"], "elapsed_s": self._elapsed()})
-        previous = version - event["steps"]
+                          **event.staleness_histogram, "elapsed_s": self._elapsed()})
+        previous = version - event.steps
 
         def due(every: int) -> bool:  # versions advance by the local steps: crossings count
             return bool(every) and version // every > previous // every
@@ -239,8 +253,7 @@ class HubSession:
         self._metric({"type": "eval", "version": version, "accuracy": accuracy,
                       "test_loss": loss, "final": final, "elapsed_s": self._elapsed()})
         log.info("[hub v%d] test accuracy %.2f%%", version, 100 * accuracy)
-        self._emit({"kind": "eval", "version": version, "accuracy": accuracy, "loss": loss,
-                    "final": final})
+        self._emit(Evaluated(version, accuracy, loss, final))
 
     def _metric(self, record: dict[str, Any]) -> None:
         self._write("metrics", self.out.append_metric, record)
@@ -253,12 +266,12 @@ class HubSession:
         except OSError as exc:
             self.disk_errors += 1
             log.warning("could not write the %s to %s: %s", what, self.out.path, exc)
-            self._emit({"kind": "disk_error", "what": what, "error": str(exc)})
+            self._emit(DiskError(what, str(exc)))
             return None
 
     def _elapsed(self) -> float:
         return round(time.monotonic() - self.started, 4)
 
-    def _emit(self, event: dict[str, Any]) -> None:
+    def _emit(self, event: Event) -> None:
         for sink in self.sinks:
             sink(event)

@@ -2,10 +2,10 @@
 
 from .keys import Identity, KnownHubs, identity_path, load_or_create
 from .sockets import DEFAULT_PORT, MAX_MESSAGE_BYTES
-from .zmq_client import ChannelTimeout, ReqChannel, ZmqConnector, first_reachable
+from .zmq_client import ChannelTimeout, ReqChannel, ZmqConnector, first_reachable, probe_hub
 from .zmq_events import EventSubscriber
 from .zmq_hub import EVENT_TOPIC, HubServer
 
 __all__ = ["ChannelTimeout", "DEFAULT_PORT", "EVENT_TOPIC", "EventSubscriber", "HubServer",
            "Identity", "KnownHubs", "MAX_MESSAGE_BYTES", "ReqChannel", "ZmqConnector",
-           "first_reachable", "identity_path", "load_or_create"]
+           "first_reachable", "probe_hub", "identity_path", "load_or_create"]

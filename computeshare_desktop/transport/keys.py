@@ -13,10 +13,10 @@ from typing import Callable
 import platformdirs
 import zmq
 
+from ..defaults import HOME_ENV
 from ..errors import ConfigError
 from ..files import atomic_write
 
-HOME_ENV = "COMPUTESHARE_HOME"  # overrides the per-user data folder (tests, portable installs)
 
 
 @dataclass(frozen=True, slots=True)

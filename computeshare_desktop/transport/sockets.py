@@ -6,9 +6,10 @@ import errno
 
 import zmq
 
+from ..defaults import DEFAULT_PORT
 from ..errors import PortInUseError
 
-DEFAULT_PORT = 7341
+__all__ = ["DEFAULT_PORT", "MAX_MESSAGE_BYTES", "bind", "configure"]
 # The largest message the hub accepts: ResNet-18 sized payloads (45 MB raw) plus headroom.
 # Anything bigger drops that connection inside libzmq, before Python sees a byte.
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024

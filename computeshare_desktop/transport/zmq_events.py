@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from typing import Any, Callable
+from typing import Callable
 
 import zmq
 
+from ..events import Event, from_wire
 from .keys import Identity
 from .sockets import configure
 from .zmq_hub import EVENT_TOPIC
@@ -24,16 +25,17 @@ MAX_EVENT_BYTES = 1024 * 1024
 
 
 class EventSubscriber:
-    """Calls ``on_event(dict)`` for every event the hub publishes, until ``close()``."""
+    """Calls ``on_event`` with every (typed) event the hub publishes, until ``close()``."""
 
     def __init__(self, host: str, pub_port: int, identity: Identity, hub_key: str,
-                 on_event: Callable[[dict[str, Any]], None]) -> None:
+                 on_event: Callable[[Event], None]) -> None:
         self.address = f"tcp://{host}:{pub_port}"
         self.identity = identity
         self.hub_key = hub_key
         self.on_event = on_event
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="hub-events", daemon=True)
+        self._thread = threading.Thread(  # named after the thread that made it (log scopes)
+            target=self._run, name=f"{threading.current_thread().name}/feed", daemon=True)
 
     def start(self) -> "EventSubscriber":
         """Connect and start listening."""
@@ -62,8 +64,13 @@ class EventSubscriber:
         except (ValueError, RecursionError):
             log.debug("dropped a malformed event frame")
             return
-        if isinstance(event, dict) and isinstance(event.get("kind"), str):
-            self.on_event(event)
+        try:
+            typed = from_wire(event)
+        except (ValueError, TypeError) as exc:
+            log.debug("dropped a malformed event: %s", exc)
+            return
+        if typed is not None:  # None: a kind a newer hub knows and we do not
+            self.on_event(typed)
 
     def close(self) -> None:
         """Stop listening (idempotent)."""

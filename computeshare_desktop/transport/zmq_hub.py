@@ -21,7 +21,8 @@ import zmq
 from zmq.auth.thread import ThreadAuthenticator
 
 from ..errors import PortInUseError
-from ..hub import HubResult, HubSession
+from ..events import Event, HubStopped
+from ..hub.endpoint import HubEndpoint, HubResult
 from .keys import Identity
 from .sockets import DEFAULT_PORT, bind, configure
 
@@ -39,17 +40,17 @@ REQUEST_RCVHWM = 16  # per worker connection: a request, plus retries of lost on
 class _AllowlistProvider:
     """ZAP credentials callback backed by the session's allowlist."""
 
-    def __init__(self, session: HubSession) -> None:
+    def __init__(self, session: HubEndpoint) -> None:
         self.session = session
 
     def callback(self, domain: str, key: bytes) -> bool:
-        return key.decode("ascii", "replace") in self.session.core.allowlist
+        return self.session.allows(key.decode("ascii", "replace"))
 
 
 class HubServer:
-    """Serves one HubSession until it is done (or ``stop`` is set)."""
+    """Serves one hub session until it is done (or ``stop`` is set)."""
 
-    def __init__(self, session: HubSession, identity: Identity, *, host: str = "0.0.0.0",
+    def __init__(self, session: HubEndpoint, identity: Identity, *, host: str = "0.0.0.0",
                  port: int = DEFAULT_PORT) -> None:
         self.session = session
         self.identity = identity
@@ -67,7 +68,7 @@ class HubServer:
         except BaseException:
             self.close()
             raise
-        session.sinks.append(self._publish)
+        session.subscribe(self._publish)
 
     # ----------------------------------------------------------------- sockets
     def _curve_socket(self, kind: int) -> zmq.Socket:
@@ -121,7 +122,7 @@ class HubServer:
             return None
         result = self.session.finish()
         until = time.monotonic() + linger_s
-        while time.monotonic() < until and not stop.is_set() and not self.session.core.all_told():
+        while time.monotonic() < until and not stop.is_set() and not self.session.all_told():
             self._step(poller)
         return result
 
@@ -130,9 +131,9 @@ class HubServer:
         next request or heartbeat, within GOODBYE_S) and publish it for listeners."""
         for reply in self.session.tell_stopping():
             self._send(reply.peer, reply.frames)
-        self._publish({"kind": "hub_stopped", "version": self.session.server.version})
+        self._publish(HubStopped(self.session.version))
         until = time.monotonic() + GOODBYE_S
-        while time.monotonic() < until and not self.session.core.all_told():
+        while time.monotonic() < until and not self.session.all_told():
             self._step(poller)
 
     def kick(self, worker_id: int) -> None:
@@ -204,9 +205,10 @@ class HubServer:
                 time.sleep(0.01)
         log.error("could not rebind the event port %d after a kick", self.pub_port)
 
-    def _publish(self, event: dict[str, Any]) -> None:
+    def _publish(self, event: Event) -> None:
         try:
-            self.pub.send(EVENT_TOPIC + b" " + json.dumps(event).encode(), zmq.NOBLOCK)
+            self.pub.send(EVENT_TOPIC + b" " + json.dumps(event.to_wire()).encode(),
+                          zmq.NOBLOCK)
         except zmq.ZMQError:
             pass
 

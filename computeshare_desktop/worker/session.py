@@ -20,6 +20,9 @@ from ..data import dataset_info
 from ..errors import HubStoppedError, HubUnreachableError, RejectedError
 from ..models import build_model, fingerprint
 from ..errors import RemoteProtocolError
+from ..events import (Event, HubBack, HubLost, HubSilent, HubStopped, Joined, PairedWith,
+                      PairingWait, Pushed, Rejoining, Resync, SessionFull, ShardReceived,
+                      WorkerDone)
 from ..protocol import MEANINGS, RejectCode, decode, encode
 from ..protocol.messages import (Ack, Bye, Done, Join, Model, Paired, PairFinish, PairReply,
                                  PairStart, Ping, Pong, Pull, Push, Reject, Shard, ShardData,
@@ -36,7 +39,7 @@ from .updates import Pending, UpdateEncoder
 
 log = logging.getLogger(__name__)
 
-EventSink = Callable[[dict[str, Any]], None]
+EventSink = Callable[[Event], None]
 SHARD_CHUNK = 4096  # images per SHARD request; the hub caps it further by bytes
 MAX_SHARD_REPLY = 4 * 1024 * 1024  # bytes of one SHARD_DATA chunk at most (hub's cap)
 MAX_REPLY_FRAME = 256 * 1024 * 1024
@@ -67,6 +70,7 @@ class WorkerSession:
         self.device = device
         self.sinks: list[EventSink] = [on_event] if on_event else []
         self.stop = threading.Event()
+        self._left = False  # leave() was called
         self.welcome: Welcome | None = None
         self.pushed = self.rejected = 0
         self.version = -1
@@ -94,7 +98,7 @@ class WorkerSession:
                         break
                 except _Rejoin:
                     log.warning("the hub no longer knows this worker: joining again")
-                    self._emit("rejoin")
+                    self._emit(Rejoining())
         except (InterruptedError, HubUnreachableError):
             if self.hub_stopped is None:
                 raise
@@ -102,10 +106,10 @@ class WorkerSession:
             self._leave()
         if self.hub_stopped is not None:
             log.warning("the hub stopped the session at version %d", self.hub_stopped)
-            self._emit("hub_stopped", version=self.hub_stopped)
+            self._emit(HubStopped(self.hub_stopped))
             raise HubStoppedError(f"the hub stopped the session at version {self.hub_stopped} "
                                   f"(its host can resume it; join again then)")
-        self._emit("done", pushed=self.pushed, rejected=self.rejected, version=self.version)
+        self._emit(WorkerDone(self.pushed, self.rejected, self.version, left=self._left))
         return WorkerResult(self.pushed, self.rejected, self.version, time.monotonic() - started)
 
     # ----------------------------------------------------------------- phases
@@ -141,8 +145,7 @@ class WorkerSession:
         self.channel = self.connector.channel(paired.hub_key)
         log.info("paired with session %s (hub key %s)", paired.session_id,
                  key_fingerprint(paired.hub_key))
-        self._emit("paired", session_id=paired.session_id,
-                   hub_key=key_fingerprint(paired.hub_key))
+        self._emit(PairedWith(paired.session_id, key_fingerprint(paired.hub_key)))
 
     def _join(self) -> None:
         if self.hub_key is None:
@@ -160,10 +163,9 @@ class WorkerSession:
             self.welcome = welcome
             log.info("joined session %s as worker %d on shard %d of %d", welcome.session_id,
                      welcome.worker_id, welcome.shard, welcome.num_shards)
-            self._emit("joined", worker_id=welcome.worker_id, shard=welcome.shard,
-                       num_shards=welcome.num_shards, dataset=welcome.dataset,
-                       model=welcome.model, rounds=welcome.rounds,
-                       device=self.device.description)
+            self._emit(Joined(welcome.worker_id, welcome.shard, welcome.num_shards,
+                              welcome.dataset, welcome.model, welcome.rounds,
+                              self.device.description, welcome.batch_size))
             self._start_heartbeat()
             return
 
@@ -186,7 +188,7 @@ class WorkerSession:
         if now - self._full_since > self.opts.give_up_s:
             return False
         log.warning("the session is full; waiting for a shard to free up")
-        self._emit("session_full")
+        self._emit(SessionFull())
         return not self.stop.wait(2.0)
 
     def _load_shard(self) -> None:
@@ -210,7 +212,7 @@ class WorkerSession:
             cap = 4 * 1024 * 1024 * 16
             images.append(frame_to_tensor(body[0], "uint8", msg.image_shape, cap))
             labels.append(frame_to_tensor(body[1], "int64", [n], cap))
-            self._emit("shard", received=offset + n, total=w.shard_size)
+            self._emit(ShardReceived(offset + n, w.shard_size))
         self._computer = GradientComputer(
             model, info, self.device.device, torch.cat(images), torch.cat(labels),
             shard=w.shard, seed=w.seed)
@@ -233,7 +235,7 @@ class WorkerSession:
             except Drift as exc:
                 log.warning("model copy out of step with the hub (%s): downloading it whole",
                             exc)
-                self._emit("resync", version=msg.version)
+                self._emit(Resync(msg.version))
                 continue
             assert replica.weights is not None
             pending = self._work(computer, replica.weights, msg)
@@ -249,9 +251,8 @@ class WorkerSession:
             if accepted is None:
                 return True
             self.version = msg.version
-            self._emit("round", version=msg.version, steps=msg.steps, loss=update.loss,
-                       compute_s=seconds, samples=update.samples, accepted=accepted,
-                       pushed=self.pushed, rejected=self.rejected)
+            self._emit(Pushed(msg.version, msg.steps, update.loss, seconds, update.samples,
+                              accepted, self.pushed, self.rejected))
         return True
 
     def _work(self, computer: GradientComputer, weights: torch.Tensor, msg: Model) -> Pending:
@@ -362,7 +363,7 @@ class WorkerSession:
         if code in (RejectCode.LOCKED_OUT, RejectCode.BUSY):
             wait = min(max(reply.retry_after, 0.5), 60.0)
             log.warning("%s; retrying in %.0f s", MEANINGS[code], wait)
-            self._emit("pairing_wait", code=code.value, retry_after=wait)
+            self._emit(PairingWait(code.value, wait))
             self._check_give_up()
             if self.stop.wait(wait):  # without this check a stopped worker re-asks at once
                 raise HubUnreachableError("stopped while waiting for the hub")
@@ -385,7 +386,7 @@ class WorkerSession:
             except TimeoutError:
                 self._check_give_up()
                 log.warning("no answer from the hub; retrying in %.1f s", backoff)
-                self._emit("hub_silent", retry_in=backoff)
+                self._emit(HubSilent(backoff))
                 if self.stop.wait(backoff):
                     raise HubUnreachableError("stopped while waiting for the hub") from None
                 backoff = min(backoff * 2, 5.0)
@@ -407,7 +408,8 @@ class WorkerSession:
 
     def _start_heartbeat(self) -> None:
         if self._beat is None or not self._beat.is_alive():
-            self._beat = threading.Thread(target=self._heartbeat, name="worker-heartbeat",
+            self._beat = threading.Thread(  # named after the session's thread (log scopes)
+                target=self._heartbeat, name=f"{threading.current_thread().name}/heartbeat",
                                           daemon=True)
             self._beat.start()
 
@@ -438,7 +440,7 @@ class WorkerSession:
         if self._lost:
             self._lost = False
             log.warning("the hub answers again")
-            self._emit("hub_back")
+            self._emit(HubBack())
 
     def _check_lost(self) -> None:
         """Say so once the hub has been silent for lost_after_s; keep trying regardless
@@ -451,7 +453,7 @@ class WorkerSession:
             self._lost = True
             log.warning("the hub has not answered for %.0f s: it may have gone; still "
                         "trying for up to %.0f s", silent, self.opts.give_up_s)
-            self._emit("hub_lost", silent_s=silent, give_up_s=self.opts.give_up_s)
+            self._emit(HubLost(silent, self.opts.give_up_s))
 
     def hub_said_stopped(self, version: int) -> None:
         """The hub is stopping: end now (the main loop's request is abandoned)."""
@@ -459,6 +461,11 @@ class WorkerSession:
             self.hub_stopped = version
         self.stop.set()
 
-    def _emit(self, kind: str, **data: Any) -> None:
+    def leave(self) -> None:
+        """The user leaves the session: end now (the hub is told, the shard freed)."""
+        self._left = True
+        self.stop.set()
+
+    def _emit(self, event: Event) -> None:
         for sink in self.sinks:
-            sink({"kind": kind, **data})
+            sink(event)

@@ -21,7 +21,7 @@ def ui_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def app_config():
     """The app on loopback only: mDNS browse/advertise and the hub's sockets."""
-    from computeshare_desktop.gui.options import AppConfig
+    from computeshare_desktop.service.options import AppConfig
 
     return AppConfig(interfaces=LOOPBACK, bind="127.0.0.1")
 

@@ -3,16 +3,22 @@ display and no PySide6, so they run wherever the core suite runs."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
 from computeshare_desktop.errors import ConfigError
-from computeshare_desktop.gui.formatting import (ago, group_pin, human_bytes, human_duration,
-                                                 refusal_message)
-from computeshare_desktop.gui.options import HostOptions, JoinTarget
+from computeshare_desktop.events import (DeviceChosen, Ended, Evaluated, Event, Finished, Joined,
+                                         Listening, Pushed, Rejected, RoundClosed,
+                                         StateChanged, WorkerDone, WorkerInfo, WorkerJoined,
+                                         WorkerLeft)
+from computeshare_desktop.gui.formatting import ago, group_pin, human_bytes, human_duration
 from computeshare_desktop.gui.progress_state import ProgressState
 from computeshare_desktop.gui.settings import SETTINGS_VERSION, Settings, settings_path
+from computeshare_desktop.service import FEED, Tagged
+from computeshare_desktop.service.messages import refusal_message
+from computeshare_desktop.service.options import HostOptions, JoinTarget
 
 
 class Clock:
@@ -23,28 +29,42 @@ class Clock:
         return self.now
 
 
-def worker_summary(wid: int, pushed: int, ready: bool = True) -> dict:
-    return {"id": wid, "name": f"w{wid}", "device": "CPU, 8 cores", "shard": wid - 1,
-            "pushed": pushed, "rejected": 0, "samples": 32 * pushed, "ready": ready,
-            "compute_s": 0.1}
+def worker_summary(wid: int, pushed: int, ready: bool = True) -> WorkerInfo:
+    return WorkerInfo(wid, f"w{wid}", "CPU, 8 cores", wid - 1, pushed, 0, 32 * pushed, ready,
+                      0.1)
 
 
-def hub_round(version: int, workers: list[dict]) -> dict:
-    return {"source": "hub", "kind": "round", "round": version, "version": version,
-            "loss": 2.0 / version, "contributors": len(workers), "rejected": 0,
-            "bytes_in": 1000, "bytes_out": 2000, "seconds": 0.1, "compute_s": 0.05,
-            "complete": True, "workers": workers}
+def hub_round(version: int, workers: list[WorkerInfo], source: str = "hub") -> Tagged:
+    return Tagged(source, RoundClosed(
+        round=version, version=version, steps=1, loss=2.0 / version,
+        contributors=len(workers), rejected=0, bytes_in=1000, bytes_out=2000,
+        payload_bytes=3000, samples=32 * len(workers), seconds=0.1, complete=True,
+        compute_s=0.05, busy=0.5, workers=tuple(workers)))
+
+
+def hub(event: Event) -> Tagged:
+    return Tagged("hub", event)
+
+
+def worker(event: Event) -> Tagged:
+    return Tagged("worker", event)
+
+
+def feed(event: Event) -> Tagged:
+    return Tagged(FEED, event)
+
+
+JOINED = Joined(worker_id=3, shard=0, num_shards=2, dataset="mnist-sample", model="simplenet",
+                rounds=50, device="Apple MPS", batch_size=32)
 
 
 def test_hub_state_follows_a_session_from_listening_to_finished():
     clock = Clock()
     state = ProgressState("hub", total_rounds=100, clock=clock, expected_workers=2)
-    state.apply([{"source": "hub", "kind": "listening", "port": 7341, "pub_port": 7342,
-                  "pair_port": 7343, "bind": "0.0.0.0", "hub_key": "ab" * 8,
-                  "out_dir": "/out", "addresses": ["10.0.0.2"]},
-                 {"source": "hub", "kind": "worker_joined", "worker": worker_summary(1, 0)},
-                 {"source": "hub", "kind": "worker_joined", "worker": worker_summary(2, 0)},
-                 {"source": "hub", "kind": "state", "state": "training"}])
+    state.apply([hub(Listening("0.0.0.0", 7341, 7342, 7343, "ab" * 8, ("10.0.0.2",), "/out")),
+                 hub(WorkerJoined(worker_summary(1, 0))),
+                 hub(WorkerJoined(worker_summary(2, 0))),
+                 hub(StateChanged("training"))])
     assert state.phase == "training" and state.active_workers() == 2
     for version in range(1, 11):
         clock.now += 0.5
@@ -56,15 +76,12 @@ def test_hub_state_follows_a_session_from_listening_to_finished():
     assert state.workers[1].rate(clock.now) == pytest.approx(64.0)  # 32 samples per 0.5 s
     assert state.bandwidth() == pytest.approx(6000.0)  # 3000 bytes per 0.5 s
     assert len(state.loss) == len(state.loss_smooth) == 10
-    state.apply([{"source": "hub", "kind": "rejected", "code": "STALE", "detail": ""}] * 3
-                + [{"source": "hub", "kind": "eval", "version": 10, "accuracy": 0.5,
-                    "loss": 1.0, "final": False},
-                   {"source": "hub", "kind": "worker_left", "worker": worker_summary(2, 10),
-                    "reason": "silent"}])
+    state.apply([hub(Rejected("STALE", ""))] * 3
+                + [hub(Evaluated(10, 0.5, 1.0, False)),
+                   hub(WorkerLeft(worker_summary(2, 10), "silent"))])
     assert state.latest_accuracy() == 0.5 and state.workers[2].state == "stopped answering"
-    state.apply([{"source": "hub", "kind": "finished", "accuracy": 0.9712, "loss": 0.1,
-                  "version": 100, "model_path": "/out/trained_model.pth", "seconds": 12.0},
-                 {"source": "hub", "kind": "closed"}])
+    state.apply([hub(Finished(0.9712, 0.1, 100, "/out/trained_model.pth", 12.0)),
+                 hub(Ended(result=True))])
     assert state.phase == "finished" and state.final.accuracy == 0.9712 and state.closed
     log = "\n".join(state.take_log())
     assert "Refused requests: 3 × STALE" in log and "97.12%" in log
@@ -73,52 +90,36 @@ def test_hub_state_follows_a_session_from_listening_to_finished():
 
 def test_worker_state_counts_its_pushes_and_tells_leaving_from_finishing():
     state = ProgressState("worker", name="laptop", clock=Clock())
-    state.apply([{"source": "worker", "kind": "device", "description": "Apple MPS",
-                  "note": ""},
-                 {"source": "worker", "kind": "joined", "worker_id": 3, "shard": 0,
-                  "num_shards": 2, "dataset": "mnist-sample", "model": "simplenet",
-                  "rounds": 50, "device": "Apple MPS", "batch_size": 32}])
-    state.apply([{"source": "worker", "kind": "round", "version": v, "loss": 1.0,
-                  "compute_s": 0.02, "accepted": True, "pushed": v + 1, "rejected": 0}
-                 for v in range(5)])
+    state.apply([worker(DeviceChosen("Apple MPS", "")), worker(JOINED)])
+    state.apply([worker(Pushed(v, 0, 1.0, 0.02, 32, True, v + 1, 0)) for v in range(5)])
     assert (state.total_rounds, state.version) == (50, 5)
     row = state.workers[3]
     assert row.name == "laptop (this machine)" and row.samples == 160
     assert state.compute_ms[-1] == (5, pytest.approx(20.0))
     left = ProgressState("worker", clock=Clock())
-    left.apply([{"source": "worker", "kind": "done", "pushed": 7, "rejected": 0,
-                 "version": 6, "left": True},
-                {"source": "worker", "kind": "stopped", "left": True, "result": True}])
+    left.apply([worker(WorkerDone(7, 0, 6, left=True)), worker(Ended(left=True, result=True))])
     assert left.phase == "stopped" and left.final is None
-    state.apply([{"source": "worker", "kind": "done", "pushed": 5, "rejected": 0,
-                  "version": 4, "left": False}])
+    state.apply([worker(WorkerDone(5, 0, 4, left=False))])
     assert state.phase == "finished" and state.final.pushed == 5
 
 
 def test_worker_state_folds_the_hubs_feed_accuracy_all_workers_and_final_accuracy():
     state = ProgressState("worker", name="w3", clock=Clock())
-    state.apply([{"source": "worker", "kind": "joined", "worker_id": 3, "shard": 0,
-                  "num_shards": 2, "dataset": "mnist-sample", "model": "simplenet",
-                  "rounds": 50, "device": "CPU", "batch_size": 32},
-                 {"source": "feed", "kind": "worker_joined", "worker": worker_summary(4, 0)}])
+    state.apply([worker(dataclasses.replace(JOINED, device="CPU")),
+                 feed(WorkerJoined(worker_summary(4, 0)))])
     assert sorted(state.workers) == [3, 4]
-    feed = [{**hub_round(v, [worker_summary(3, v), worker_summary(4, v)]), "source": "feed"}
-            for v in range(1, 6)]
-    state.apply(feed + [{"source": "worker", "kind": "round", "version": 4, "loss": 1.0,
-                         "compute_s": 0.02, "accepted": True, "pushed": 5, "rejected": 1},
-                        {"source": "feed", "kind": "eval", "version": 5, "accuracy": 0.5,
-                         "loss": 1.0, "final": False}])
+    rounds = [hub_round(v, [worker_summary(3, v), worker_summary(4, v)], FEED)
+              for v in range(1, 6)]
+    state.apply(rounds + [worker(Pushed(4, 0, 1.0, 0.02, 32, True, 5, 1)),
+                          feed(Evaluated(5, 0.5, 1.0, False))])
     assert state.workers[3].name == "w3 (this machine)" and state.workers[4].name == "w4"
     assert state.workers[4].pushed == 5 and state.accuracy == [(5, 0.5)]
     assert (state.pushed, state.rejected, state.version) == (5, 1, 5)
     assert state.bytes_sent == 0  # traffic is this machine's own, polled from its channel
-    state.apply([{"source": "worker", "kind": "done", "pushed": 5, "rejected": 1,
-                  "version": 49, "left": False}])  # the hub's Done before its "finished"
+    state.apply([worker(WorkerDone(5, 1, 49))])  # the hub's Done before its Finished
     assert state.final.accuracy is None and state.final.pushed == 5
-    state.apply([{"source": "feed", "kind": "eval", "version": 50, "accuracy": 0.8,
-                  "loss": 0.5, "final": True},
-                 {"source": "feed", "kind": "finished", "accuracy": 0.8, "loss": 0.5,
-                  "version": 50, "model_path": "/hub/model.pt", "seconds": 9.0}])
+    state.apply([feed(Evaluated(50, 0.8, 0.5, True)),
+                 feed(Finished(0.8, 0.5, 50, "/hub/model.pt", 9.0))])
     assert state.final.accuracy == 0.8 and state.final.pushed == 5
     assert state.latest_accuracy() == 0.8 and state.workers[4].state == "done"
 

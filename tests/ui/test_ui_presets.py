@@ -7,10 +7,12 @@ import pytest
 
 pytest.importorskip("PySide6")
 
+from computeshare_desktop.events import ModeChanged, RoundClosed, WorkerInfo  # noqa: E402
 from computeshare_desktop.gui.host_dialog import HostDialog  # noqa: E402
-from computeshare_desktop.gui.options import HostOptions  # noqa: E402
+from computeshare_desktop.service.options import HostOptions  # noqa: E402
 from computeshare_desktop.gui.progress_state import ProgressState  # noqa: E402
 from computeshare_desktop.gui.settings import Settings  # noqa: E402
+from computeshare_desktop.service import Tagged  # noqa: E402
 
 
 def choose(dialog: HostDialog, preset: str) -> None:
@@ -65,17 +67,15 @@ def test_the_advanced_override_wins_and_is_remembered(qtbot, ui_home) -> None:
 
 def test_progress_state_keeps_shares_busy_and_bytes_per_round() -> None:
     state = ProgressState("hub", total_rounds=100, expected_workers=2)
-    workers = [{"id": i, "name": f"w{i}", "device": "CPU", "shard": i - 1, "pushed": 1,
-                "rejected": 0, "samples": 32, "ready": True, "compute_s": 0.1,
-                "batch": 16 * i, "busy": 0.4 * i} for i in (1, 2)]
+    workers = tuple(WorkerInfo(i, f"w{i}", "CPU", i - 1, 1, 0, 32, True, 0.1, 16 * i, 0.4 * i)
+                    for i in (1, 2))
     for version in (1, 2, 3):
-        state.apply([{"kind": "round", "round": version, "version": version, "steps": 1,
-                      "loss": 1.0, "contributors": 2, "rejected": 0, "samples": 48,
-                      "bytes_in": 40_000 + version, "bytes_out": 50_000, "seconds": 0.1,
-                      "compute_s": 0.08, "busy": 0.6, "complete": True, "workers": workers}])
+        state.apply([Tagged("hub", RoundClosed(
+            round=version, version=version, steps=1, loss=1.0, contributors=2, rejected=0,
+            bytes_in=40_000 + version, bytes_out=50_000, payload_bytes=90_000, samples=48,
+            seconds=0.1, complete=True, compute_s=0.08, busy=0.6, workers=workers))])
     assert state.bytes_per_round() == 90_002
     assert state.busy == 0.6
     assert [(w.share, w.busy) for w in state.workers.values()] == [(16, 0.4), (32, 0.8)]
-    state.apply([{"kind": "mode", "preset": "slow", "codec": "topk", "topk": 0.01,
-                  "local_steps": 8, "compute_s": 0.005, "other_s": 0.02, "bandwidth": 1e7}])
+    state.apply([Tagged("hub", ModeChanged("slow", "topk", 0.01, 8, 0.005, 0.02, 1e7))])
     assert any("Slow" in line or "slow" in line for line in state.take_log())

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
-from computeshare_desktop.gui.options import HostOptions  # noqa: E402
+from computeshare_desktop.service.options import HostOptions  # noqa: E402
 from helpers_net import WorkerThread, free_ports  # noqa: E402
 from ui_helpers import LoopLatency  # noqa: E402
 

@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
-from computeshare_desktop.gui.options import HostOptions  # noqa: E402
+from computeshare_desktop.service.options import HostOptions  # noqa: E402
 from helpers_net import free_ports, metrics  # noqa: E402
 from ui_helpers import click, type_into  # noqa: E402
 
@@ -33,7 +33,7 @@ def test_stop_then_resume_from_the_recent_sessions_and_the_host_dialog(
     assert recent.resume_button.isEnabled()
     click(qtbot, recent.resume_button)
     second = main_window.progress_windows[-1]
-    assert second is not first and second.runner.options.resume
+    assert second is not first and second.runner.plan.resume
     qtbot.waitUntil(lambda: second.state.version >= stopped_at + 30, timeout=60_000)
     click(qtbot, second.stop_button)
     qtbot.waitUntil(lambda: not second.runner.running, timeout=20_000)
@@ -51,7 +51,7 @@ def test_stop_then_resume_from_the_recent_sessions_and_the_host_dialog(
     type_into(qtbot, dialog.port, str(free_ports()))
     click(qtbot, dialog.resume_button)
     third = main_window.progress_windows[-1]
-    assert third.runner.options.resume and third.runner.options.rounds == 100_000
+    assert third.runner.plan.resume and third.runner.plan.config.rounds == 100_000
     qtbot.waitUntil(lambda: third.state.version > versions[-1], timeout=60_000)
     third.runner.stop()
     qtbot.waitUntil(lambda: not third.runner.running, timeout=20_000)

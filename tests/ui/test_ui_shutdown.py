@@ -14,7 +14,7 @@ pytest.importorskip("pyqtgraph")
 
 from computeshare_desktop.discovery import SessionBrowser  # noqa: E402
 from computeshare_desktop.gui.main_window import MainWindow  # noqa: E402
-from computeshare_desktop.gui.options import HostOptions  # noqa: E402
+from computeshare_desktop.service.options import HostOptions  # noqa: E402
 from computeshare_desktop.gui.settings import Settings  # noqa: E402
 from helpers_net import free_ports, wait_for  # noqa: E402
 

@@ -11,7 +11,7 @@ pytest.importorskip("pyqtgraph")
 
 from PySide6.QtCore import QTimer  # noqa: E402
 
-from computeshare_desktop.gui.options import HostOptions  # noqa: E402
+from computeshare_desktop.service.options import HostOptions  # noqa: E402
 from helpers_net import PIN as HUB_PIN  # noqa: E402
 from helpers_net import RunningHub, free_ports  # noqa: E402
 from ui_helpers import click, join_by_address  # noqa: E402

@@ -1,4 +1,5 @@
-"""What the dialogs produce and the app is started with: plain, frozen dataclasses. No Qt."""
+"""What a session is started with (the Host and Join dialogs and the command line fill
+these in): plain, frozen dataclasses. No Qt."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from ..errors import ConfigError
 from ..hub import HubConfig
 from ..hub.outputs import OutputDir
 from ..hub.presets import resolve
-from ..transport import DEFAULT_PORT
+from ..defaults import DEFAULT_PORT
+from ..worker import DeviceChoice
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +26,24 @@ class AppConfig:
     interfaces: tuple[str, ...] | None = None  # mDNS browse/advertise here (None: all)
     bind: str = "0.0.0.0"  # the hub listens here
     refresh_ms: int = 100  # how often windows drain their event queues
+
+
+@dataclass(frozen=True, slots=True)
+class HostPlan:
+    """What to host, and where."""
+
+    config: HubConfig  # on a resume, the folder's own configuration wins
+    out_dir: Path
+    resume: bool = False
+    pin: str = ""  # "": COMPUTESHARE_PIN, else a random PIN
+    port: int | None = None  # None: the default port, or any free one when it is busy
+    bind: str = "0.0.0.0"
+    interfaces: tuple[str, ...] | None = None  # advertise on these (None: all)
+    advertise: bool = True
+    name: str = ""  # session name on the LAN ("": HOST — DATASET)
+    train_here: bool = False  # a worker on this machine too
+    device: DeviceChoice | None = None  # the local worker's (None: the best one)
+    linger_s: float = 5.0  # after the last round, how long to wait for workers to hear it
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,22 +98,36 @@ class HostOptions:
                          topk=mode.topk, local_steps=mode.local_steps, updates=self.updates,
                          max_staleness=self.max_staleness, aggregation=self.aggregation)
 
+    def plan(self, app: AppConfig, device: DeviceChoice | None = None) -> HostPlan:
+        """The HostPlan of these options (ConfigError on a bad value); ``device``: the
+        local worker's (None: the best one)."""
+        return HostPlan(self.config(), self.output_path(), resume=self.resume,
+                        port=None if self.port == DEFAULT_PORT else self.port,
+                        bind=app.bind, interfaces=app.interfaces, advertise=self.advertise,
+                        name=self.name, train_here=self.train_here, device=device)
+
     def session_name(self) -> str:
         """The name advertised on the LAN."""
         return self.name.strip() or f"{socket.gethostname()} — {self.dataset}"
 
     def output_path(self) -> Path:
-        """The output folder; ConfigError when it already holds another session's results."""
+        """The output folder; ConfigError when it cannot hold this session (see
+        ``check_output_folder``)."""
         if not self.out_dir.strip():
             raise ConfigError("choose an output folder")
-        path = Path(self.out_dir).expanduser()
-        if self.resume:
-            if not OutputDir(path).has_checkpoint():
-                raise ConfigError(f"{path} holds no checkpoint to resume")
-        elif OutputDir(path).holds_session():
-            raise ConfigError(f"{path} already holds a training session: resume it or "
-                              "choose a new folder")
-        return path
+        return check_output_folder(Path(self.out_dir).expanduser(), self.resume)
+
+
+def check_output_folder(path: Path, resume: bool) -> Path:
+    """``path`` if it can hold the session: a resume needs a checkpoint there, a new session
+    a folder that holds no other (their metrics would mix). ConfigError otherwise."""
+    if resume:
+        if not OutputDir(path).has_checkpoint():
+            raise ConfigError(f"{path} holds no checkpoint to resume")
+    elif OutputDir(path).holds_session():
+        raise ConfigError(f"{path} already holds a training session: resume it (--resume, or "
+                          "Resume in the app) or choose a new folder")
+    return path
 
 
 @dataclass(frozen=True, slots=True)

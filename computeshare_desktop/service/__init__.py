@@ -1,0 +1,12 @@
+"""The session service: hosting and joining, shared by the command line and the app.
+
+It owns the threads and the policies (output folder, PIN, port fallback, address order,
+remembered hubs); the views only start, stop and show. No Qt.
+"""
+
+from .host import HostPlan, HostService, choose_pin
+from .join import FEED, JoinPlan, JoinService, Tagged, remembers
+from .options import AppConfig, HostOptions, JoinTarget
+
+__all__ = ["AppConfig", "FEED", "HostOptions", "HostPlan", "HostService", "JoinPlan",
+           "JoinService", "JoinTarget", "Tagged", "choose_pin", "remembers"]

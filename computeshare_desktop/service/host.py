@@ -1,0 +1,255 @@
+"""Hosting a session, for the command line and the app alike. No Qt.
+
+``HostService`` owns the hub's thread and the policies around it: the output folder (no
+second session in one folder), the PIN (given, else ``COMPUTESHARE_PIN``, else a random
+one), the port (a busy default port falls back to any free one), the LAN advert, and
+"also train on this machine", an ordinary worker (a ``JoinService``) that pairs over
+127.0.0.1 like any other. The hub thread builds the session, binds the sockets, serves
+until training is done or ``stop()`` is asked, saves the model and a checkpoint if it was
+stopped early, then withdraws the advert and closes every socket itself: ZeroMQ sockets
+never change threads.
+
+Views subscribe to its events (``Tagged``: ``source`` is "hub" or "local") through a
+callback run on the service's threads, or drain them from ``events``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import socket
+import threading
+from typing import Callable
+
+from ..discovery import DiscoveryError
+from ..discovery.advertiser import advertised_addresses
+from ..discovery.hub_advert import HubAdvertising
+from ..errors import ComputeShareError, ConfigError, PortInUseError
+from ..events import Advertising, Ended, Event, Failed, Listening, LogLine
+from ..hub import HubResult, HubSession
+from ..protocol.auth import new_pin
+from ..protocol.pake import key_fingerprint
+from ..transport import DEFAULT_PORT, HubServer, Identity, identity_path, load_or_create
+from .join import SERIAL, JoinPlan, JoinService, Tagged, drain_queue
+from .options import HostPlan, JoinTarget, check_output_folder, worker_name
+
+log = logging.getLogger(__name__)
+
+PIN_ENV = "COMPUTESHARE_PIN"
+LOCAL_WORKER_GRACE_S = 10.0  # a stopping local worker's last pull is answered within ~2 s
+
+
+def choose_pin(given: str = "") -> str:
+    """The session PIN: ``given``, else COMPUTESHARE_PIN, else a random 6-digit one."""
+    pin = (given or os.environ.get(PIN_ENV) or new_pin()).strip()
+    if len(pin) < 4:
+        raise ConfigError("the PIN must have at least 4 characters")
+    return pin
+
+
+class HostService:
+    """One hub session on its own thread: ``start()``, then ``stop()`` and ``join()``."""
+
+    def __init__(self, plan: HostPlan,
+                 on_event: Callable[[Tagged], None] | None = None) -> None:
+        """Checks the folder and the PIN now (ConfigError), so a dialog or the command line
+        can say what is wrong before anything starts."""
+        self.plan = plan
+        self.pin = choose_pin(plan.pin)
+        self.out_path = check_output_folder(plan.out_dir, plan.resume)
+        self.events: queue.SimpleQueue[Tagged] = queue.SimpleQueue()
+        self._on_event = on_event
+        self.port: int | None = None
+        self.addresses: list[str] = []  # where workers can reach the hub, best first
+        self.result: HubResult | None = None
+        self.error: ComputeShareError | None = None  # why the hub could not run
+        self.session: HubSession | None = None  # once built (read-only for views)
+        self.local: JoinService | None = None
+        self._server: HubServer | None = None  # while serving (its kick/PIN are thread-safe)
+        self._lock = threading.Lock()
+        self._stop_requested = threading.Event()
+        self._serve_stop = threading.Event()  # what the serve loop watches
+        self._thread = threading.Thread(target=self._run, name=f"cs-hub-{next(SERIAL)}",
+                                        daemon=True)
+
+    # ----------------------------------------------------------------- any thread
+    def start(self) -> "HostService":
+        """Start the hub thread; returns self."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop training (returns at once): the local worker leaves first, then the hub
+        saves the model and a checkpoint and tells its workers."""
+        with self._lock:
+            self._stop_requested.set()
+            local = self.local
+        if local is not None and local.running:
+            local.stop()  # its exit sets _serve_stop, so its last requests still get answers
+        else:
+            self._serve_stop.set()
+
+    def kick(self, worker_id: int) -> None:
+        """Remove a worker and ban its key for this session (returns at once)."""
+        if self._server is not None:
+            self._server.kick(worker_id)
+
+    def rotate_pin(self) -> str | None:
+        """A new session PIN (the old one stops working); None when not serving."""
+        if self._server is None or not self.running:
+            return None
+        self.pin = new_pin()
+        self._server.set_pin(self.pin)
+        return self.pin
+
+    def join(self, timeout_s: float) -> bool:
+        """Wait for the hub (and local worker) threads; True when both have ended."""
+        if self._thread.ident is not None:
+            self._thread.join(timeout_s)
+            if self._thread.is_alive():  # a stuck local worker must not keep the hub up
+                self._serve_stop.set()
+                self._thread.join(timeout_s)
+        return not self._thread.is_alive()
+
+    def wait(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for the hub thread to end by itself; True when it has."""
+        if self._thread.ident is not None:
+            self._thread.join(timeout_s)
+        return not self._thread.is_alive()
+
+    @property
+    def running(self) -> bool:
+        """True while the hub thread is alive."""
+        return self._thread.is_alive()
+
+    @property
+    def stopping(self) -> bool:
+        """True once ``stop()`` was called."""
+        return self._stop_requested.is_set()
+
+    def drain(self) -> list[Tagged]:
+        """Every event (hub and local worker) queued since the last call."""
+        return drain_queue(self.events)
+
+    @property
+    def scope(self) -> str:
+        """The name of the hub's thread: every thread of this session is named after it, so
+        a log handler can keep to one session (see ``in_scope``)."""
+        return self._thread.name
+
+    def session_name(self) -> str:
+        """The name advertised on the LAN."""
+        return self.plan.name.strip() or f"{socket.gethostname()} — {self.plan.config.dataset}"
+
+    # ----------------------------------------------------------------- hub thread
+    def _run(self) -> None:
+        session: HubSession | None = None
+        server: HubServer | None = None
+        advertising: HubAdvertising | None = None
+        try:
+            identity = load_or_create(identity_path("hub"))
+            session = self.session = HubSession(
+                self.plan.config, pin=self.pin, hub_key=identity.public,
+                out_dir=self.out_path, on_event=self._on_hub_event, resume=self.plan.resume)
+            server = self._server = self._listen(session, identity)
+            advertising = self._advertise(session, identity, server.port)
+            self._start_local_worker(server.port)
+            self.result = server.serve(self._serve_stop, linger_s=self.plan.linger_s)
+            if self.result is None:  # stopped early: keep the model (a Stopped event)
+                session.save_stopped()
+        except ComputeShareError as exc:
+            self.error = exc
+            self._post(Failed(str(exc)))
+        except Exception as exc:  # a bug: keep the app alive and show it
+            log.exception("hub thread failed")
+            self.error = ComputeShareError(f"unexpected error: {exc!r}")
+            self._post(Failed(f"unexpected error: {exc!r}"))
+        finally:
+            self._shut_down(session, server, advertising)
+
+    def _listen(self, session: HubSession, identity: Identity) -> HubServer:
+        port, bind = self.plan.port, self.plan.bind
+        try:
+            server = HubServer(session, identity, host=bind,
+                               port=DEFAULT_PORT if port is None else port)
+        except PortInUseError:
+            if port is not None:
+                raise
+            self._post(LogLine(f"Port {DEFAULT_PORT} is busy: listening on a free port "
+                               "instead."))
+            server = HubServer(session, identity, host=bind, port=0)
+        self.port = server.port
+        self.addresses = self._addresses()
+        self._post(Listening(bind, server.port, server.pub_port, server.pair_port,
+                             key_fingerprint(identity.public), tuple(self.addresses),
+                             str(session.out.path)))
+        return server
+
+    def _addresses(self) -> list[str]:
+        if self.plan.bind not in ("0.0.0.0", ""):
+            return [self.plan.bind]
+        try:
+            return advertised_addresses(list(self.plan.interfaces) if self.plan.interfaces
+                                        else None)
+        except DiscoveryError:
+            return []
+
+    def _advertise(self, session: HubSession, identity: Identity,
+                   port: int) -> HubAdvertising | None:
+        if not self.plan.advertise or self._serve_stop.is_set():
+            return None
+        name = self.session_name()
+        interfaces = list(self.plan.interfaces) if self.plan.interfaces else None
+        advertising = HubAdvertising(session, hub_key=identity.public, port=port, name=name,
+                                     interfaces=interfaces)
+        if not advertising.start():  # blocks ~1.7 s (mDNS probing), on this thread
+            self._post(LogLine("Not announced on the LAN (mDNS unavailable): workers can "
+                               "still connect by address."))
+            return None
+        self._post(Advertising(name))
+        return advertising
+
+    def _start_local_worker(self, port: int) -> None:
+        if not self.plan.train_here:
+            return
+        target = JoinTarget(host="127.0.0.1", port=port, label="this machine")
+        local = JoinService(JoinPlan(target, pin=self.pin, name=f"{worker_name()} (host)",
+                                     device=self.plan.device, follow_hub=False),
+                            source="local", events=self.events, on_event=self._on_event,
+                            on_exit=self._on_local_exit, scope=f"{self.scope}/local")
+        with self._lock:
+            if self._stop_requested.is_set():
+                return
+            self.local = local
+        local.start()
+
+    def _on_local_exit(self) -> None:
+        if self._stop_requested.is_set():
+            self._serve_stop.set()
+
+    def _shut_down(self, session: HubSession | None, server: HubServer | None,
+                   advertising: HubAdvertising | None) -> None:
+        if advertising is not None:
+            advertising.close()  # goodbye packets: browsers drop the session at once
+        local = self.local
+        if local is not None:
+            if session is None or not session.done:  # no Done will come: tell it to leave
+                local.stop()
+            if not local.join(LOCAL_WORKER_GRACE_S):
+                local.stop()
+                local.join(LOCAL_WORKER_GRACE_S)
+        if server is not None:
+            server.close()
+        if session is not None:
+            session.close()
+        self._post(Ended(result=self.result is not None))
+
+    def _on_hub_event(self, event: Event) -> None:
+        self._post(event)
+
+    def _post(self, event: Event) -> None:
+        tagged = Tagged("hub", event)
+        self.events.put(tagged)
+        if self._on_event is not None:
+            self._on_event(tagged)

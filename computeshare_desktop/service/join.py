@@ -1,0 +1,275 @@
+"""Joining a session as a worker, for the command line and the app alike. No Qt.
+
+``JoinService`` owns the worker's thread and the policies around it: which of the hub's
+addresses to try first, the hub keys this machine remembers (a worker that joined a hub
+before rejoins without the PIN), the device. The thread owns every ZeroMQ socket of the
+worker (the session makes and closes them).
+
+Once joined, a worker that follows its hub (``follow_hub``) also listens to the hub's
+event stream (an ``EventSubscriber``: its own thread and CURVE SUB socket, keyed by the
+pairing) and forwards those events with ``source="feed"``: accuracy, every worker's
+counters, the final result. The worker thread starts it on Joined and closes it when the
+session ends, however it ends.
+
+Views subscribe to its events (``Tagged``) through a callback run on the service's
+threads, or drain them from ``events``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import queue
+import threading
+from dataclasses import dataclass
+from typing import Callable, TypeVar
+
+from ..errors import ComputeShareError, HubStoppedError, HubUnreachableError, RejectedError
+from ..events import DeviceChosen, Ended, Event, Failed, Finished, HubStopped, Joined
+from ..protocol.pake import key_fingerprint
+from ..transport import (EventSubscriber, KnownHubs, ZmqConnector, first_reachable,
+                         identity_path, load_or_create, probe_hub)
+from ..worker import DeviceChoice, WorkerOptions, WorkerResult, WorkerSession, pick_device
+from .messages import refusal_message
+from .options import JoinTarget
+
+log = logging.getLogger(__name__)
+
+FEED = "feed"  # the ``source`` of events relayed from the hub's event stream
+FINISHED_GRACE_S = 3.0  # after the hub's Done, how long to wait for its Finished event
+SERIAL = itertools.count(1)  # numbers the services' threads: cs-hub-1, cs-worker-2...
+
+
+def in_scope(thread_name: str, scope: str) -> bool:
+    """True for the thread called ``scope`` and the threads it started (named scope/...)."""
+    return thread_name == scope or thread_name.startswith(scope + "/")
+
+
+@dataclass(frozen=True, slots=True)
+class Tagged:
+    """An event and where it came from: "hub", "local" (a host's own worker), "worker",
+    or "feed" (the hub's events as a worker hears them)."""
+
+    source: str
+    event: Event
+
+
+@dataclass(frozen=True, slots=True)
+class JoinPlan:
+    """Which hub to join, and how this worker behaves."""
+
+    target: JoinTarget
+    pin: str = ""  # "" works for a hub this machine joined before
+    name: str = "worker"  # shown on the hub; one key (and one list of known hubs) per name
+    device: DeviceChoice | None = None  # None: the best one
+    first_contact_s: float = 15.0  # give up this soon if the hub never answered at all
+    give_up_s: float = 120.0  # give up after this long without any answer
+    max_rate: float = 0.0  # samples per second at most (0: no limit)
+    follow_hub: bool = True  # relay the hub's events too (a host's own worker has them)
+
+
+def known_hub_key(target: JoinTarget, known: KnownHubs) -> str | None:
+    """The key of ``target``'s hub if this worker joined it before (then no PIN is needed):
+    by the advertised key's fingerprint, else by the address."""
+    if target.expected_key:
+        return known.key_with_fingerprint(target.expected_key, key_fingerprint)
+    return next((key for host in (target.host, *target.hosts)
+                 if (key := known.key_for(f"{host}:{target.port}"))), None)
+
+
+def remembers(target: JoinTarget, name: str) -> bool:
+    """True when the worker called ``name`` has joined ``target``'s hub before."""
+    return known_hub_key(target, KnownHubs(identity_path("worker", name))) is not None
+
+
+class JoinService:
+    """One worker session on its own thread: ``start()``, then ``stop()`` and ``join()``."""
+
+    def __init__(self, plan: JoinPlan, *, source: str = "worker",
+                 events: "queue.SimpleQueue[Tagged] | None" = None,
+                 on_event: Callable[[Tagged], None] | None = None,
+                 on_exit: Callable[[], None] | None = None, scope: str | None = None) -> None:
+        """``scope``: the name of its thread (a host's worker: inside the host's scope)."""
+        self.plan, self.source = plan, source
+        self.target = plan.target
+        self.events: queue.SimpleQueue[Tagged] = events or queue.SimpleQueue()
+        self.result: WorkerResult | None = None
+        self.error: ComputeShareError | None = None  # why the worker stopped early
+        self.error_code: str | None = None
+        self._on_event = on_event
+        self._on_exit = on_exit
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._session: WorkerSession | None = None
+        self._feed: EventSubscriber | None = None  # made and closed on the worker thread
+        self._feed_key: str | None = None
+        self._connector: ZmqConnector | None = None
+        self._hub_finished = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name=scope or f"cs-{source}-{next(SERIAL)}")
+
+    # ----------------------------------------------------------------- any thread
+    def start(self) -> "JoinService":
+        """Start the worker thread; returns self."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Leave the session (returns at once)."""
+        with self._lock:
+            self._stop.set()
+            if self._session is not None:
+                self._session.leave()
+
+    def join(self, timeout_s: float) -> bool:
+        """Wait for the thread; True when it has ended."""
+        if self._thread.ident is not None:
+            self._thread.join(timeout_s)
+        return not self._thread.is_alive()
+
+    wait = join  # as HostService.wait: nothing to force here
+
+    @property
+    def scope(self) -> str:
+        """The name of the worker's thread: every thread of this session is named after it,
+        so a log handler can keep to one session (see ``in_scope``)."""
+        return self._thread.name
+
+    @property
+    def running(self) -> bool:
+        """True while the worker thread is alive."""
+        return self._thread.is_alive()
+
+    @property
+    def stopping(self) -> bool:
+        """True once ``stop()`` was called."""
+        return self._stop.is_set()
+
+    def drain(self) -> list[Tagged]:
+        """Every event queued since the last call."""
+        return drain_queue(self.events)
+
+    def traffic(self) -> tuple[int, int]:
+        """(bytes sent, bytes received) on the encrypted channel so far."""
+        channel = getattr(self._session, "channel", None)
+        return (int(getattr(channel, "bytes_sent", 0)), int(getattr(channel, "bytes_received", 0)))
+
+    # ----------------------------------------------------------------- worker thread
+    def _run(self) -> None:
+        try:
+            self._work()
+        except RejectedError as exc:
+            code = getattr(exc.code, "value", str(exc.code))
+            self._failed(exc, code, refusal_message(code, exc.detail))
+        except HubStoppedError as exc:
+            self.error, self.error_code = exc, "HUB_STOPPED"  # its HubStopped event says it
+        except HubUnreachableError as exc:
+            if not self._stop.is_set():
+                self._failed(exc, "UNREACHABLE", str(exc))
+        except ComputeShareError as exc:
+            self._failed(exc, "ERROR", str(exc))
+        except Exception as exc:  # a bug: keep the app alive and show it
+            log.exception("worker thread failed")
+            self._failed(ComputeShareError(f"unexpected error: {exc!r}"), "ERROR",
+                         f"unexpected error: {exc!r}")
+        finally:
+            self._close_feed()
+            self._post(Ended(left=self._stop.is_set(), result=self.result is not None))
+            if self._on_exit is not None:
+                self._on_exit()
+
+    def _failed(self, exc: ComputeShareError, code: str, message: str) -> None:
+        self.error, self.error_code = exc, code
+        self._post(Failed(message, code))
+
+    def _work(self) -> None:
+        plan, t = self.plan, self.target
+        device = plan.device or pick_device("auto")
+        self._post(DeviceChosen(device.description, device.note))
+        key_file = identity_path("worker", plan.name)
+        identity = load_or_create(key_file)
+        host = first_reachable(t.hosts, t.pair_port or t.port + 2) if len(t.hosts) > 1 \
+            else t.host
+        known = KnownHubs(key_file)
+        hub_key = known_hub_key(t, known)
+        # The cause of a failure now, in words, rather than retries that say nothing:
+        port = t.port if hub_key else t.pair_port or t.port + 2
+        probe_hub(host, port, label=f"{host}:{t.port}" + ("" if port == t.port else
+                                                         f" (its pairing port {port})"))
+        connector = ZmqConnector(host, t.port, identity, pair_port=t.pair_port)
+        self._connector = connector
+        options = WorkerOptions(pin=plan.pin, name=plan.name,
+                                first_contact_s=plan.first_contact_s, give_up_s=plan.give_up_s,
+                                max_rate=plan.max_rate)
+        session = WorkerSession(connector, options, device, on_event=self._on_worker_event,
+                                expected_key=t.expected_key, hub_key=hub_key)
+
+        def remember(event: Event) -> None:  # a restart rejoins without the PIN
+            if isinstance(event, Joined) and session.hub_key:
+                known.remember(session.hub_key, f"{host}:{t.port}")
+
+        session.sinks.append(remember)
+        with self._lock:
+            self._session = session
+            if self._stop.is_set():
+                session.leave()
+        self.result = session.run()
+
+    def _on_worker_event(self, event: Event) -> None:
+        if isinstance(event, Joined) and self._session is not None:
+            self._follow(self._session)
+        self._post(event)
+
+    def _post(self, event: Event, source: str | None = None) -> None:
+        tagged = Tagged(source or self.source, event)
+        self.events.put(tagged)
+        if self._on_event is not None:
+            self._on_event(tagged)
+
+    # ----------------------------------------------------------------- the hub's events
+    def _follow(self, session: WorkerSession) -> None:
+        """Subscribe to the hub's events (worker thread, on each Joined)."""
+        if not self.plan.follow_hub or session.hub_key is None:
+            return
+        if self._feed is not None and self._feed_key == session.hub_key:
+            return  # a rejoin with the same hub: the subscription still stands
+        self._close_feed()
+        c = self._connector
+        if c is None:
+            return
+        try:
+            self._feed = EventSubscriber(c.host, c.port + 1, c.identity, session.hub_key,
+                                         self._on_hub_event).start()
+            self._feed_key = session.hub_key
+        except Exception:  # best-effort: the worker trains on without the hub's view
+            log.exception("could not follow the hub's events")
+            self._feed = None
+
+    def _on_hub_event(self, event: Event) -> None:
+        """On the subscriber's thread: relay one hub event."""
+        self._post(event, FEED)
+        if isinstance(event, Finished):
+            self._hub_finished.set()
+        elif isinstance(event, HubStopped) and self._session is not None:
+            self._session.hub_said_stopped(event.version)  # it may be computing: end now
+
+    def _close_feed(self) -> None:
+        feed, self._feed, self._feed_key = self._feed, None, None
+        if feed is None:
+            return
+        if self.result is not None and not self._stop.is_set():
+            self._hub_finished.wait(FINISHED_GRACE_S)  # the hub's final accuracy is on its way
+        feed.close()
+
+
+T = TypeVar("T")
+
+
+def drain_queue(events: "queue.SimpleQueue[T]") -> list[T]:
+    """Everything in ``events`` right now, without blocking."""
+    items: list[T] = []
+    while True:
+        try:
+            items.append(events.get_nowait())
+        except queue.Empty:
+            return items

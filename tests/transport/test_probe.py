@@ -1,0 +1,73 @@
+"""Joining names the real cause at once: an unknown name, a refused connection, a port that
+answers but is not a hub; and a real hub passes."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from helpers_net import RunningHub, free_ports
+
+from computeshare_desktop.errors import HubUnreachableError
+from computeshare_desktop.transport import probe_hub
+
+
+def test_a_refused_connection_is_named_within_the_timeout():
+    port = free_ports()
+    began = time.monotonic()
+    with pytest.raises(HubUnreachableError, match="connection refused by 127.0.0.1"):
+        probe_hub("127.0.0.1", port, timeout_s=2.0)
+    assert time.monotonic() - began < 3.0
+
+
+def test_an_unknown_name_is_a_dns_failure(monkeypatch):
+    def no_such_name(*args, **kwargs):
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_such_name)  # no resolver is asked
+    with pytest.raises(HubUnreachableError, match="the name 'hub.lan' was not found"):
+        probe_hub("hub.lan", 7341)
+
+
+def test_a_port_that_answers_but_is_not_a_hub_says_so():
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    accepted: list[socket.socket] = []
+    thread = threading.Thread(target=lambda: accepted.append(server.accept()[0]), daemon=True)
+    thread.start()
+    try:
+        began = time.monotonic()
+        with pytest.raises(HubUnreachableError, match="not a ComputeShare hub"):
+            probe_hub("127.0.0.1", port, timeout_s=1.0, label="my-desktop:7341")
+        assert time.monotonic() - began < 3.0
+    finally:
+        for conn in accepted:
+            conn.close()
+        server.close()
+
+
+def test_a_real_hub_passes(tmp_path):
+    hub = RunningHub(tmp_path, workers=1, rounds=10)
+    try:
+        probe_hub("127.0.0.1", hub.port + 2)  # the pairing port
+        probe_hub("127.0.0.1", hub.port)  # the request port
+    finally:
+        hub.close()
+
+
+@pytest.mark.slow
+def test_cli_join_with_nothing_listening_exits_3_and_says_refused(tmp_path):
+    port = free_ports()
+    began = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "computeshare_desktop.cli", "join",
+                           f"127.0.0.1:{port}", "--quiet"], capture_output=True, text=True,
+                          timeout=60, env={"COMPUTESHARE_PIN": "123456",
+                                           "COMPUTESHARE_HOME": str(tmp_path), "PATH": ""})
+    elapsed = time.monotonic() - began
+    assert proc.returncode == 3, proc.stderr
+    assert f"connection refused by 127.0.0.1:{port}" in proc.stderr
+    assert elapsed < 15.0  # process start included; the old wait alone was 15 s
