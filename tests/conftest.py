@@ -2,13 +2,61 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import subprocess
+import sys
 import threading
 import time
 
 import pytest
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+QT_CHECK = ("from PySide6.QtWidgets import QApplication, QWidget\n"
+            "app = QApplication([])\nQWidget().show()")
+
+
+def _start_xvfb() -> str | None:
+    """A private Xvfb display for the GUI tests (focus, Tab order, real windows), when
+    Xvfb is installed and Qt's xcb plugin loads there; None otherwise."""
+    xvfb = shutil.which("Xvfb")
+    if xvfb is None:
+        return None
+    for number in range(90 + os.getpid() % 400, 600):
+        if os.path.exists(f"/tmp/.X11-unix/X{number}") or os.path.exists(f"/tmp/.X{number}-lock"):
+            continue
+        proc = subprocess.Popen([xvfb, f":{number}", "-screen", "0", "1920x1080x24",
+                                 "-nolisten", "tcp"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        atexit.register(lambda p=proc: (p.terminate(), p.wait(5)))
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and proc.poll() is None:
+            if os.path.exists(f"/tmp/.X11-unix/X{number}"):
+                break
+            time.sleep(0.05)
+        if proc.poll() is not None:
+            continue
+        env = {**os.environ, "DISPLAY": f":{number}", "QT_QPA_PLATFORM": "xcb"}
+        try:
+            ok = subprocess.run([sys.executable, "-c", QT_CHECK], env=env, timeout=60,
+                                capture_output=True).returncode == 0
+        except subprocess.TimeoutExpired:
+            ok = False
+        if ok:
+            return f":{number}"
+        proc.terminate()
+        return None  # Xvfb runs, but Qt cannot use it (xcb libraries missing)
+    return None
+
+
+# GUI tests run in a real X server (Xvfb) where there is one, else offscreen. Set
+# QT_QPA_PLATFORM yourself to choose (offscreen is the fallback, and quicker).
+if "QT_QPA_PLATFORM" not in os.environ:
+    display = _start_xvfb()
+    if display is not None:
+        os.environ["DISPLAY"], os.environ["QT_QPA_PLATFORM"] = display, "xcb"
+    else:
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
 
 # Singletons a library starts once per process and keeps (pyzmq's zero-copy collector).

@@ -10,8 +10,8 @@ import dataclasses
 import logging
 from typing import Union
 
-from PySide6.QtCore import QByteArray, QModelIndex, Qt, QTimer
-from PySide6.QtGui import QCloseEvent
+from PySide6.QtCore import QByteArray, QEvent, QModelIndex, QObject, Qt, QTimer
+from PySide6.QtGui import QCloseEvent, QKeyEvent
 from PySide6.QtWidgets import (QAbstractItemView, QFrame, QHBoxLayout, QHeaderView, QLabel,
                                QMainWindow, QPushButton, QStackedWidget, QTableView,
                                QVBoxLayout, QWidget)
@@ -84,6 +84,9 @@ class MainWindow(QMainWindow):
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         header.setHighlightSections(False)
         self.sessions_view.doubleClicked.connect(self._double_clicked)
+        self.sessions_view.setTabKeyNavigation(False)  # Tab leaves the table for the buttons
+        self.sessions_view.setAccessibleName("Sessions on your network")
+        self.sessions_view.installEventFilter(self)  # Enter on a row joins it
         self.sessions_view.selectionModel().selectionChanged.connect(self._update_buttons)
         self.empty_label = QLabel()
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -104,7 +107,20 @@ class MainWindow(QMainWindow):
         self.recent.resume_requested.connect(self.resume)
         self.recent.show_folders(self.settings.recent_sessions())
         self.setCentralWidget(self._layout(icon, title, subtitle))
+        for a, b in ((self.sessions_view, self.join_button), (self.join_button, self.host_button),
+                     (self.host_button, self.connect_button)):
+            self.setTabOrder(a, b)
         self.resize(900, 640)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's API
+        """Enter or Return on a selected session joins it."""
+        if watched is self.sessions_view and event.type() == QEvent.Type.KeyPress and \
+                isinstance(event, QKeyEvent) and \
+                event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and \
+                self.selected_session() is not None:
+            self.join_selected()
+            return True
+        return super().eventFilter(watched, event)
 
     def _layout(self, icon: QLabel, title: QLabel, subtitle: QLabel) -> QWidget:
         titles = QVBoxLayout()
@@ -188,7 +204,14 @@ class MainWindow(QMainWindow):
         return self.model.session(rows[0].row()) if rows else None
 
     def _update_buttons(self) -> None:
-        self.join_button.setEnabled(self.selected_session() is not None)
+        """Join is enabled, and the primary button, while a session is selected."""
+        selected = self.selected_session() is not None
+        self.join_button.setEnabled(selected)
+        for button, primary in ((self.join_button, selected), (self.host_button, not selected)):
+            if (button.objectName() == "Primary") != primary:
+                button.setObjectName("Primary" if primary else "")
+                button.style().unpolish(button)
+                button.style().polish(button)
 
     # ----------------------------------------------------------------- host
     def open_host_dialog(self) -> HostDialog:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QFont, QGuiApplication
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
@@ -25,6 +25,8 @@ class PinCard(QFrame):
         font.setStyleHint(QFont.StyleHint.Monospace)
         font.setLetterSpacing(QFont.SpacingType.AbsoluteSpacing, 4)
         self.digits.setFont(font)  # the style sheet sets the size; this sets the family
+        self.digits.setAccessibleName("Session PIN")
+        self.digits.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # reachable with Tab
         self.hint = QLabel("Starting the hub…")
         self.hint.setProperty("role", "muted")
         self.hint.setWordWrap(True)
@@ -34,6 +36,10 @@ class PinCard(QFrame):
         self.new_button = QPushButton("New PIN")
         self.new_button.setToolTip("Replace the PIN (machines already paired stay; the old "
                                    "PIN stops working)")
+        self._describe()
+        self._copied = QTimer(self)
+        self._copied.setSingleShot(True)
+        self._copied.timeout.connect(lambda: self.copy_button.setText("Copy PIN"))
 
         text = QVBoxLayout()
         text.setSpacing(2)
@@ -52,10 +58,19 @@ class PinCard(QFrame):
         """Show a new PIN."""
         self.pin = pin
         self.digits.setText(group_pin(pin))
+        self._describe()
+
+    def _describe(self) -> None:
+        """Screen readers spell the PIN digit by digit ("4 2 8, 9 1 3")."""
+        spoken = ", ".join(" ".join(group) for group in group_pin(self.pin).split())
+        self.digits.setAccessibleDescription(spoken)
 
     def set_hint(self, text: str) -> None:
         """The line under the digits (how to join)."""
         self.hint.setText(text)
 
     def _copy(self) -> None:
+        """Copy, and say so on the button for two seconds."""
         QGuiApplication.clipboard().setText(self.pin)
+        self.copy_button.setText("Copied ✓")
+        self._copied.start(2000)

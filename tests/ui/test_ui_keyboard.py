@@ -1,0 +1,56 @@
+"""The main window works without a mouse: Tab leaves the sessions table for the buttons,
+Enter on a selected session opens its Join dialog, and Join becomes the primary button."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pyqtgraph")
+
+from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+from computeshare_desktop.discovery import DiscoveredSession  # noqa: E402
+from computeshare_desktop.discovery.advert import SessionAdvert  # noqa: E402
+
+
+def session(name: str, port: int) -> DiscoveredSession:
+    advert = SessionAdvert(session_id="ab" * 8, name=name, host="box", model="simplenet",
+                           dataset="mnist-sample", joined=0, expected=2, state="waiting",
+                           protocol=3, key_fingerprint="cd" * 8, port=port,
+                           pub_port=port + 1, pair_port=port + 2, rounds=600)
+    return DiscoveredSession(advert, ("127.0.0.1",), f"{name}._computeshare._tcp.local.")
+
+
+def test_tab_leaves_the_table_and_enter_joins_the_selected_session(qtbot, main_window):
+    main_window.timer.stop()  # no discovery results replace these two
+    main_window._show_sessions([session("first", 7341), session("second", 7351)])
+    view = main_window.sessions_view
+    main_window.activateWindow()
+    view.setFocus()
+    qtbot.waitUntil(view.hasFocus, timeout=5_000)
+    assert not main_window.join_button.isEnabled()
+    assert main_window.host_button.objectName() == "Primary"
+
+    qtbot.keyClick(view, Qt.Key.Key_Down)  # selects a row, as arrows do
+    qtbot.waitUntil(lambda: main_window.selected_session() is not None, timeout=2_000)
+    assert main_window.join_button.isEnabled()
+    assert main_window.join_button.objectName() == "Primary"
+    assert main_window.host_button.objectName() != "Primary"
+
+    qtbot.keyClick(view, Qt.Key.Key_Tab)  # out of the table, not to its next cell
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is main_window.join_button,
+                    timeout=2_000)
+    qtbot.keyClick(main_window.join_button, Qt.Key.Key_Tab)
+    assert QApplication.focusWidget() is main_window.host_button
+
+    view.setFocus()
+    qtbot.waitUntil(view.hasFocus, timeout=2_000)
+    qtbot.keyClick(view, Qt.Key.Key_Return)
+    dialog = main_window.join_dialog
+    assert dialog is not None
+    qtbot.waitUntil(dialog.isVisible, timeout=2_000)
+    assert dialog.target.label == main_window.selected_session().name
+    qtbot.keyClick(dialog, Qt.Key.Key_Escape)  # Escape cancels
+    qtbot.waitUntil(lambda: not dialog.isVisible(), timeout=2_000)
