@@ -68,6 +68,14 @@ class WorkerJoined(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class WorkerReady(Event):
+    """A worker has its shard and asked for the model: rounds wait for it from now on."""
+
+    kind: ClassVar[str] = "worker_ready"
+    worker: WorkerInfo
+
+
+@dataclass(frozen=True, slots=True)
 class WorkerLeft(Event):
     """``reason``: left, silent, kicked, arch_mismatch or stuck."""
 
@@ -213,6 +221,7 @@ class Joined(Event):
     rounds: int
     device: str
     batch_size: int = 0
+    state: str = "waiting"  # the session's, when it joined (training: it takes over a shard)
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,8 +354,8 @@ class Ended(Event):
 
 
 HUB_EVENTS: tuple[type[Event], ...] = (
-    WorkerJoined, WorkerLeft, StateChanged, RoundClosed, ModeChanged, Evaluated, Rejected,
-    PairingRefused, Finished, Stopped, DiskError, PinChanged, HubStopped)
+    WorkerJoined, WorkerReady, WorkerLeft, StateChanged, RoundClosed, ModeChanged, Evaluated,
+    Rejected, PairingRefused, Finished, Stopped, DiskError, PinChanged, HubStopped)
 WORKER_EVENTS: tuple[type[Event], ...] = (
     PairedWith, Joined, ShardReceived, Pushed, HubSilent, HubLost, HubBack, HubStopped,
     PairingWait, SessionFull, Rejoining, Resync, WorkerDone)

@@ -20,7 +20,8 @@ from ..events import (Advertising, DeviceChosen, DiskError, Ended, Evaluated, Ev
                       Finished, HubBack, HubLost, HubSilent, HubStopped, Joined, Listening,
                       LogLine, ModeChanged, PairedWith, PairingRefused, PairingWait, Pushed,
                       Rejected, Rejoining, RoundClosed, SessionFull, ShardReceived,
-                      StateChanged, Stopped, WorkerDone, WorkerJoined, WorkerLeft)
+                      StateChanged, Stopped, WorkerDone, WorkerJoined, WorkerLeft,
+                      WorkerReady)
 from ..service import FEED, Tagged
 from .formatting import percent
 from .progress_rows import RATE_WINDOW_S, FinalResult, WorkerRow
@@ -62,6 +63,7 @@ class ProgressState:
         self.closed = False  # the runner's thread has ended
         self.batch_size = 0
         self.started_at: float | None = None
+        self.ended_at: float | None = None  # when it stopped making progress (elapsed stops)
         self._rounds: deque[tuple[float, int]] = deque(maxlen=ETA_ROUNDS)
         self._round_bytes: deque[int] = deque(maxlen=ETA_ROUNDS)  # both directions, at the hub
         self.busy: float | None = None  # the workers' mean compute / round time, last round
@@ -78,6 +80,7 @@ class ProgressState:
             ("hub", LogLine): self._hub_log,
             ("hub", WorkerJoined): self._hub_worker_joined,
             ("hub", WorkerLeft): self._hub_worker_left,
+            ("hub", WorkerReady): self._hub_worker_ready,
             ("hub", StateChanged): self._hub_state,
             ("hub", RoundClosed): self._hub_round,
             ("hub", ModeChanged): self._hub_mode,
@@ -112,6 +115,7 @@ class ProgressState:
             (FEED, HubStopped): self._worker_hub_stopped,
             (FEED, WorkerJoined): self._feed_worker_joined,
             (FEED, WorkerLeft): self._feed_worker_left,
+            (FEED, WorkerReady): self._hub_worker_ready,
             (FEED, ModeChanged): self._hub_mode,
             (FEED, RoundClosed): self._feed_round,
             (FEED, Evaluated): self._feed_eval,
@@ -135,8 +139,10 @@ class ProgressState:
         return max(0, self.total_rounds - self.version) * (t1 - t0) / (v1 - v0)
 
     def elapsed_s(self) -> float | None:
-        """Seconds since training started."""
-        return None if self.started_at is None else self.clock() - self.started_at
+        """Seconds of training: from its start to now, or to its end once it ended."""
+        if self.started_at is None:
+            return None
+        return (self.ended_at if self.ended_at is not None else self.clock()) - self.started_at
 
     def bandwidth(self) -> float:
         """Bytes per second, both directions, over the recent window."""
@@ -174,6 +180,8 @@ class ProgressState:
             handler = self._handlers.get((tagged.source, type(tagged.event)))
             if handler is not None:
                 handler(tagged.event, now)
+        if not self.active and self.ended_at is None:
+            self.ended_at = now
         if self._refused:
             summary = ", ".join(f"{n} × {code}" for code, n in sorted(self._refused.items()))
             self._say(f"Refused requests: {summary}")
@@ -231,7 +239,15 @@ class ProgressState:
         w = e.worker
         self.workers[w.id] = WorkerRow(w.id, w.name, w.device, last_seen=now,
                                           state="loading data")
-        self._say(f"Worker {w.id} joined: {w.name} ({w.device}), shard {w.shard}")
+        self._say(f"Worker {w.id} joined: {w.name} ({w.device}), shard {w.shard + 1} of "
+                  f"{self.expected_workers or '?'}")
+
+    def _hub_worker_ready(self, e: WorkerReady, now: float) -> None:
+        row = self.workers.get(e.worker.id)
+        if row is not None:
+            row.last_seen = now
+            if row.state in ("joining", "loading data"):
+                row.state = "training" if self.phase == "training" else "ready"
 
     def _hub_worker_left(self, e: WorkerLeft, now: float) -> None:
         w, reason = e.worker, e.reason
@@ -342,7 +358,10 @@ class ProgressState:
         self.workers[e.worker_id] = WorkerRow(e.worker_id, self._mine(self.name),
                                                  e.device, last_seen=now,
                                                  state="loading data")
-        self.phase, self.status = "waiting", "Waiting for the hub to start training"
+        if e.state == "training":  # a running session: it takes over a free shard
+            self.phase, self.status = "waiting", "Joined a running session: loading data"
+        else:
+            self.phase, self.status = "waiting", "Waiting for the hub to start training"
         self._say(f"Joined as worker {e.worker_id}: shard {e.shard + 1} of "
                   f"{e.num_shards}, {e.model} on {e.dataset}, {e.rounds} rounds")
 
@@ -400,6 +419,9 @@ class ProgressState:
         if e.left:
             self.phase, self.status = "stopped", "You left the session"
             self._say(f"Left the session after pushing {e.pushed} gradients")
+            for wid, row in self.workers.items():  # this window no longer hears the hub
+                if row.state in ACTIVE_STATES:
+                    row.state = "left" if wid == self.worker_id else "not followed"
         elif self.active:
             self.pushed, self.rejected = e.pushed, e.rejected
             self.final = self._worker_final()

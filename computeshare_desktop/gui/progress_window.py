@@ -139,7 +139,7 @@ class ProgressWindow(QMainWindow):
         self.finish_card = FinishCard()
         self.finish_card.hide()
         self.finish_card.open_folder.connect(self.open_output_folder)
-        self.stop_button = QPushButton("Stop training" if hub else "Leave session")
+        self.stop_button = QPushButton("Stop session" if hub else "Leave session")
         self.stop_button.setObjectName("Danger")
         self.stop_button.clicked.connect(self.stop_session)
         self.close_button = QPushButton("Close")
@@ -255,6 +255,9 @@ class ProgressWindow(QMainWindow):
             self.stop_button.hide()
         elif self.runner.stopping:
             self.stop_button.setEnabled(False)
+        elif s.role == "hub":  # "Stop training" only once there is a training to stop
+            self.stop_button.setText("Stop training" if s.phase == "training" else
+                                     "Stop session")
         if s.phase == "failed" and s.error:
             self.progress_label.setText(s.error)
 

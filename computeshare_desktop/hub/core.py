@@ -18,7 +18,7 @@ from ..codec import CODECS, get_codec
 from ..data import ArrayDataset
 from ..errors import RemoteProtocolError
 from ..events import (Event, PairingRefused, Rejected, StateChanged, WorkerJoined,
-                      WorkerLeft)
+                      WorkerLeft, WorkerReady)
 from ..protocol import TO_HUB, TO_PAIRING, RejectCode, SessionState, auth, decode, encode
 from ..protocol.messages import (Ack, Bye, Done, Join, Model, Ping, Pong, Pull, Push, Reject,
                                  Shard, ShardData, Waiting, Welcome)
@@ -264,6 +264,7 @@ class HubCore:
         if not member.ready:
             member.ready = True
             member.progress_at = now
+            self._event(WorkerReady(member.info()))
             self._maybe_start(now, out)
         if self.state is SessionState.TRAINING and self.server.version > msg.after:
             return self._model(member, msg.after)

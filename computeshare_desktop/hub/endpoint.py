@@ -25,7 +25,7 @@ class HubResult:
     loss: float
     version: int
     model_path: Path
-    seconds: float
+    seconds: float  # training time: from the first round (not the wait for workers) on
 
 
 @dataclass(frozen=True, slots=True)

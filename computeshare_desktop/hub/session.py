@@ -20,7 +20,7 @@ from .. import __version__
 from ..data import dataset_info, load_dataset
 from ..errors import ConfigError
 from ..events import (DiskError, Evaluated, Event, Finished, ModeChanged, PinChanged,
-                      RoundClosed, Stopped)
+                      RoundClosed, StateChanged, Stopped)
 from ..evaluation import evaluate
 from ..models import build_model, fingerprint
 from ..protocol import PROTOCOL_VERSION, auth
@@ -84,6 +84,7 @@ class HubSession:
             max_workers=1, thread_name_prefix=f"{threading.current_thread().name}/eval")
         self._evals: list[tuple[int, Future[tuple[float, float]]]] = []
         self.started = time.monotonic()
+        self.training_since: float | None = None  # when the rounds started (not the wait)
         self.last_eval: tuple[int, float, float] | None = None
 
     def _restore(self) -> dict[int, int]:
@@ -198,7 +199,8 @@ class HubSession:
         if self.config.checkpoint_every:
             self.save_checkpoint()
         path = self.out.save_model(self.server.model.state_dict())  # an error here must show
-        result = HubResult(accuracy, loss, version, path, time.monotonic() - self.started)
+        began = self.training_since if self.training_since is not None else self.started
+        result = HubResult(accuracy, loss, version, path, time.monotonic() - began)
         self._emit(Finished(accuracy, loss, version, str(path), result.seconds))
         self._pool.shutdown(wait=True)
         return result
@@ -210,6 +212,9 @@ class HubSession:
     # ----------------------------------------------------------------- internals
     def _after(self) -> None:
         for event in self.core.drain_events():
+            if isinstance(event, StateChanged) and event.state == "training" and \
+                    self.training_since is None:
+                self.training_since = time.monotonic()
             if isinstance(event, RoundClosed):
                 self._on_round(event)
             elif isinstance(event, ModeChanged):  # preset "auto" chose: the file says when

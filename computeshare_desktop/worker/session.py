@@ -165,7 +165,7 @@ class WorkerSession:
                      welcome.worker_id, welcome.shard, welcome.num_shards)
             self._emit(Joined(welcome.worker_id, welcome.shard, welcome.num_shards,
                               welcome.dataset, welcome.model, welcome.rounds,
-                              self.device.description, welcome.batch_size))
+                              self.device.description, welcome.batch_size, welcome.state))
             self._start_heartbeat()
             return
 

@@ -12,7 +12,7 @@ from computeshare_desktop.errors import ConfigError
 from computeshare_desktop.events import (DeviceChosen, Ended, Evaluated, Event, Finished, Joined,
                                          Listening, Pushed, Rejected, RoundClosed,
                                          StateChanged, WorkerDone, WorkerInfo, WorkerJoined,
-                                         WorkerLeft)
+                                         WorkerLeft, WorkerReady)
 from computeshare_desktop.gui.formatting import ago, group_pin, human_bytes, human_duration
 from computeshare_desktop.gui.progress_state import ProgressState
 from computeshare_desktop.gui.settings import SETTINGS_VERSION, Settings, settings_path
@@ -172,3 +172,32 @@ def test_text_for_people():
     assert "(SESSION_DONE)" in refusal_message("SESSION_DONE")
     assert refusal_message("BAD_SHAPE", "x").endswith("(BAD_SHAPE)")
     assert refusal_message("WHATEVER", "odd").endswith("(WHATEVER)")
+
+
+def test_figures_agree_and_stop_at_the_end():
+    clock = Clock()
+    state = ProgressState("hub", total_rounds=2, clock=clock, expected_workers=2)
+    state.apply([hub(WorkerJoined(worker_summary(1, 0))), hub(WorkerJoined(worker_summary(2, 0))),
+                 hub(WorkerReady(worker_summary(1, 0)))])
+    assert [w.state for w in state.workers.values()] == ["ready", "loading data"]
+    assert "shard 1 of 2" in "\n".join(state.take_log())  # counted from 1, as workers say
+    clock.now += 40  # the wait for workers is not training time
+    state.apply([hub(StateChanged("training"))])
+    clock.now += 5
+    state.apply([hub_round(2, [worker_summary(1, 1), worker_summary(2, 1)]),
+                 hub(Finished(0.9, 0.1, 2, "/m.pth", 5.0))])
+    assert state.elapsed_s() == 5
+    clock.now += 60  # after the end, elapsed stays
+    state.apply([hub(Ended(result=True))])
+    assert state.elapsed_s() == 5 and state.active_workers() == 2
+
+
+def test_a_worker_that_leaves_stops_showing_live_rows_and_a_spare_says_it_takes_over():
+    state = ProgressState("worker", name="laptop", clock=Clock())
+    state.apply([worker(dataclasses.replace(JOINED, state="training"))])
+    assert state.status == "Joined a running session: loading data"
+    state.apply([feed(WorkerJoined(worker_summary(4, 0))),
+                 hub_round(1, [worker_summary(3, 1), worker_summary(4, 1)], FEED)])
+    assert {w.state for w in state.workers.values()} == {"training"}
+    state.apply([worker(WorkerDone(1, 0, 1, left=True))])
+    assert [state.workers[3].state, state.workers[4].state] == ["left", "not followed"]
