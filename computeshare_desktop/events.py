@@ -38,6 +38,7 @@ class WorkerInfo:
     compute_s: float = 0.0
     batch: int = 0
     busy: float = 0.0
+    key: str = ""  # its key's fingerprint: the same machine across rejoins
 
 
 @dataclass(frozen=True, slots=True)

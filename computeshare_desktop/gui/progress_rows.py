@@ -25,6 +25,7 @@ class WorkerRow:
     share: int = 0  # its per-step batch: the hub sizes it to the device's speed
     busy: float | None = None  # compute time / round time in its last round
     marks: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=64))
+    key: str = ""  # the machine's key fingerprint: a rejoin keeps its row
 
     def progress(self, now: float, pushed: int, rejected: int, samples: int) -> None:
         """New counters from the hub (or from this worker's own pushes)."""

@@ -20,8 +20,8 @@ from ..events import (Advertising, DeviceChosen, DiskError, Ended, Evaluated, Ev
                       Finished, HubBack, HubLost, HubSilent, HubStopped, Joined, Listening,
                       LogLine, ModeChanged, PairedWith, PairingRefused, PairingWait, Pushed,
                       Rejected, Rejoining, RoundClosed, SessionFull, ShardReceived,
-                      StateChanged, Stopped, WorkerDone, WorkerJoined, WorkerLeft,
-                      WorkerReady)
+                      StateChanged, Stopped, WorkerDone, WorkerInfo, WorkerJoined,
+                      WorkerLeft, WorkerReady)
 from ..service import FEED, Tagged
 from .formatting import percent
 from .progress_rows import RATE_WINDOW_S, FinalResult, WorkerRow
@@ -237,10 +237,19 @@ class ProgressState:
 
     def _hub_worker_joined(self, e: WorkerJoined, now: float) -> None:
         w = e.worker
+        self._forget_earlier_row(w)
         self.workers[w.id] = WorkerRow(w.id, w.name, w.device, last_seen=now,
-                                          state="loading data")
+                                          state="loading data", key=w.key)
         self._say(f"Worker {w.id} joined: {w.name} ({w.device}), shard {w.shard + 1} of "
                   f"{self.expected_workers or '?'}")
+
+    def _forget_earlier_row(self, w: WorkerInfo) -> None:
+        """A machine that rejoins (a new worker id, the same key) keeps one row."""
+        if not w.key:
+            return
+        for wid, row in list(self.workers.items()):
+            if wid != w.id and row.key == w.key:
+                del self.workers[wid]
 
     def _hub_worker_ready(self, e: WorkerReady, now: float) -> None:
         row = self.workers.get(e.worker.id)
@@ -275,7 +284,10 @@ class ProgressState:
         self.bytes_sent += e.bytes_out
         self._round_work(e)
         for w in e.workers:
-            row = self.workers.setdefault(w.id, WorkerRow(w.id, w.name, w.device))
+            row = self.workers.get(w.id)
+            if row is None:
+                self._forget_earlier_row(w)
+                row = self.workers[w.id] = WorkerRow(w.id, w.name, w.device, key=w.key)
             row.progress(now, w.pushed, w.rejected, w.samples)
             row.work(w)
             row.state = "training" if w.ready else "loading data"
@@ -458,8 +470,9 @@ class ProgressState:
         w = e.worker
         if w.id == self.worker_id:
             return
-        self.workers.setdefault(w.id, WorkerRow(w.id, w.name, w.device,
-                                                   last_seen=now, state="loading data"))
+        self._forget_earlier_row(w)
+        self.workers.setdefault(w.id, WorkerRow(w.id, w.name, w.device, last_seen=now,
+                                                   state="loading data", key=w.key))
         self._say(f"Worker {w.id} joined: {w.name} ({w.device})")
 
     def _feed_worker_left(self, e: WorkerLeft, now: float) -> None:
@@ -475,8 +488,9 @@ class ProgressState:
             mine = w.id == self.worker_id
             row = self.workers.get(w.id)
             if row is None:
+                self._forget_earlier_row(w)
                 row = self.workers[w.id] = WorkerRow(
-                    w.id, self._mine(w.name) if mine else w.name, w.device)
+                    w.id, self._mine(w.name) if mine else w.name, w.device, key=w.key)
             row.progress(now, w.pushed, w.rejected, w.samples)
             row.work(w)
             row.state = "training" if w.ready else "loading data"

@@ -9,7 +9,8 @@ from PySide6.QtGui import QColor
 
 from ..discovery import DiscoveredSession
 
-COLUMNS = ("Session", "Host", "Model", "Dataset", "Workers", "State")
+# Two sessions with one name are told apart by their hub (host and port) and hub key.
+COLUMNS = ("Session", "Hub", "Model", "Rounds", "Workers", "State", "Hub key")
 _STATE_COLORS = {"open": "#067647", "training": "#4338CA", "full": "#B54708", "done": "#667085"}
 
 Index = QModelIndex | QPersistentModelIndex
@@ -78,9 +79,12 @@ class SessionTableModel(QAbstractTableModel):
             return None
         advert, column = session.advert, index.column()
         if role == Qt.ItemDataRole.DisplayRole:
-            return (advert.name, advert.host, advert.model, advert.dataset,
-                    f"{advert.joined} / {advert.expected}", state_text(session)[0])[column]
-        if role == Qt.ItemDataRole.ForegroundRole and column == len(COLUMNS) - 1:
+            return (advert.name, f"{advert.host}:{advert.port}",
+                    f"{advert.model} · {advert.dataset}",
+                    f"{advert.rounds:,}" if advert.rounds else "—",
+                    f"{advert.joined} / {advert.expected}", state_text(session)[0],
+                    advert.key_fingerprint[:8])[column]
+        if role == Qt.ItemDataRole.ForegroundRole and column == COLUMNS.index("State"):
             return QColor(_STATE_COLORS[state_text(session)[1]])
         if role == Qt.ItemDataRole.ToolTipRole:
             return (f"{advert.name}\n{session.address}\nhub key {advert.key_fingerprint}\n"

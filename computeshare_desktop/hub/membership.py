@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass
 
 from ..events import WorkerInfo
+from ..protocol.pake import key_fingerprint
 from .rounds import Task
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,8 @@ class Member:
         """What progress events say about this worker."""
         return WorkerInfo(self.worker_id, self.name, self.device, self.shard, self.pushed,
                           self.rejected, self.samples, self.ready, round(self.compute_s, 3),
-                          self.batch, round(self.busy, 3))
+                          self.batch, round(self.busy, 3),
+                          key_fingerprint(self.key) if self.key else "")
 
 
 class Membership:
@@ -70,11 +72,21 @@ class Membership:
         shard = self.free_shard()
         if shard is None:
             return None
-        member = Member(self._next_id, token, name, device, shard, now, now, key=key)
+        member = Member(self._next_id, token, self._unique(name, key), device, shard, now, now,
+                        key=key)
         self._next_id += 1
         self._by_token[token] = member
         log.info("worker %d (%s, %s) joined on shard %d", member.worker_id, name, device, shard)
         return member
+
+    def _unique(self, name: str, key: str) -> str:
+        """``name``, or ``name #2``... when another machine already uses it (two app
+        instances on one computer are both named after it)."""
+        taken = {m.name for m in self._by_token.values() if m.key != key}
+        if name not in taken:
+            return name
+        return next(f"{name} #{n}" for n in range(2, len(taken) + 3)
+                    if f"{name} #{n}" not in taken)
 
     def get(self, token: str, now: float) -> Member | None:
         """The member holding ``token``, marked as seen now; None if unknown."""

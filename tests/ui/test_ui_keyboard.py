@@ -3,6 +3,8 @@ Enter on a selected session opens its Join dialog, and Join becomes the primary 
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 pytest.importorskip("PySide6")
@@ -54,3 +56,17 @@ def test_tab_leaves_the_table_and_enter_joins_the_selected_session(qtbot, main_w
     assert dialog.target.label == main_window.selected_session().name
     qtbot.keyClick(dialog, Qt.Key.Key_Escape)  # Escape cancels
     qtbot.waitUntil(lambda: not dialog.isVisible(), timeout=2_000)
+
+
+def test_two_sessions_with_one_name_are_told_apart(qtbot, main_window):
+    main_window.timer.stop()
+    first, second = session("vm — mnist-sample", 7341), session("vm — mnist-sample", 7351)
+    second = DiscoveredSession(dataclasses.replace(second.advert, key_fingerprint="ef" * 8),
+                               second.addresses, "vm2._computeshare._tcp.local.")
+    main_window._show_sessions([first, second])
+    model = main_window.model
+    rows = [[model.data(model.index(r, c)) for c in range(model.columnCount())]
+            for r in range(2)]
+    assert rows[0][0] == rows[1][0]  # the same name...
+    assert rows[0] != rows[1] and rows[0][1] == "box:7341" and rows[1][1] == "box:7351"
+    assert rows[0][3] == "600" and (rows[0][6], rows[1][6]) == ("cdcdcdcd", "efefefef")

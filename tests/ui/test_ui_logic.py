@@ -201,3 +201,15 @@ def test_a_worker_that_leaves_stops_showing_live_rows_and_a_spare_says_it_takes_
     assert {w.state for w in state.workers.values()} == {"training"}
     state.apply([worker(WorkerDone(1, 0, 1, left=True))])
     assert [state.workers[3].state, state.workers[4].state] == ["left", "not followed"]
+
+
+def test_a_machine_that_rejoins_keeps_one_row():
+    state = ProgressState("hub", total_rounds=10, clock=Clock(), expected_workers=1)
+    first = dataclasses.replace(worker_summary(1, 0), key="aa" * 8)
+    state.apply([hub(WorkerJoined(first)), hub(WorkerLeft(first, "silent"))])
+    again = dataclasses.replace(worker_summary(2, 0), name="w1", key="aa" * 8)
+    state.apply([hub(WorkerJoined(again))])
+    assert list(state.workers) == [2] and state.workers[2].state == "loading data"
+    other = dataclasses.replace(worker_summary(3, 0), key="bb" * 8)
+    state.apply([hub_round(1, [again, other])])
+    assert sorted(state.workers) == [2, 3]
