@@ -38,6 +38,9 @@ def round_axis_limit(version: int, total: int) -> int:
     return total
 
 
+AXIS_WIDTH = 64
+
+
 def _plot(title: str, y_label: str) -> pg.PlotWidget:
     plot = pg.PlotWidget(background="w")
     item = plot.getPlotItem()
@@ -51,6 +54,8 @@ def _plot(title: str, y_label: str) -> pg.PlotWidget:
         axis = item.getAxis(name)
         axis.setPen(pg.mkPen("#D0D5DD"))
         axis.setTextPen(pg.mkPen(AXIS))
+        axis.enableAutoSIPrefix(False)  # "loss", never "loss (x1e-06)"
+    item.getAxis("left").setWidth(AXIS_WIDTH)  # room for labels such as 0.00012
     item.setDownsampling(auto=True, mode="peak")  # a long run stays cheap to draw
     item.disableAutoRange()
     plot.setMouseEnabled(x=False, y=False)

@@ -45,6 +45,9 @@ class JoinDialog(QDialog):
         self.pin_edit.setObjectName("PinEntry")
         self.pin_edit.setPlaceholderText("000 000")
         self.pin_edit.setMaxLength(32)
+        self.pin_edit.setMinimumHeight(self.pin_edit.sizeHint().height())
+        self.pin_edit.setAccessibleName("PIN")
+        self.address_edit.setAccessibleName("Hub address")
         self.pin_edit.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.message = QLabel()
         self.message.setWordWrap(True)
@@ -183,3 +186,6 @@ class JoinDialog(QDialog):
         self.message.style().unpolish(self.message)
         self.message.style().polish(self.message)
         self.message.show()
+        self.layout().activate()
+        if self.height() < self.sizeHint().height():  # grow for the text, never squash
+            self.resize(self.width(), self.sizeHint().height())

@@ -29,6 +29,7 @@ from .sources import LogTap
 from .workers_table import WorkersTable
 
 
+MIN_TABLE_HEIGHT = 150
 SLOW_EVERY = 5  # ticks between redraws of the curves and the table (~2 per second)
 
 
@@ -125,6 +126,7 @@ class ProgressWindow(QMainWindow):
         self.cards = {key: StatCard(name) for key, name in cards}
         self.charts = ChartsPanel(second="accuracy")  # a worker hears the hub's evaluations
         self.workers_table = WorkersTable(kickable=hub)
+        self.workers_table.setMinimumHeight(MIN_TABLE_HEIGHT)  # three rows at the least
         self.kick_button = QPushButton("Kick worker")
         self.kick_button.setToolTip("Remove the selected worker: it cannot pair again in "
                                     "this session, even with the PIN")
@@ -155,8 +157,7 @@ class ProgressWindow(QMainWindow):
         head.addLayout(titles, 1)
         head.addWidget(self.chip, 0, Qt.AlignmentFlag.AlignTop)
         progress = QHBoxLayout()
-        progress.addWidget(self.progress_label)
-        progress.addStretch(1)
+        progress.addWidget(self.progress_label, 1)  # all the width: one line, no wrapping
         progress.addWidget(self.eta_label)
         lower = QSplitter(Qt.Orientation.Horizontal)
         lower.addWidget(self.workers_table)

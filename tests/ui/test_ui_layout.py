@@ -1,0 +1,86 @@
+"""The layout holds: the round line stays on one line, loss axes keep plain labels, the
+workers table shows rows at the minimum size, and an error grows the Join dialog instead
+of squashing the PIN field."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pyqtgraph")
+
+from computeshare_desktop.events import RoundClosed, WorkerInfo  # noqa: E402
+from computeshare_desktop.gui.join_dialog import JoinDialog  # noqa: E402
+from computeshare_desktop.gui.progress_state import ProgressState  # noqa: E402
+from computeshare_desktop.gui.progress_window import MIN_TABLE_HEIGHT, ProgressWindow  # noqa: E402
+from computeshare_desktop.service import Tagged  # noqa: E402
+
+
+class IdleRunner:
+    """A runner that reports nothing (the window renders the state the test feeds it)."""
+
+    running, stopping, scope = True, False, "test-scope"
+
+    def drain(self) -> list[Tagged]:
+        return []
+
+    def stop(self) -> None:
+        self.running = False
+
+    def join(self, timeout_s: float) -> bool:
+        return True
+
+
+def window_with_rounds(qtbot, rounds: int, loss: float) -> ProgressWindow:
+    state = ProgressState("hub", total_rounds=20_000, expected_workers=2)
+    workers = tuple(WorkerInfo(i, f"w{i}", "CPU", i - 1, ready=True) for i in (1, 2))
+    state.apply([Tagged("hub", RoundClosed(
+        round=v, version=v, steps=1, loss=loss, contributors=2, rejected=0, bytes_in=10,
+        bytes_out=10, payload_bytes=20, samples=64, seconds=0.1, complete=True,
+        compute_s=0.05, busy=0.5, workers=workers)) for v in range(1, rounds + 1)])
+    window = ProgressWindow(IdleRunner(), state, title="Hosting t", subtitle="s")
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    return window
+
+
+@pytest.mark.parametrize("width", [900, 1120, 1800])
+def test_the_round_line_stays_on_one_line(qtbot, width):
+    window = window_with_rounds(qtbot, 1135, 0.5)
+    window.resize(width, 900)
+    window.refresh()
+    qtbot.waitUntil(lambda: window.progress_label.text() == "Round 1,135 of 20,000")
+    label = window.progress_label
+    assert label.height() < 2 * label.fontMetrics().lineSpacing()
+    assert label.width() >= label.fontMetrics().horizontalAdvance(label.text())
+
+
+def test_tiny_losses_keep_a_plain_axis_label(qtbot):
+    window = window_with_rounds(qtbot, 30, 2e-6)
+    window.refresh()
+    axis = window.charts.loss_plot.getPlotItem().getAxis("left")
+    assert "x1e" not in axis.labelString() and "loss" in axis.labelString()
+
+
+def test_at_the_minimum_size_the_table_shows_rows(qtbot):
+    window = window_with_rounds(qtbot, 5, 0.5)
+    window.resize(window.minimumSizeHint())
+    window.refresh()
+    qtbot.wait(50)
+    table = window.workers_table
+    assert table.height() >= MIN_TABLE_HEIGHT
+    assert table.viewport().height() >= 2 * table.verticalHeader().defaultSectionSize()
+
+
+def test_an_error_grows_the_join_dialog_and_leaves_the_pin_field_whole(qtbot):
+    dialog = JoinDialog(None, lambda target, pin: None)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    pin_height, before = dialog.pin_edit.height(), dialog.height()
+    dialog._show("The hub refused: " + "a long explanation of what went wrong " * 6, "error")
+    qtbot.wait(50)
+    assert dialog.pin_edit.height() >= pin_height
+    assert dialog.height() > before
+    assert dialog.message.height() >= 2 * dialog.message.fontMetrics().lineSpacing()
