@@ -14,7 +14,7 @@ import time
 from typing import Callable, Protocol
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QCloseEvent, QDesktopServices
+from PySide6.QtGui import QCloseEvent, QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMainWindow, QProgressBar, QPushButton,
                                QSplitter, QVBoxLayout, QWidget)
 
@@ -343,9 +343,18 @@ class ProgressWindow(QMainWindow):
         """The folder "Open output folder" opens (empty until the session finished)."""
         return self.finish_card.url
 
-    def open_output_folder(self, url: QUrl) -> None:
-        """Show the output folder in the system's file manager."""
-        QDesktopServices.openUrl(url)
+    def open_output_folder(self, url: QUrl) -> bool:
+        """Show the output folder in the system's file manager; without one, say where it
+        is and put its path on the clipboard."""
+        if QDesktopServices.openUrl(url):
+            return True
+        path = url.toLocalFile()
+        QGuiApplication.clipboard().setText(path)
+        self.state.note(f"No file manager could open the output folder; its path is on the "
+                        f"clipboard: {path}")
+        self.finish_card.model_path.setToolTip(path)
+        self.refresh()
+        return False
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's API
         """Closing stops the session (once confirmed); the main window waits for the

@@ -84,3 +84,14 @@ def test_an_error_grows_the_join_dialog_and_leaves_the_pin_field_whole(qtbot):
     assert dialog.pin_edit.height() >= pin_height
     assert dialog.height() > before
     assert dialog.message.height() >= 2 * dialog.message.fontMetrics().lineSpacing()
+
+
+def test_open_folder_without_a_file_manager_says_where_it_is(qtbot, monkeypatch, tmp_path):
+    from PySide6.QtCore import QUrl
+    from PySide6.QtGui import QDesktopServices, QGuiApplication
+
+    monkeypatch.setattr(QDesktopServices, "openUrl", staticmethod(lambda url: False))
+    window = window_with_rounds(qtbot, 3, 0.5)
+    assert not window.open_output_folder(QUrl.fromLocalFile(str(tmp_path)))
+    assert QGuiApplication.clipboard().text() == str(tmp_path)
+    assert str(tmp_path) in window.log_pane.toPlainText()
