@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+import queue
+import threading
 from pathlib import Path
+from typing import Callable
 
-from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QComboBox, QDialog,
-                               QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox,
-                               QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox,
-                               QVBoxLayout, QWidget)
+from PySide6.QtCore import QEventLoop
+from PySide6.QtWidgets import (QAbstractSpinBox, QApplication, QCheckBox, QComboBox,
+                               QDialog, QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox,
+                               QHBoxLayout, QLabel, QLineEdit, QProgressDialog, QPushButton,
+                               QSpinBox, QVBoxLayout, QWidget)
 
 from ..codec import CODECS
-from ..data import DATASETS
+from ..data import DATASETS, download, is_available, needs_download
 from ..errors import ConfigError
 from ..hub.outputs import OutputDir
 from ..hub.presets import PRESETS, resolve
@@ -65,6 +69,15 @@ def _combo(items: tuple[str, ...], current: str) -> QComboBox:
     return combo
 
 
+Downloader = Callable[[str, Callable[[int, str], None]], None]
+
+
+def dataset_labels() -> dict[str, str]:
+    """Each dataset's name, marked when it must be downloaded first."""
+    return {name: name + (" — download needed" if needs_download(name) else "")
+            for name in DATASETS}
+
+
 def _data_combo(labels: dict[str, str], current: str) -> QComboBox:
     """A combo box showing ``labels``' values, whose data are its keys."""
     combo = QComboBox()
@@ -77,12 +90,21 @@ def _data_combo(labels: dict[str, str], current: str) -> QComboBox:
 class HostDialog(QDialog):
     """Fields for every HostOptions value; Start validates through the core's own checks."""
 
-    def __init__(self, initial: HostOptions, parent: QWidget | None = None) -> None:
+    def __init__(self, initial: HostOptions, parent: QWidget | None = None,
+                 downloader: Downloader = download) -> None:
+        """``downloader(name, progress)``: fetches a dataset (a seam for tests)."""
         super().__init__(parent)
         self.setWindowTitle("Host a training session")
         self.setMinimumWidth(620)
         self._initial = initial
-        self.dataset = _combo(DATASETS, initial.dataset)
+        self._downloader = downloader
+        self.dataset = _data_combo(dataset_labels(), initial.dataset)
+        self.dataset.setAccessibleName("Dataset")
+        self.download_button = QPushButton("Download…")
+        self.download_button.setToolTip("Fetch this dataset from the internet into the cache "
+                                        "folder (once)")
+        self.download_button.clicked.connect(self.download_dataset)
+        self.dataset.currentIndexChanged.connect(self._dataset_changed)
         self.model = _combo(MODELS, initial.model)
         self.rounds = _spin(1, 1_000_000, initial.rounds, 100)
         self.batch_size = _spin(1, 4096, initial.batch_size, 8)
@@ -146,6 +168,7 @@ class HostDialog(QDialog):
             self._preset_changed()
         self._describe()
         self._codec_changed()
+        self._dataset_changed()
         self.error = QLabel()
         self.error.setObjectName("Error")
         self.error.setWordWrap(True)
@@ -168,7 +191,10 @@ class HostDialog(QDialog):
         self._folder_changed()
 
     def _build(self) -> None:
-        training = _form(("Dataset", self.dataset), ("Model", self.model),
+        dataset = QHBoxLayout()
+        dataset.addWidget(self.dataset, 1)
+        dataset.addWidget(self.download_button)
+        training = _form(("Dataset", dataset), ("Model", self.model),
                          ("Rounds", self.rounds), ("Batch size per worker", self.batch_size),
                          ("Learning rate", self.lr), ("Evaluate every", self.eval_every),
                          ("Updates", self.updates), ("Staleness bound", self.max_staleness),
@@ -216,7 +242,7 @@ class HostDialog(QDialog):
                                        port=self.port.value(), name=self.name.text().strip(),
                                        advertise=self._initial.advertise)
         return dataclasses.replace(
-            self._initial, dataset=self.dataset.currentText(), model=self.model.currentText(),
+            self._initial, dataset=self.dataset.currentData(), model=self.model.currentText(),
             rounds=self.rounds.value(), batch_size=self.batch_size.value(),
             lr=round(self.lr.value(), 6), eval_every=self.eval_every.value(),
             workers=self.workers.value(), train_here=self.train_here.isChecked(),
@@ -258,16 +284,72 @@ class HostDialog(QDialog):
         self.topk.setEnabled(self.codec.currentText() == "topk")
 
     def accept(self) -> None:
-        """Start only with values the hub accepts; otherwise say why and stay open."""
+        """Start only with values the hub accepts and a dataset that is on this computer;
+        otherwise say why and stay open."""
         options = self.options()
         try:
             options.config()
             options.output_path()
+            if not is_available(options.dataset):
+                raise ConfigError(f"{options.dataset} is not on this computer yet: click "
+                                  "Download… (it needs the internet once), or choose "
+                                  "mnist-sample, which is always there")
         except ConfigError as exc:
             self.error.setText(str(exc))
             self.error.show()
             return
         super().accept()
+
+    def _dataset_changed(self) -> None:
+        self.download_button.setVisible(needs_download(self.dataset.currentData()))
+
+    def download_dataset(self) -> bool:
+        """Download the chosen dataset with a progress dialog; True when it is here."""
+        name = self.dataset.currentData()
+        progress = QProgressDialog(f"Downloading {name}…", "Cancel", 0, 2, self)
+        progress.setWindowTitle("Download a dataset")
+        progress.setMinimumDuration(0)
+        progress.setValue(0)
+        result: list[BaseException | None] = []
+
+        def fetch() -> None:
+            try:
+                self._downloader(name, lambda step, text: steps.put((step, text)))
+                result.append(None)
+            except BaseException as exc:  # shown below, on the GUI thread
+                result.append(exc)
+
+        steps: queue.SimpleQueue[tuple[int, str]] = queue.SimpleQueue()
+        thread = threading.Thread(target=fetch, name="dataset-download", daemon=True)
+        thread.start()
+        while thread.is_alive() and not progress.wasCanceled():
+            while not steps.empty():
+                step, text = steps.get()
+                progress.setValue(step)
+                progress.setLabelText(text)
+            QApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
+            thread.join(0.05)
+        progress.close()
+        if progress.wasCanceled() and thread.is_alive():
+            self.error.setText(f"The download of {name} goes on in the background; choose it "
+                               "again once it is done.")
+            self.error.show()
+            return False
+        error = result[0] if result else None
+        if error is not None:
+            self.error.setText(f"Could not download {name}: {error}")
+            self.error.show()
+            return False
+        self._relabel()
+        self.error.hide()
+        return True
+
+    def _relabel(self) -> None:
+        """Mark again which datasets need a download."""
+        for index, (name, label) in enumerate(dataset_labels().items()):
+            if self.dataset.itemData(index) == name:
+                self.dataset.setItemText(index, label)
+        self._dataset_changed()
 
     def _folder_changed(self) -> None:
         """Offer to resume when the chosen folder holds a stopped session."""

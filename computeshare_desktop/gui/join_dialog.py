@@ -186,6 +186,8 @@ class JoinDialog(QDialog):
         self.message.style().unpolish(self.message)
         self.message.style().polish(self.message)
         self.message.show()
-        self.layout().activate()
+        layout = self.layout()
+        if layout is not None:
+            layout.activate()
         if self.height() < self.sizeHint().height():  # grow for the text, never squash
             self.resize(self.width(), self.sizeHint().height())

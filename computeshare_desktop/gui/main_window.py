@@ -226,13 +226,13 @@ class MainWindow(QMainWindow):
 
     def host(self, options: HostOptions) -> ProgressWindow | None:
         """Start a hub with ``options`` and open its progress window."""
-        self.settings.remember_host(options)
-        self.settings.save()
         try:
             runner = HostService(options.plan(self.config, self.probe.result))
         except ComputeShareError as exc:
             self.statusBar().showMessage(f"Cannot host: {exc}")
             return None
+        self.settings.remember_host(options)  # what started is what the dialog offers next
+        self.settings.save()
         self.runners.append(runner.start())
         self.recent.show_folders(self.settings.recent_sessions())
         return self._open_progress(ProgressWindow.for_hub(runner, self.config.refresh_ms,
