@@ -127,6 +127,7 @@ class ProgressWindow(QMainWindow):
         self.charts = ChartsPanel(second="accuracy")  # a worker hears the hub's evaluations
         self.workers_table = WorkersTable(kickable=hub)
         self.workers_table.setMinimumHeight(MIN_TABLE_HEIGHT)  # three rows at the least
+        self.workers_table.setAccessibleName("Workers")
         self.kick_button = QPushButton("Kick worker")
         self.kick_button.setToolTip("Remove the selected worker: it cannot pair again in "
                                     "this session, even with the PIN")
@@ -138,6 +139,7 @@ class ProgressWindow(QMainWindow):
         if self.pin_card is not None:
             self.pin_card.new_button.clicked.connect(self.new_pin)
         self.log_pane = LogPane()
+        self.log_pane.setAccessibleName("Session log")
         self.finish_card = FinishCard()
         self.finish_card.hide()
         self.finish_card.open_folder.connect(self.open_output_folder)
