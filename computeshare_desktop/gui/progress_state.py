@@ -193,8 +193,15 @@ class ProgressState:
         self.bytes_sent, self.bytes_received = sent, received
 
     def tick(self) -> None:
-        """Record the traffic counters for the bandwidth (call once per refresh)."""
-        self._traffic.append((self.clock(), self.bytes_sent + self.bytes_received))
+        """Record the traffic counters for the bandwidth (call once per refresh). While a
+        hub waits for workers, those that joined are alive as far as it knows (it reports
+        a silent one within its heartbeat timeout): their "last seen" stays now."""
+        now = self.clock()
+        self._traffic.append((now, self.bytes_sent + self.bytes_received))
+        if self.role == "hub" and self.phase in ("starting", "waiting"):
+            for row in self.workers.values():
+                if row.state in ("joining", "loading data", "ready"):
+                    row.last_seen = now
 
     def _say(self, line: str) -> None:
         self._log.append(line)

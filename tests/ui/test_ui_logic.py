@@ -213,3 +213,16 @@ def test_a_machine_that_rejoins_keeps_one_row():
     other = dataclasses.replace(worker_summary(3, 0), key="bb" * 8)
     state.apply([hub_round(1, [again, other])])
     assert sorted(state.workers) == [2, 3]
+
+
+def test_while_waiting_a_joined_worker_does_not_look_dead():
+    clock = Clock()
+    state = ProgressState("hub", total_rounds=10, clock=clock, expected_workers=2)
+    state.apply([hub(WorkerJoined(worker_summary(1, 0))), hub(WorkerReady(worker_summary(1, 0)))])
+    clock.now += 41
+    state.tick()
+    assert state.workers[1].last_seen == clock.now and state.workers[1].state == "ready"
+    state.apply([hub(WorkerLeft(worker_summary(1, 0), "silent"))])  # the hub says when not
+    clock.now += 5
+    state.tick()
+    assert state.workers[1].last_seen == clock.now - 5
