@@ -194,7 +194,8 @@ def join(args: argparse.Namespace) -> int:
     view = WorkerView(quiet=args.quiet)
     service = JoinService(JoinPlan(target, pin=pin, name=name, device=device,
                                    give_up_s=args.give_up, max_rate=args.max_rate,
-                                   follow_hub=False), on_event=view.on)
+                                   follow_hub=False, wait_s=max(0.0, args.wait)),
+                          on_event=view.on)
     try:
         _run_until_done(service.start())
     finally:

@@ -96,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     join.add_argument("--name", default=None, help="worker name shown on the hub (default: this machine's name)")
     join.add_argument("--threads", type=int, default=0, help="CPU threads for torch (default: torch's choice)")
     join.add_argument("--max-rate", type=float, default=0.0, metavar="SAMPLES_PER_S", help="compute at most this many samples per second, to share this machine politely (default: no limit)")
+    join.add_argument("--wait", type=float, default=0.0, metavar="SECONDS", help="keep trying a hub that does not listen yet for this long (scripts that start the hub and its workers together; default: say why at once)")
     join.add_argument("--give-up", type=float, default=120.0, help="seconds without an answer before giving up (default %(default)s)")
     _common(join)
 

@@ -21,6 +21,7 @@ import itertools
 import logging
 import queue
 import threading
+import time
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
@@ -66,6 +67,8 @@ class JoinPlan:
     give_up_s: float = 120.0  # give up after this long without any answer
     max_rate: float = 0.0  # samples per second at most (0: no limit)
     follow_hub: bool = True  # relay the hub's events too (a host's own worker has them)
+    wait_s: float = 0.0  # keep trying a hub that does not listen yet, this long (scripts
+    # that start the hub and its workers together); 0: say why at once
 
 
 def known_hub_key(target: JoinTarget, known: KnownHubs) -> str | None:
@@ -194,8 +197,8 @@ class JoinService:
         hub_key = known_hub_key(t, known)
         # The cause of a failure now, in words, rather than retries that say nothing:
         port = t.port if hub_key else t.pair_port or t.port + 2
-        probe_hub(host, port, label=f"{host}:{t.port}" + ("" if port == t.port else
-                                                         f" (its pairing port {port})"))
+        self._probe(host, port, label=f"{host}:{t.port}" + ("" if port == t.port else
+                                                           f" (its pairing port {port})"))
         connector = ZmqConnector(host, t.port, identity, pair_port=t.pair_port)
         self._connector = connector
         options = WorkerOptions(pin=plan.pin, name=plan.name,
@@ -214,6 +217,17 @@ class JoinService:
             if self._stop.is_set():
                 session.leave()
         self.result = session.run()
+
+    def _probe(self, host: str, port: int, label: str) -> None:
+        """Check the hub's address (see probe_hub), for up to ``wait_s`` if asked."""
+        deadline = time.monotonic() + self.plan.wait_s
+        while True:
+            try:
+                probe_hub(host, port, label=label)
+                return
+            except HubUnreachableError:
+                if time.monotonic() >= deadline or self._stop.wait(0.5):
+                    raise
 
     def _on_worker_event(self, event: Event) -> None:
         if isinstance(event, Joined) and self._session is not None:
