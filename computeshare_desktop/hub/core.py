@@ -258,6 +258,7 @@ class HubCore:
               out: list[Reply]) -> tuple[Any, ...] | None:
         if msg.fingerprint != self.fingerprint:
             self.members.remove(member.token, "different model architecture")
+            self._forget(member)
             self._event(WorkerLeft(member.info(), "arch_mismatch"))
             raise RemoteProtocolError(RejectCode.ARCH_MISMATCH,
                                       f"hub model {self.fingerprint}, worker {msg.fingerprint}")

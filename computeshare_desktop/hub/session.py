@@ -239,6 +239,9 @@ class HubSession:
             return bool(every) and version // every > previous // every
 
         if due(c.eval_every) and version < c.rounds:
+            # An evaluation still waiting is out of date: drop it, so evaluations slower
+            # than the rounds never pile up model copies (one running, one waiting at most).
+            self._evals = [(v, f) for v, f in self._evals if not f.cancel()]
             snapshot = copy.deepcopy(self.server.model)
             self._evals.append((version, self._pool.submit(evaluate, snapshot, self.test_set)))
         if due(c.checkpoint_every):
