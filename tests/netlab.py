@@ -299,6 +299,17 @@ class VirtualLan:
                     if proc.returncode != 0:
                         raise NetlabError(f"tc {' '.join(args)}: {proc.stderr.strip()}")
 
+    def set_link(self, host: str, up: bool) -> None:
+        """Pull the host's cable (``up=False``) or plug it back in, routes included.
+
+        Taking a link down makes the kernel drop its routes; bringing it up restores the
+        subnet's route from the address, and this puts the multicast route back.
+        """
+        ns = self._host(host).namespace
+        _ip("-n", ns, "link", "set", INTERFACE, "up" if up else "down")
+        if up:
+            _ip("-n", ns, "route", "replace", "224.0.0.0/4", "dev", INTERFACE)
+
     def tx_bytes(self, host: str) -> int:
         """Bytes the host has sent on its link so far (headers included)."""
         proc = subprocess.run(self.command(host, ["cat", f"/sys/class/net/{INTERFACE}/"

@@ -179,6 +179,25 @@ def test_hosts_cannot_reach_the_real_network(lan):
     assert [line.split()[1] for line in switch.splitlines()] == ["lo"]  # the bridge has no IP
 
 
+def test_a_pulled_cable_cuts_a_host_off_until_it_is_plugged_back(lan):
+    def routes() -> list[str]:
+        return subprocess.run(["ip", "-n", lan.namespace("b"), "-4", "route", "show"],
+                              capture_output=True, text=True, check=True).stdout.splitlines()
+
+    before = routes()
+    lan.set_link("b", up=False)
+    try:
+        probe = lan.run("b", [PY, "-c", "import socket, sys; socket.create_connection("
+                                         "(sys.argv[1], 9), timeout=5)", lan.address("a")],
+                        capture_output=True, text=True)
+    finally:
+        lan.set_link("b", up=True)
+    assert probe.returncode != 0 and "unreachable" in probe.stderr, probe.stderr
+    assert sorted(routes()) == sorted(before)
+    payload = secrets.token_bytes(16)
+    assert _echo(lan, payload) == payload
+
+
 def test_capture_sees_tcp_token(lan):
     token = secrets.token_bytes(32)
     with lan.capture("a") as cap:
