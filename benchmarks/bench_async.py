@@ -68,7 +68,7 @@ def run_one(mode: str, rounds: int, eval_every: int, fast: float, work: Path) ->
     rates = [fast, fast, fast / 3]
     workers = [subprocess.Popen(
         [*cli, "join", f"127.0.0.1:{port}", "--device", "cpu", "--threads", "1", "--quiet",
-         "--name", f"w{i}", "--max-rate", str(rate)],
+         "--name", f"w{i}", "--max-rate", str(rate), "--wait", "60"],
         env=env, stdout=subprocess.DEVNULL, stderr=(work / f"w{i}.err").open("wb"))
         for i, rate in enumerate(rates)]
     started = time.monotonic()

@@ -203,7 +203,8 @@ def run_session(codec: str, rounds: int, rep: int, root: Path) -> SessionRun:
                  "--dataset", DATASET, "--model", MODEL,
                  "--out", str(out / "hub"), "--quiet", "--no-advertise"], out / "host.log")
     workers = [spawn(["join", f"127.0.0.1:{port}", "--pin", PIN, "--device", "cpu",
-                      "--threads", "1", "--quiet", "--name", f"bench-{i + 1}"],
+                      "--threads", "1", "--quiet", "--name", f"bench-{i + 1}",
+                      "--wait", "60"],
                      out / f"worker{i + 1}.log") for i in range(WORKERS)]
     try:
         wait_all([hub, *workers], 60 + rounds * 0.5, f"{codec} session {rep}")

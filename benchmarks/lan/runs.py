@@ -137,7 +137,8 @@ def run_cs(lan: ShapedLan, spec: Spec, work: Path) -> dict[str, Any]:
     while not (out / "session.json").exists() and hub.poll() is None:
         time.sleep(POLL_S)
     workers = [lan.popen(f"w{i}", [*cli, "join", f"{lan.address('hub')}:{PORT}", "--device",
-                                   "cpu", "--threads", "1", "--quiet", "--name", f"w{i}"],
+                                   "cpu", "--threads", "1", "--quiet", "--name", f"w{i}",
+                                   "--wait", "60"],
                          env=env, stdout=subprocess.DEVNULL,
                          stderr=(work / f"w{i}.err").open("wb"))
                for i in range(1, spec.workers + 1)]

@@ -98,7 +98,7 @@ class Run:
         """Start `computeshare join` on ``host``, named after it."""
         return self._start(host, host, [
             "join", f"{self.lan.address('hub')}:{PORT}", "--device", "cpu", "--threads", "1",
-            "--quiet", "--name", host])
+            "--quiet", "--name", host, "--wait", "60"])  # started with the hub
 
     def start(self, workers: tuple[str, ...] = ("w1", "w2")) -> None:
         self.host("hub", *SESSION)

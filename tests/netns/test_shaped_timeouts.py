@@ -36,7 +36,8 @@ def test_a_push_longer_than_the_old_timeout_is_sent_once(tmp_path) -> None:
                         stderr=subprocess.PIPE, text=True)
         sent_before = lan.tx_bytes("w1")
         worker = lan.run("w1", [*CLI, "join", f"{lan.address('hub')}:{PORT}", "--device",
-                                "cpu", "--threads", "1", "--quiet", "--name", "w1"],
+                                "cpu", "--threads", "1", "--quiet", "--name", "w1",
+                                "--wait", "60"],
                          env=env, capture_output=True, text=True, timeout=300)
         sent = lan.tx_bytes("w1") - sent_before
         hub_out, hub_err = hub.communicate(timeout=120)
