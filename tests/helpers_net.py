@@ -10,10 +10,11 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar, overload
 
 import zmq
 
+from computeshare_desktop.events import Event, RoundClosed, from_wire
 from computeshare_desktop.hub import HubConfig, HubResult, HubSession
 from computeshare_desktop.protocol import decode, encode
 from computeshare_desktop.protocol.messages import Paired, PairFinish, PairReply, PairStart
@@ -23,6 +24,17 @@ from computeshare_desktop.transport import (EVENT_TOPIC, HubServer, Identity, Re
 from computeshare_desktop.worker import WorkerOptions, WorkerSession, pick_device
 
 PIN = "246810"
+E = TypeVar("E", bound=Event)
+
+
+@overload
+def of_kind(events: list[Event], kind: type[E]) -> list[E]: ...
+@overload
+def of_kind(events: list[Event], kind: str) -> list[Event]: ...
+def of_kind(events: list[Event], kind: str | type[Event]) -> list[Any]:
+    """The events of one kind, in order: by class, or by the class's ``kind`` string."""
+    name = kind if isinstance(kind, str) else kind.kind
+    return [e for e in list(events) if e.kind == name]
 
 
 def wait_for(predicate: Callable[[], Any], timeout_s: float, what: str) -> Any:
@@ -40,7 +52,7 @@ class RunningHub:
     """A HubSession served by a HubServer on 127.0.0.1 in a background thread."""
 
     def __init__(self, out_dir: Path, **config: Any) -> None:
-        self.events: list[dict[str, Any]] = []
+        self.events: list[Event] = []
         self.identity = Identity.generate()
         self.session = HubSession(HubConfig(**config), pin=PIN, hub_key=self.identity.public,
                                   out_dir=out_dir, on_event=self.events.append)
@@ -55,11 +67,15 @@ class RunningHub:
     def _run(self) -> None:
         self.result = self.server.serve(self.stop, linger_s=3.0)
 
-    def rounds(self) -> list[dict[str, Any]]:
-        return [e for e in list(self.events) if e["kind"] == "round"]
+    def rounds(self) -> list[RoundClosed]:
+        return of_kind(self.events, RoundClosed)
 
-    def of_kind(self, kind: str) -> list[dict[str, Any]]:
-        return [e for e in list(self.events) if e["kind"] == kind]
+    @overload
+    def of_kind(self, kind: type[E]) -> list[E]: ...
+    @overload
+    def of_kind(self, kind: str) -> list[Event]: ...
+    def of_kind(self, kind: str | type[Event]) -> list[Any]:
+        return of_kind(self.events, kind)
 
     def join(self, timeout_s: float = 120) -> HubResult | None:
         self.thread.join(timeout_s)
@@ -81,7 +97,7 @@ class WorkerThread:
                  identity: Identity | None = None, hub_key: str | None = None,
                  **options: Any) -> None:
         opts = WorkerOptions(pin=pin, name=name, **options)
-        self.events: list[dict[str, Any]] = []
+        self.events: list[Event] = []
         self.identity = identity or Identity.generate()
         connector = ZmqConnector("127.0.0.1", port, self.identity)
         self.session = session_cls(connector, opts, pick_device("cpu"),
@@ -146,11 +162,18 @@ class Raw:
 
 
 class EventListener:
-    """SUB socket on the hub's event port, collecting events in a thread."""
+    """SUB socket on the hub's event port, collecting events in a thread.
+
+    ``raw`` holds every message as its JSON object; ``events`` the typed events they parse
+    to (``from_wire``); ``bad`` the messages that would not parse (a wire bug) or that
+    name a kind this version does not know.
+    """
 
     def __init__(self, port: int, identity: Identity | None = None,
                  hub_key: str | None = None, host: str = "127.0.0.1") -> None:
-        self.events: list[dict[str, Any]] = []
+        self.raw: list[Any] = []
+        self.events: list[Event] = []
+        self.bad: list[tuple[Any, str]] = []
         self._stop = threading.Event()
         self._ctx = zmq.Context()
         self._sock = self._ctx.socket(zmq.SUB)
@@ -168,10 +191,24 @@ class EventListener:
         while not self._stop.is_set():
             if self._sock.poll(50):
                 msg = self._sock.recv()
-                self.events.append(json.loads(msg[len(EVENT_TOPIC) + 1:]))
+                data = json.loads(msg[len(EVENT_TOPIC) + 1:])
+                self.raw.append(data)
+                try:
+                    event = from_wire(data)
+                except ValueError as exc:
+                    self.bad.append((data, str(exc)))
+                    continue
+                if event is None:
+                    self.bad.append((data, "unknown kind"))
+                else:
+                    self.events.append(event)
 
-    def of_kind(self, kind: str) -> list[dict[str, Any]]:
-        return [e for e in list(self.events) if e["kind"] == kind]
+    @overload
+    def of_kind(self, kind: type[E]) -> list[E]: ...
+    @overload
+    def of_kind(self, kind: str) -> list[Event]: ...
+    def of_kind(self, kind: str | type[Event]) -> list[Any]:
+        return of_kind(self.events, kind)
 
     def close(self) -> None:
         self._stop.set()

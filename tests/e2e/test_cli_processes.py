@@ -13,6 +13,7 @@ import time
 import pytest
 import torch
 
+from computeshare_desktop.events import WorkerJoined, WorkerLeft
 from computeshare_desktop.transport import Identity
 from helpers_net import EventListener, cli, free_ports, metrics, pair, wait_for
 
@@ -42,9 +43,9 @@ def host(out, port, *extra):
                str(out), "--quiet", *extra)
 
 
-def join(port, name, *extra):
+def join(port, name, *extra):  # --wait: started with its hub, which may not listen yet
     return cli("join", f"127.0.0.1:{port}", "--pin", PIN, "--device", "cpu", "--quiet",
-               "--threads", "1", "--name", name, *extra)
+               "--wait", "60", "--threads", "1", "--name", name, *extra)
 
 
 def test_host_two_joins_then_evaluate_agrees(tmp_path):
@@ -91,17 +92,17 @@ def test_killed_worker_round_closes_at_deadline_and_replacement_takes_shard(tmp_
     try:
         wait_for(lambda: len([r for r in metrics(tmp_path) if r["type"] == "round"]) >= 20,
                  90, "20 rounds")
-        joined = {e["worker"]["name"]: e["worker"] for e in events.of_kind("worker_joined")}
-        doomed_shard = joined["doomed"]["shard"]
+        joined = {e.worker.name: e.worker for e in events.of_kind(WorkerJoined)}
+        doomed_shard = joined["doomed"].shard
         w2.send_signal(signal.SIGKILL)
         killed_at = len([r for r in metrics(tmp_path) if r["type"] == "round"])
-        left = wait_for(lambda: [e for e in events.of_kind("worker_left")
-                                 if e["worker"]["name"] == "doomed"], 30, "worker reaped")
-        assert left[0]["reason"] == "silent"
+        left = wait_for(lambda: [e for e in events.of_kind(WorkerLeft)
+                                 if e.worker.name == "doomed"], 30, "worker reaped")
+        assert left[0].reason == "silent"
         replacement = join(port, "replacement")
-        new = wait_for(lambda: [e["worker"] for e in events.of_kind("worker_joined")
-                                if e["worker"]["name"] == "replacement"], 60, "replacement")
-        assert new[0]["shard"] == doomed_shard
+        new = wait_for(lambda: [e.worker for e in events.of_kind(WorkerJoined)
+                                if e.worker.name == "replacement"], 60, "replacement")
+        assert new[0].shard == doomed_shard
         code, out, err = finish(hub, 240)
         assert code == 0, err
         assert finish(replacement, 60)[0] == 0
@@ -156,7 +157,8 @@ def test_cli_errors_are_one_line_with_exit_codes(tmp_path):
     port = free_ports()
     code, out, err = finish(cli("join", f"127.0.0.1:{port}", "--pin", "1", "--give-up", "2",
                                 "--device", "cpu"), 60)
-    assert code == 3 and "does not answer" in err and "Traceback" not in err
+    assert code == 3 and f"connection refused by 127.0.0.1:{port}" in err
+    assert "Traceback" not in err
     with socket.socket() as blocker:
         blocker.bind(("127.0.0.1", port))
         blocker.listen()
@@ -172,7 +174,7 @@ def test_cli_errors_are_one_line_with_exit_codes(tmp_path):
     try:
         time.sleep(0.5)
         code, out, err = finish(cli("join", f"127.0.0.1:{port}", "--pin", "999999",
-                                    "--device", "cpu", "--give-up", "20"), 60)
+                                    "--device", "cpu", "--give-up", "20", "--wait", "30"), 60)
         assert code == 5 and "BAD_PIN" in err and "Traceback" not in err
     finally:
         kill_all(hub)

@@ -27,7 +27,7 @@ def run_session(out: Path, flood_rate: float | None) -> tuple[float, dict | None
         flooder = subprocess.Popen([sys.executable, str(FLOOD), "127.0.0.1", str(port), "60",
                                     str(flood_rate), str(out) + ".flood.json"])
     workers = [cli("join", f"127.0.0.1:{port}", "--pin", PIN, "--device", "cpu", "--quiet",
-                   "--threads", "1", "--name", f"w{i}") for i in range(2)]
+                   "--threads", "1", "--name", f"w{i}", "--wait", "60") for i in range(2)]
     try:
         out_text, err = hub.communicate(timeout=240)
         assert hub.returncode == 0, err

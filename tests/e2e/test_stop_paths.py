@@ -23,9 +23,10 @@ def host(out, port, *extra):
                *extra)
 
 
-def join(port, *extra):
+def join(port, *extra):  # --wait: started with its hub, which may not listen yet
     return cli("join", f"127.0.0.1:{port}", "--device", "cpu", "--quiet", "--threads", "1",
-               "--name", "w", *extra, env={**os.environ, "COMPUTESHARE_PIN": PIN})
+               "--name", "w", "--wait", "60", *extra,
+               env={**os.environ, "COMPUTESHARE_PIN": PIN})
 
 
 class Lines:
@@ -111,7 +112,7 @@ def test_a_restarted_worker_rejoins_without_the_pin_and_a_new_session_asks_for_i
               "--eval-every", "0", env=home)
     no_pin = {k: v for k, v in os.environ.items() if k != "COMPUTESHARE_PIN"} | home
     first = cli("join", f"127.0.0.1:{port}", "--device", "cpu", "--quiet", "--threads", "1",
-                "--name", "laptop", env={**home, "COMPUTESHARE_PIN": PIN})
+                "--name", "laptop", "--wait", "60", env={**home, "COMPUTESHARE_PIN": PIN})
     second = None
     try:
         wait_for(lambda: rounds(tmp_path / "one") >= 10, 90, "10 rounds")
@@ -136,8 +137,8 @@ def test_a_restarted_worker_rejoins_without_the_pin_and_a_new_session_asks_for_i
         began = time.monotonic()
         third = subprocess.run(
             [*first.args[:3], "join", f"127.0.0.1:{port}", "--device", "cpu", "--quiet",
-             "--name", "laptop"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-            env=no_pin, timeout=60)
+             "--name", "laptop", "--wait", "30"], stdin=subprocess.DEVNULL,
+            capture_output=True, text=True, env=no_pin, timeout=60)
         assert time.monotonic() - began < 8.0
         assert third.returncode == 5 and "PIN" in third.stderr, third.stderr
     finally:

@@ -10,6 +10,7 @@ from helpers_hub import (T0, admit, decode_replies, fake_key, grads, make_hub, o
                          send, start_training)
 
 from computeshare_desktop.codec import get_codec
+from computeshare_desktop.events import RoundClosed, WorkerLeft
 from computeshare_desktop.hub.allowlist import Allowlist
 from computeshare_desktop.protocol import RejectCode, encode
 from computeshare_desktop.protocol.messages import (Ack, Bye, Join, Ping, Pong, Pull, Push,
@@ -33,7 +34,7 @@ def test_nothing_gets_past_a_key_that_never_paired() -> None:
             reply = only(decode_replies(hub.handle(b"x", frames, T0 + 0.1, key)))
             assert reject_code(reply) is RejectCode.NOT_PAIRED and reply.retry_after == 0.0
     assert len(hub.members) == 2 and hub.round.contributions == {} and hub.server.version == 0
-    kinds = {e["kind"] for e in hub.drain_events()}
+    kinds = {e.kind for e in hub.drain_events()}
     assert kinds == {"rejected"}
     assert isinstance(only(w1.ping(hub, T0 + 0.2)), Pong)  # the real workers never noticed
 
@@ -64,16 +65,16 @@ def test_kick_revokes_the_key_frees_the_shard_and_spares_the_others() -> None:
     assert w1.key not in hub.allowlist and w2.key in hub.allowlist
     assert [m.worker_id for m in hub.members.members()] == [w2.welcome.worker_id]
     assert hub.members.free_shard() == w1.welcome.shard
-    left = [e for e in hub.drain_events() if e["kind"] == "worker_left"]
-    assert [(e["worker"]["id"], e["reason"]) for e in left] == [(w1.welcome.worker_id, "kicked")]
+    left = [e for e in hub.drain_events() if isinstance(e, WorkerLeft)]
+    assert [(e.worker.id, e.reason) for e in left] == [(w1.welcome.worker_id, "kicked")]
     for msg in (Ping(w1.token), Join("w1", "cpu"), Pull(w1.token, -1, 10, hub.fingerprint)):
         assert reject_code(only(send(hub, w1.peer, msg, T0 + 0.2))) is RejectCode.NOT_PAIRED
     # the round no longer waits for w1: the next tick closes it on w2's gradient alone, and
     # w1's parked PULL is told to rejoin rather than sent the new model
     out = hub.tick(T0 + 0.3)
     assert hub.server.version == 1
-    (event,) = [e for e in hub.drain_events() if e["kind"] == "round"]
-    assert (event["contributors"], event["complete"]) == (1, True)
+    (event,) = [e for e in hub.drain_events() if isinstance(e, RoundClosed)]
+    assert (event.contributors, event.complete) == (1, True)
     told = decode_replies(out)
     assert [o.peer for o in told] == [w1.peer]
     assert reject_code(told[0].msg) is RejectCode.UNKNOWN_WORKER
@@ -91,8 +92,8 @@ def test_kick_removes_every_worker_on_that_key() -> None:
     w3 = admit(hub, b"w3", T0)
     hub.drain_events()
     assert hub.kick(twin.worker_id) is True
-    left = sorted((e["worker"]["id"], e["reason"]) for e in hub.drain_events()
-                  if e["kind"] == "worker_left")
+    left = sorted((e.worker.id, e.reason) for e in hub.drain_events()
+                  if isinstance(e, WorkerLeft))
     assert left == [(w1.welcome.worker_id, "kicked"), (twin.worker_id, "kicked")]
     assert [m.worker_id for m in hub.members.members()] == [w3.welcome.worker_id]
     assert len(hub.allowlist) == 1 and w3.key in hub.allowlist

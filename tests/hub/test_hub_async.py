@@ -8,6 +8,7 @@ import torch
 from helpers_hub import T0, grads, make_hub, only, reject_code, start_training, weights
 
 from computeshare_desktop.errors import ConfigError
+from computeshare_desktop.events import RoundClosed, WorkerLeft
 from computeshare_desktop.hub import HubConfig
 from computeshare_desktop.hub.asynchronous import staleness_scale
 from computeshare_desktop.protocol import RejectCode
@@ -23,8 +24,8 @@ def test_each_update_is_one_step_applied_on_arrival() -> None:
     assert isinstance(reply, Ack) and reply.version == 1  # b has not pushed: nobody waits
     # one worker's batch: lr * samples / batch_size, at full rate (staleness 0)
     assert torch.allclose(weights(hub), before - hub.config.lr * g, atol=1e-6)
-    rounds = [e for e in hub.drain_events() if e["kind"] == "round"]
-    assert [(e["version"], e["staleness"], e["contributors"]) for e in rounds] == [(1, 0, 1)]
+    rounds = [e for e in hub.drain_events() if isinstance(e, RoundClosed)]
+    assert [(e.version, e.staleness, e.contributors) for e in rounds] == [(1, 0, 1)]
 
 
 def test_stale_updates_get_a_smaller_rate_and_past_the_bound_are_refused() -> None:
@@ -73,8 +74,9 @@ def test_the_session_ends_after_its_rounds_of_single_updates() -> None:
         worker.pull(hub, T0 + 1, after=version - 1)
         assert isinstance(only(worker.push(hub, T0 + 1, grads(hub, 1)[0])), Ack)
     assert hub.done and hub.server.version == 4
-    histogram = [e for e in hub.drain_events() if "staleness_histogram" in e]
-    assert histogram and sum(histogram[-1]["staleness_histogram"]["counts"].values()) == 4
+    histogram = [e for e in hub.drain_events()
+                 if isinstance(e, RoundClosed) and e.staleness_histogram is not None]
+    assert histogram and sum(histogram[-1].staleness_histogram["counts"].values()) == 4
 
 
 def test_a_worker_that_pushes_nothing_loses_its_shard_but_holds_nobody_up() -> None:
@@ -86,11 +88,11 @@ def test_a_worker_that_pushes_nothing_loses_its_shard_but_holds_nobody_up() -> N
         assert isinstance(only(a.push(hub, T0 + step, grads(hub, 1)[0])), Ack)
         b.ping(hub, T0 + step)
         hub.tick(T0 + step)
-    assert [e for e in hub.drain_events() if e["kind"] == "worker_left"] == []
+    assert [e for e in hub.drain_events() if isinstance(e, WorkerLeft)] == []
     b.ping(hub, T0 + 2.5)
     hub.tick(T0 + 2.5)  # 2.5 s > max_missed * cap without an update
-    left = [e for e in hub.drain_events() if e["kind"] == "worker_left"]
-    assert [(e["worker"]["id"], e["reason"]) for e in left] == [(b.welcome.worker_id, "stuck")]
+    left = [e for e in hub.drain_events() if isinstance(e, WorkerLeft)]
+    assert [(e.worker.id, e.reason) for e in left] == [(b.welcome.worker_id, "stuck")]
     assert hub.members.free_shard() == b.welcome.shard
 
 

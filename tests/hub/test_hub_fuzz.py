@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from computeshare_desktop.codec import get_codec
+from computeshare_desktop.events import RoundClosed
 from computeshare_desktop.hub import HubCore
 from computeshare_desktop.hub.pairing import PairingDesk
 from computeshare_desktop.protocol import RejectCode, encode
@@ -255,6 +256,6 @@ def test_a_push_with_fields_at_their_extremes() -> None:
         else:
             assert reject_code(reply) is code, changes
     w2.push(hub, T0, grads(hub, 1)[0], loss=1.0)
-    (event,) = [e for e in hub.drain_events() if e["kind"] == "round"]
-    assert event["loss"] == (1e30 * 8 + 1.0 * 8) / 16 and event["compute_s"] >= 0.0
+    (event,) = [e for e in hub.drain_events() if isinstance(e, RoundClosed)]
+    assert event.loss == (1e30 * 8 + 1.0 * 8) / 16 and event.compute_s >= 0.0
     assert bool(torch.isfinite(hub.server.flat()).all())

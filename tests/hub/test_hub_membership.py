@@ -5,6 +5,7 @@ from __future__ import annotations
 from helpers_hub import (T0, admit, grads, join, make_hub, only, reject_code, send, start_training,
                          weights)
 
+from computeshare_desktop.events import RoundClosed, WorkerLeft
 from computeshare_desktop.protocol import RejectCode
 from computeshare_desktop.protocol.messages import Ack, Bye, Pull, Reject, Welcome
 
@@ -19,8 +20,8 @@ def test_silent_worker_is_reaped_and_its_shard_goes_to_the_next() -> None:
     assert hub.tick(T0 + 6.0) == [] and len(hub.members) == 2  # exactly at the timeout: alive
     hub.tick(T0 + 6.01)
     assert [m.worker_id for m in hub.members.members()] == [w1.welcome.worker_id]
-    left = [e for e in hub.drain_events() if e["kind"] == "worker_left"]
-    assert [(e["worker"]["shard"], e["reason"]) for e in left] == [(1, "silent")]
+    left = [e for e in hub.drain_events() if isinstance(e, WorkerLeft)]
+    assert [(e.worker.shard, e.reason) for e in left] == [(1, "silent")]
     assert reject_code(only(w2.ping(hub, T0 + 6.1))) is RejectCode.UNKNOWN_WORKER
     w3 = join(hub, b"w3", T0 + 6.2)
     assert isinstance(w3, Welcome)
@@ -39,8 +40,8 @@ def test_reaping_lets_a_round_finish_with_the_survivors() -> None:
     assert hub.server.version == 0  # w2 is still expected
     hub.tick(T0 + 6.5)  # w2 silent for 6.5 s: gone, and the round is complete without it
     assert hub.server.version == 1
-    (event,) = [e for e in hub.drain_events() if e["kind"] == "round"]
-    assert (event["contributors"], event["complete"]) == (1, True)
+    (event,) = [e for e in hub.drain_events() if isinstance(e, RoundClosed)]
+    assert (event.contributors, event.complete) == (1, True)
     assert ((weights(hub) - (before - hub.config.lr * g1)).abs().max()) < 1e-7
 
 

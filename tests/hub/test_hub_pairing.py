@@ -14,6 +14,7 @@ from helpers_hub import (HUB_KEY, PIN, SESSION_ID, T0, WRONG, admit, decode_repl
 from helpers_protocol import HEAD
 
 from computeshare_desktop.errors import RemoteProtocolError
+from computeshare_desktop.events import PairingRefused
 from computeshare_desktop.hub import HubCore
 from computeshare_desktop.hub.pairing import (BURST, MAX_OPEN, PAIRING_TTL_S,
                                               PER_SOURCE_OPEN, SOURCE_BURST,
@@ -33,8 +34,8 @@ def hub() -> HubCore:
 
 def refused(hub: HubCore) -> list[tuple[str, int, float]]:
     """The pairing_refused events since the last drain, as (code, failures, retry_after)."""
-    return [(e["code"], e["failures"], e["retry_after"]) for e in hub.drain_events()
-            if e["kind"] == "pairing_refused"]
+    return [(e.code, e.failures, e.retry_after) for e in hub.drain_events()
+            if isinstance(e, PairingRefused)]
 
 
 def started(hub: HubCore, peer: bytes, now: float, pin: str = PIN) -> tuple[Any, PairReply]:
@@ -68,7 +69,7 @@ def test_a_paired_key_can_join(hub: HubCore) -> None:
     assert welcome.codec == hub.config.codec and len(bytes.fromhex(welcome.token)) == 16
     (member,) = hub.members.members()
     assert (member.key, member.name, member.device) == (fake_key(b"p1"), "laptop", "cpu")
-    assert [e["kind"] for e in hub.drain_events()] == ["worker_joined"]
+    assert [e.kind for e in hub.drain_events()] == ["worker_joined"]
 
 
 def test_wrong_pin_is_bad_pin_and_the_key_stays_out(hub: HubCore) -> None:

@@ -16,6 +16,7 @@ from helpers_hub import (T0, Worker, admit, full_round, grads, make_hub, only, r
 from helpers_protocol import HEAD
 
 from computeshare_desktop.codec import get_codec
+from computeshare_desktop.events import Rejected, RoundClosed
 from computeshare_desktop.hub import HubCore
 from computeshare_desktop.protocol import RejectCode, encode
 from computeshare_desktop.protocol.messages import Ack, Bye, Push
@@ -156,7 +157,7 @@ def test_bad_push_is_refused_and_training_goes_on(
     assert hub.server.version == 0
     assert torch.equal(weights(hub).view(torch.int32), before.view(torch.int32))  # bitwise
     assert hub.round.contributions == {}
-    assert [e["code"] for e in hub.drain_events() if e["kind"] == "rejected"] == [code.value]
+    assert [e.code for e in hub.drain_events() if isinstance(e, Rejected)] == [code.value]
     assert hub.tick(T0 + 0.2) == [] and hub.server.version == 0
     # both workers are still members; a valid round closes normally
     g1, g2 = grads(hub, 2, seed=5)
@@ -166,8 +167,8 @@ def test_bad_push_is_refused_and_training_goes_on(
     assert hub.server.version == 1
     expected = before - hub.config.lr * 2 * (g1 + g2) / 2
     assert torch.allclose(weights(hub), expected, atol=1e-7, rtol=0)
-    (event,) = [e for e in hub.drain_events() if e["kind"] == "round"]
-    assert (event["contributors"], event["rejected"]) == (2, 1 if counted else 0)
+    (event,) = [e for e in hub.drain_events() if isinstance(e, RoundClosed)]
+    assert (event.contributors, event.rejected) == (2, 1 if counted else 0)
     assert only(w1.ping(hub, T0 + 0.5)).version == 1
     assert [m.rejected for m in hub.members.members()] == [1 if counted else 0, 0]
 
@@ -204,8 +205,8 @@ def test_duplicate_push_does_not_close_the_round() -> None:
     # the first push counted, the duplicate did not replace it
     expected = before - hub.config.lr * 2 * (g_first + g2) / 2
     assert torch.allclose(weights(hub), expected, atol=1e-7, rtol=0)
-    (event,) = [e for e in hub.drain_events() if e["kind"] == "round"]
-    assert (event["contributors"], event["rejected"]) == (2, 1)
+    (event,) = [e for e in hub.drain_events() if isinstance(e, RoundClosed)]
+    assert (event.contributors, event.rejected) == (2, 1)
 
 
 def test_a_shard_counts_once_per_round_even_after_a_rejoin() -> None:
@@ -221,8 +222,8 @@ def test_a_shard_counts_once_per_round_even_after_a_rejoin() -> None:
     w3.push(hub, T0 + 0.4, g_again)
     w2.push(hub, T0 + 0.5, g2)
     assert hub.server.version == 1
-    (event,) = [e for e in hub.drain_events() if e["kind"] == "round"]
-    assert event["contributors"] == 2
+    (event,) = [e for e in hub.drain_events() if isinstance(e, RoundClosed)]
+    assert event.contributors == 2
     expected = before - hub.config.lr * 2 * (g1 + g2) / 2
     assert torch.allclose(weights(hub), expected, atol=1e-7, rtol=0)
 
@@ -251,5 +252,5 @@ def test_a_flood_of_rejections_logs_one_line_per_code_per_interval(caplog) -> No
     hub.handle_pairing(b"flood", [b"garbage"], T0 + 6.0)
     lines = [r.getMessage() for r in caplog.records if "rejected MALFORMED" in r.getMessage()]
     assert len(lines) == 2 and "+199 more" in lines[1]
-    rejected = [e for e in hub.drain_events() if e["kind"] == "rejected"]
+    rejected = [e for e in hub.drain_events() if isinstance(e, Rejected)]
     assert len(rejected) == 201  # every refusal is still an event: only the log is gated

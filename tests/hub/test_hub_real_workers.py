@@ -16,6 +16,7 @@ from torch.nn.utils import parameters_to_vector
 
 from computeshare_desktop.data import dataset_info
 from computeshare_desktop.evaluation import batch_loss
+from computeshare_desktop.events import RoundClosed
 from computeshare_desktop.models import build_model
 from computeshare_desktop.protocol.messages import Ack, Done, Model, Shard, ShardData
 from computeshare_desktop.protocol.tensors import frame_to_tensor
@@ -95,9 +96,9 @@ def test_two_workers_train_past_one_epoch_exactly_like_one_process() -> None:
             reply = w.push(hub, now, update.flat, version=o.msg.version, loss=update.loss,
                            samples=update.samples, codec="zstd")
             assert isinstance(only(reply, w.peer), Ack)
-        rounds = [e for e in hub.drain_events() if e["kind"] == "round"]
-        assert len(rounds) == 1 and rounds[0]["contributors"] == 2
-        losses.append(rounds[0]["loss"])
+        rounds = [e for e in hub.drain_events() if isinstance(e, RoundClosed)]
+        assert len(rounds) == 1 and rounds[0].contributors == 2
+        losses.append(rounds[0].loss)
     assert hub.server.version == ROUNDS and len(losses) == ROUNDS
     assert all(isinstance(only(w.pull(hub, now, after=ROUNDS)), Done) for w in workers)
     assert torch.allclose(hub.server.flat(), reference_run(hub), atol=1e-6, rtol=0)

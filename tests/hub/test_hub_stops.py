@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from computeshare_desktop.errors import ConfigError
+from computeshare_desktop.events import DiskError, HubStopped, Stopped
 from computeshare_desktop.hub import HubConfig, HubSession
 from computeshare_desktop.hub.outputs import OutputDir
 from helpers_net import RunningHub, WorkerThread, wait_for
@@ -45,9 +46,9 @@ def test_disk_errors_skip_the_write_warn_and_training_goes_on(tmp_path):
     worker = WorkerThread(hub.port, "w")
     try:
         wait_for(lambda: len(hub.rounds()) >= 12, 60, "rounds despite a full disk")
-        errors = hub.of_kind("disk_error")
-        assert {e["what"] for e in errors} >= {"metrics", "checkpoint"}
-        assert "No space" in errors[0]["error"]
+        errors = hub.of_kind(DiskError)
+        assert {e.what for e in errors} >= {"metrics", "checkpoint"}
+        assert "No space" in errors[0].error
         assert hub.session.disk_errors >= 12
         assert hub.thread.is_alive()
     finally:
@@ -75,14 +76,14 @@ def test_stopping_tells_the_workers_and_saves_the_model(tmp_path):
 
     assert isinstance(worker.error, HubStoppedError) and worker.error.exit_code == 7
     assert "stopped the session" in str(worker.error)
-    assert [e["kind"] for e in worker.events][-1] == "hub_stopped"
+    assert isinstance(worker.events[-1], HubStopped)
     version = hub.session.server.version
     state = torch.load(path, weights_only=True)
     assert torch.equal(torch.cat([v.flatten() for v in state.values()]),
                        torch.cat([v.detach().flatten()
                                   for v in hub.session.server.model.state_dict().values()]))
     assert torch.load(tmp_path / "checkpoint.pt", weights_only=True)["version"] == version
-    assert hub.of_kind("stopped")[0]["version"] == version
+    assert hub.of_kind(Stopped)[0].version == version
 
 
 def test_resume_cuts_the_metrics_back_to_the_checkpoint(tmp_path):

@@ -10,6 +10,7 @@ from helpers_hub import (T0, admit, decode_replies, full_round, grads, make_hub,
                          optimizer_copy, reject_code, start_training, weights)
 
 from computeshare_desktop.codec import get_codec
+from computeshare_desktop.events import RoundClosed, StateChanged
 from computeshare_desktop.hub import HubCore
 from computeshare_desktop.hub.rounds import DeadlinePolicy
 from computeshare_desktop.protocol import RejectCode
@@ -42,7 +43,7 @@ def test_training_waits_for_every_worker_to_pull() -> None:
         assert isinstance(r.msg, Model) and r.msg.version == 0
         assert torch.equal(model_weights(hub, r.msg, r.body), initial)
     assert hub.state.value == "training"
-    assert [e["state"] for e in hub.drain_events() if e["kind"] == "state"] == ["training"]
+    assert [e.state for e in hub.drain_events() if isinstance(e, StateChanged)] == ["training"]
 
 
 def test_pull_wait_is_capped_by_the_hub() -> None:
@@ -89,9 +90,9 @@ def test_two_pushes_make_one_averaged_sgd_step_with_scaled_lr() -> None:
         sgd.step()
         expected = torch.nn.utils.parameters_to_vector(params).detach()
         assert torch.allclose(weights(hub), expected, atol=1e-7, rtol=0)
-        rounds = [e for e in hub.drain_events() if e["kind"] == "round"]
+        rounds = [e for e in hub.drain_events() if isinstance(e, RoundClosed)]
         assert len(rounds) == 1
-        assert rounds[0]["loss"] == pytest.approx((2.0 * 8 + 1.0 * 24) / 32)
+        assert rounds[0].loss == pytest.approx((2.0 * 8 + 1.0 * 24) / 32)
     assert not torch.allclose(weights(hub), before)
 
 
@@ -129,8 +130,8 @@ def test_deadline_closes_a_round_with_the_pushes_it_has() -> None:
     hub.drain_events()
     hub.tick(T0 + 2.11)
     assert hub.server.version == 1
-    (event,) = [e for e in hub.drain_events() if e["kind"] == "round"]
-    assert event["contributors"] == 1 and event["complete"] is False
+    (event,) = [e for e in hub.drain_events() if isinstance(e, RoundClosed)]
+    assert event.contributors == 1 and event.complete is False
     # lr = base_lr * 1: a single gradient is not scaled up as if it were two
     assert torch.allclose(weights(hub), before - hub.config.lr * 1 * g1, atol=1e-7, rtol=0)
     # the silent worker's late gradient is now stale, and training goes on with both
@@ -178,17 +179,17 @@ def test_round_events_and_done_after_the_last_round() -> None:
                   for w, g in zip((w1, w2), grads(hub, 2, seed=r), strict=True)]
         assert all(len(p) >= 1 for p in pushes)
         events = hub.drain_events()
-        rounds = [e for e in events if e["kind"] == "round"]
+        rounds = [e for e in events if isinstance(e, RoundClosed)]
         assert len(rounds) == 1
         e = rounds[0]
-        assert (e["round"], e["version"], e["contributors"]) == (r + 1, r + 1, 2)
-        assert e["loss"] == pytest.approx(1.0 + r) and e["rejected"] == 0 and e["complete"]
-        assert e["bytes_in"] == w1.last_push_bytes + w2.last_push_bytes > 2 * 4 * 21_840
-        assert e["bytes_out"] > (2 * snapshot_bytes if r == 0 else 0)  # round 1 sent 2 MODELs
-        assert e["compute_s"] == pytest.approx(0.005)  # the slowest worker's compute_ms
-        assert [w["pushed"] for w in e["workers"]] == [r + 1, r + 1]
+        assert (e.round, e.version, e.contributors) == (r + 1, r + 1, 2)
+        assert e.loss == pytest.approx(1.0 + r) and e.rejected == 0 and e.complete
+        assert e.bytes_in == w1.last_push_bytes + w2.last_push_bytes > 2 * 4 * 21_840
+        assert e.bytes_out > (2 * snapshot_bytes if r == 0 else 0)  # round 1 sent 2 MODELs
+        assert e.compute_s == pytest.approx(0.005)  # the slowest worker's compute_ms
+        assert [w.pushed for w in e.workers] == [r + 1, r + 1]
     assert hub.done and hub.server.version == 3
-    assert {"kind": "state", "state": "done"} in events
+    assert StateChanged("done") in events
     # from now on every request from a member is answered DONE
     for reply in (w1.pull(hub, T0 + 9), w2.ping(hub, T0 + 9),
                   w1.push(hub, T0 + 9, grads(hub, 1)[0], version=3)):
@@ -238,7 +239,7 @@ def test_steady_workers_all_count_whatever_their_speed(compute_s: float) -> None
         w2.push(hub, now + compute_s + 0.1, g2, version=version)  # 0.1 s behind, every time
         now += compute_s + 0.2
         hub.tick(now)
-    contributors = [e["contributors"] for e in hub.drain_events() if e["kind"] == "round"]
+    contributors = [e.contributors for e in hub.drain_events() if isinstance(e, RoundClosed)]
     assert len(contributors) == 8
     assert contributors[-4:] == [2, 2, 2, 2]  # after a few rounds at most, both count
 
@@ -254,8 +255,8 @@ def test_a_pushed_value_never_makes_the_round_event_infinite(changes: dict) -> N
         assert reject_code(reply) in (RejectCode.NOT_FINITE, RejectCode.MALFORMED)
         assert isinstance(only(w1.push(hub, T0 + 0.1, g1)), Ack)
     w2.push(hub, T0 + 0.2, g2)
-    (event,) = [e for e in hub.drain_events() if e["kind"] == "round"]
-    assert math.isfinite(event["loss"]) and math.isfinite(event["compute_s"])
+    (event,) = [e for e in hub.drain_events() if isinstance(e, RoundClosed)]
+    assert math.isfinite(event.loss) and math.isfinite(event.compute_s)
 
 
 def test_an_empty_round_never_closes_at_its_deadline() -> None:
@@ -263,4 +264,4 @@ def test_an_empty_round_never_closes_at_its_deadline() -> None:
     w1, w2 = start_training(hub, T0)
     for t in (3.0, 50.0, 500.0):
         assert hub.tick(T0 + t) == [] and hub.server.version == 0
-    assert not [e for e in hub.drain_events() if e["kind"] == "round"]
+    assert not [e for e in hub.drain_events() if isinstance(e, RoundClosed)]

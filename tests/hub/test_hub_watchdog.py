@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from helpers_hub import T0, grads, make_hub, only, reject_code, start_training
 
+from computeshare_desktop.events import WorkerLeft
 from computeshare_desktop.hub.rounds import DeadlinePolicy
 from computeshare_desktop.protocol import RejectCode
 from computeshare_desktop.protocol.messages import Pong
@@ -24,9 +25,8 @@ def test_a_stuck_worker_loses_its_shard_after_three_missed_deadlines() -> None:
         assert hub.server.version == r + 1
         members = {m.worker_id for m in hub.members.members()}
         assert (stuck.welcome.worker_id in members) is (r < 2), r
-    left = [e for e in hub.drain_events() if e["kind"] == "worker_left"]
-    assert [(e["worker"]["id"], e["reason"]) for e in left] == [(stuck.welcome.worker_id,
-                                                                "stuck")]
+    left = [e for e in hub.drain_events() if isinstance(e, WorkerLeft)]
+    assert [(e.worker.id, e.reason) for e in left] == [(stuck.welcome.worker_id, "stuck")]
     assert hub.members.free_shard() == stuck.welcome.shard  # a spare can take it
     assert reject_code(only(stuck.ping(hub, now + 2))) is RejectCode.UNKNOWN_WORKER
     # the next round closes on the steady worker alone, at once

@@ -6,6 +6,7 @@ import pytest
 import torch
 from helpers_hub import T0, Worker, grads, make_hub, only, optimizer_copy, start_training, weights
 
+from computeshare_desktop.events import RoundClosed
 from computeshare_desktop.hub import HubCore
 from computeshare_desktop.hub.planner import WorkPlanner
 from computeshare_desktop.protocol import RejectCode
@@ -88,10 +89,10 @@ def test_the_hub_sizes_batches_to_speed_and_reads_each_shard_in_order() -> None:
     for i in (0, 1):  # each shard's stream is read without gaps or repeats
         ends = [start + batch for start, batch in (p[i] for p in plans)]
         assert [p[i][0] for p in plans[1:]] == ends[:-1]
-    events = [e for e in hub.drain_events() if e["kind"] == "round"]
-    assert all(e["samples"] == 32 for e in events)
-    assert [w["batch"] for w in events[-1]["workers"]] == [8, 24]
-    assert all(0 < w["busy"] <= 1 for w in events[-1]["workers"])
+    events = [e for e in hub.drain_events() if isinstance(e, RoundClosed)]
+    assert all(e.samples == 32 for e in events)
+    assert [w.batch for w in events[-1].workers] == [8, 24]
+    assert all(0 < w.busy <= 1 for w in events[-1].workers)
 
 
 def test_the_learning_rate_follows_the_global_batch() -> None:
@@ -141,8 +142,8 @@ def test_local_steps_are_planned_and_the_outer_nesterov_step_is_applied() -> Non
         outer.step()
         expected = torch.nn.utils.parameters_to_vector(params).detach()
         assert torch.allclose(weights(hub), expected, atol=1e-6, rtol=0)
-    rounds = [e for e in hub.drain_events() if e["kind"] == "round"]
-    assert [(e["version"], e["steps"], e["samples"]) for e in rounds] == [
+    rounds = [e for e in hub.drain_events() if isinstance(e, RoundClosed)]
+    assert [(e.version, e.steps, e.samples) for e in rounds] == [
         (4, 4, 64), (8, 4, 64), (10, 2, 32)]
     assert hub.done
 

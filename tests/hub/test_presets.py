@@ -6,6 +6,7 @@ import pytest
 from helpers_hub import T0, grads, make_hub, start_training
 
 from computeshare_desktop.errors import ConfigError
+from computeshare_desktop.events import ModeChanged
 from computeshare_desktop.hub.presets import (PRESETS, PROBE_ROUNDS, SLOW_STEPS, Mode, choose,
                                               resolve)
 from computeshare_desktop.protocol.messages import Model
@@ -71,8 +72,8 @@ def test_auto_switches_to_the_slow_preset_on_a_slow_link() -> None:
     assert expected == Mode("topk", 0.01, SLOW_STEPS)
     last = models[-1]
     assert (last.push_codec, last.steps) == ("topk", expected.local_steps)
-    (mode,) = [e for e in hub.drain_events() if e["kind"] == "mode"]
-    assert mode["preset"] == "slow" and mode["local_steps"] == expected.local_steps
+    (mode,) = [e for e in hub.drain_events() if isinstance(e, ModeChanged)]
+    assert mode.preset == "slow" and mode.local_steps == expected.local_steps
     assert hub.checkpoint()["mode"] == expected.to_json()
 
 
@@ -82,8 +83,8 @@ def test_auto_stays_lossless_on_a_fast_link_and_custom_never_switches() -> None:
         workers = start_training(hub)
         models = run_rounds(hub, workers, PROBE_ROUNDS + 2, round_s=round_s, compute_ms=5.0)
         assert {(m.push_codec, m.steps) for m in models} == {("zstd", 0)}
-        modes = [e for e in hub.drain_events() if e["kind"] == "mode"]
-        assert [m["preset"] for m in modes] == (["lan"] if preset == "auto" else [])
+        modes = [e for e in hub.drain_events() if isinstance(e, ModeChanged)]
+        assert [m.preset for m in modes] == (["lan"] if preset == "auto" else [])
 
 
 def test_a_bad_preset_is_a_config_error() -> None:

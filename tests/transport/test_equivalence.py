@@ -54,8 +54,8 @@ def test_sync_training_matches_single_process_sgd(tmp_path, num_workers, model_n
             w.close()
         hub.close()
     rounds = hub.rounds()
-    assert [r["version"] for r in rounds] == list(range(1, ROUNDS + 1))
-    assert all(r["contributors"] == num_workers for r in rounds)
+    assert [r.version for r in rounds] == list(range(1, ROUNDS + 1))
+    assert all(r.contributors == num_workers for r in rounds)
     assert result is not None and result.version == ROUNDS
     got = flat_parameters(hub.session.server.model)
     want = reference_weights(num_workers, model_name)

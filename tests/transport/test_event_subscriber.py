@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from computeshare_desktop.events import Evaluated, Event, RoundClosed
 from computeshare_desktop.transport import EventSubscriber, Identity
 from helpers_net import RunningHub, WorkerThread, wait_for
 
@@ -11,8 +12,8 @@ from helpers_net import RunningHub, WorkerThread, wait_for
 def test_paired_key_receives_events_and_stranger_does_not(tmp_path):
     hub = RunningHub(tmp_path, workers=1, rounds=150, batch_size=8, eval_every=50)
     worker = WorkerThread(hub.port, "w")
-    seen: list[dict] = []
-    strange: list[dict] = []
+    seen: list[Event] = []
+    strange: list[Event] = []
     stranger = EventSubscriber("127.0.0.1", hub.port + 1, Identity.generate(),
                                hub.identity.public, strange.append).start()
     follower = None
@@ -20,9 +21,9 @@ def test_paired_key_receives_events_and_stranger_does_not(tmp_path):
         wait_for(lambda: worker.session.hub_key, 30, "pairing")
         follower = EventSubscriber("127.0.0.1", hub.port + 1, worker.identity,
                                    worker.session.hub_key, seen.append).start()
-        wait_for(lambda: [e for e in seen if e["kind"] == "eval"], 60, "an eval event")
-        rounds = [e for e in seen if e["kind"] == "round"]
-        assert rounds and rounds[-1]["workers"][0]["name"] == "w"
+        wait_for(lambda: [e for e in seen if isinstance(e, Evaluated)], 60, "an eval event")
+        rounds = [e for e in seen if isinstance(e, RoundClosed)]
+        assert rounds and rounds[-1].workers[0].name == "w"
         worker.join(120)
         time.sleep(0.3)
     finally:
@@ -31,5 +32,5 @@ def test_paired_key_receives_events_and_stranger_does_not(tmp_path):
         stranger.close()
         worker.close()
         hub.close()
-    assert 0 <= seen[-1].get("accuracy", 0) <= 1
+    assert 0 <= getattr(seen[-1], "accuracy", 0) <= 1
     assert strange == []

@@ -10,6 +10,7 @@ import zstandard
 from computeshare_desktop.codec import get_codec
 import pytest
 
+from computeshare_desktop.events import Rejected
 from computeshare_desktop.protocol import RejectCode, decode, encode
 from computeshare_desktop.protocol.messages import Bye, Join, Model, Pull, Push, Reject, Welcome
 from computeshare_desktop.transport import Identity
@@ -100,8 +101,8 @@ def test_hostile_inputs_get_codes_and_training_goes_on(tmp_path):
         hub.close()
     assert result is not None and result.version == 40
     assert torch.isfinite(hub.session.server.flat()).all()
-    assert [r["version"] for r in hub.rounds()] == list(range(1, 41))
-    codes = {e["code"] for e in hub.of_kind("rejected")}
+    assert [r.version for r in hub.rounds()] == list(range(1, 41))
+    codes = {e.code for e in hub.of_kind(Rejected)}
     assert {"BAD_PIN", "MALFORMED", "VERSION_MISMATCH", "NOT_FINITE", "BAD_SHAPE", "TOO_LARGE",
             "STALE"} <= codes
     assert worker.result.pushed >= 30

@@ -8,6 +8,7 @@ import stat
 import pytest
 
 from computeshare_desktop.errors import ConfigError, RejectedError
+from computeshare_desktop.events import RoundClosed, WorkerLeft
 from computeshare_desktop.protocol import RejectCode
 from computeshare_desktop.transport import Identity, identity_path, load_or_create
 from helpers_net import EventListener, RunningHub, WorkerThread, pair, wait_for
@@ -22,19 +23,19 @@ def test_kick_revokes_key_for_requests_and_events(tmp_path):
         wait_for(lambda: hub.session.server.version >= 5, 60, "training")
         _, hub_key = pair(hub.port, "246810", "kicked", kicked.identity)  # same key, re-paired
         listener = EventListener(hub.port + 1, kicked.identity, hub_key)
-        wait_for(lambda: listener.of_kind("round"), 20, "events reach a paired listener")
+        wait_for(lambda: listener.of_kind(RoundClosed), 20, "events reach a paired listener")
         members = {m.name: m for m in hub.session.core.members.members()}
         hub.server.kick(members["kicked"].worker_id)
         kicked.join(30)
         assert isinstance(kicked.error, RejectedError)
         assert kicked.error.code is RejectCode.NOT_PAIRED
         assert kicked.identity.public not in hub.session.core.allowlist
-        assert [e for e in hub.of_kind("worker_left") if e["reason"] == "kicked"]
+        assert [e for e in hub.of_kind(WorkerLeft) if e.reason == "kicked"]
         # The event stream was restarted: the kicked key cannot reconnect to it.
-        seen = len(listener.events)
+        seen = len(listener.raw)
         version = hub.session.server.version
         wait_for(lambda: hub.session.server.version >= version + 20, 60, "training goes on")
-        assert len(listener.events) <= seen + 2  # at most what was in flight at the kick
+        assert len(listener.raw) <= seen + 2  # at most what was in flight at the kick
         assert keep.thread.is_alive() and keep.error is None
         # Kick means ban: the same machine cannot pair again, even with the right PIN.
         again = WorkerThread(hub.port, "kicked", identity=kicked.identity)

@@ -43,7 +43,7 @@ def test_lossy_modes_learn_and_move_few_bytes(tmp_path, mode, max_bytes) -> None
     assert result is not None and result.version == STEPS
     assert result.accuracy >= FLOOR, result.accuracy
     rounds = hub.rounds()
-    steady = sorted(r["bytes_in"] + r["bytes_out"] for r in rounds[1:])
+    steady = sorted(r.bytes_in + r.bytes_out for r in rounds[1:])
     assert steady[len(steady) // 2] <= max_bytes
     if mode["codec"] == "topk":  # momentum lives on the workers: the hub only averages
         assert all(not s for s in hub.session.server.optimizer.state.values())

@@ -7,6 +7,7 @@ import time
 import pytest
 
 from computeshare_desktop.errors import HubUnreachableError, RejectedError
+from computeshare_desktop.events import HubLost, HubSilent, SessionFull
 from computeshare_desktop.protocol import RejectCode
 from computeshare_desktop.worker import session as worker_session
 from helpers_net import RunningHub, WorkerThread, wait_for
@@ -36,7 +37,7 @@ def test_full_session_waits_for_a_shard_then_gives_up(hub):
         assert isinstance(extra.error, RejectedError)
         assert extra.error.code is RejectCode.SESSION_FULL
         assert time.monotonic() - started >= 1.0
-        assert any(e["kind"] == "session_full" for e in extra.events)
+        assert any(isinstance(e, SessionFull) for e in extra.events)
     finally:
         first.close()
 
@@ -51,9 +52,9 @@ def test_vanished_hub_makes_worker_give_up(hub):
         worker.join(60)
         assert isinstance(worker.error, HubUnreachableError)
         assert time.monotonic() - gone < 20
-        assert any(e["kind"] == "hub_silent" for e in worker.events)
-        lost = [e for e in worker.events if e["kind"] == "hub_lost"]
-        assert lost and lost[0]["silent_s"] < 10  # reported before giving up
+        assert any(isinstance(e, HubSilent) for e in worker.events)
+        lost = [e for e in worker.events if isinstance(e, HubLost)]
+        assert lost and lost[0].silent_s < 10  # reported before giving up
     finally:
         worker.close()
 
