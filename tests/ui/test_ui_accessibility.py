@@ -100,3 +100,15 @@ def test_the_app_renders_at_200_percent(tmp_path):
     assert float(ratio) == 2.0 and (int(width), int(height)) == (1800, 1200)
     assert int(hint_w) <= 1920 and int(hint_h) <= 1080  # fits a 4K screen at 200%
     assert image_stats(path)[2] >= 40  # drawn, not blank
+
+
+def test_copy_pin_copies_and_says_so(qtbot):
+    from PySide6.QtGui import QGuiApplication
+
+    card = PinCard("428913")
+    qtbot.addWidget(card)
+    card.show()
+    card.copy_button.click()
+    assert QGuiApplication.clipboard().text() == "428913"
+    assert card.copy_button.text() == "Copied ✓"
+    qtbot.waitUntil(lambda: card.copy_button.text() == "Copy PIN", timeout=5_000)
