@@ -212,6 +212,7 @@ class MainWindow(QMainWindow):
                 button.setObjectName("Primary" if primary else "")
                 button.style().unpolish(button)
                 button.style().polish(button)
+                button.updateGeometry()  # the primary style is bold: wider text
 
     # ----------------------------------------------------------------- host
     def open_host_dialog(self) -> HostDialog:

@@ -70,3 +70,4 @@ def test_two_sessions_with_one_name_are_told_apart(qtbot, main_window):
     assert rows[0][0] == rows[1][0]  # the same name...
     assert rows[0] != rows[1] and rows[0][1] == "box:7341" and rows[1][1] == "box:7351"
     assert rows[0][3] == "600" and (rows[0][6], rows[1][6]) == ("cdcdcdcd", "efefefef")
+

@@ -63,5 +63,6 @@ def test_screenshots_of_every_window(qtbot, main_window, tmp_path):
     save(worker_window, folder, "progress-worker")
     main_window.sessions_view.clearSelection()
     qtbot.waitUntil(lambda: "Training" in str(model.data(model.index(0, 5))), timeout=10_000)
+    qtbot.wait(100)  # the layout follows the buttons' new style
     save(main_window, folder, "main-window")
     assert hub_window.state.phase == "training" and worker_window.state.phase == "training"
