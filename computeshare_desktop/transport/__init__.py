@@ -2,7 +2,8 @@
 
 from .keys import Identity, KnownHubs, identity_path, load_or_create
 from .sockets import DEFAULT_PORT, MAX_MESSAGE_BYTES
-from .zmq_client import ChannelTimeout, ReqChannel, ZmqConnector, first_reachable, probe_hub
+from ..reach import probe_hub
+from .zmq_client import ChannelTimeout, ReqChannel, ZmqConnector, first_reachable
 from .zmq_events import EventSubscriber
 from .zmq_hub import EVENT_TOPIC, HubServer
 

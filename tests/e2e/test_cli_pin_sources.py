@@ -45,9 +45,14 @@ def test_join_prompts_for_the_pin_on_a_terminal(tmp_path):
 
 
 def test_join_without_a_pin_or_a_terminal_says_how_to_give_one(tmp_path):
-    env = {**os.environ, "COMPUTESHARE_HOME": str(tmp_path)}
+    env = {**os.environ, "COMPUTESHARE_HOME": str(tmp_path / "home")}
     env.pop("COMPUTESHARE_PIN", None)
-    proc = subprocess.run([sys.executable, "-m", "computeshare_desktop.cli", "join",
-                           "127.0.0.1:9", "--device", "cpu"], stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, env=env, timeout=60)
+    hub = RunningHub(tmp_path / "hub", workers=1, rounds=5, batch_size=8, eval_every=0)
+    try:  # a hub is there (a missing one is reported first: see test_probe)
+        proc = subprocess.run([sys.executable, "-m", "computeshare_desktop.cli", "join",
+                               f"127.0.0.1:{hub.port}", "--device", "cpu"],
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              env=env, timeout=60)
+    finally:
+        hub.close()
     assert proc.returncode == 2 and "COMPUTESHARE_PIN" in proc.stderr

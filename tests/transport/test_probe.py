@@ -70,4 +70,24 @@ def test_cli_join_with_nothing_listening_exits_3_and_says_refused(tmp_path):
     elapsed = time.monotonic() - began
     assert proc.returncode == 3, proc.stderr
     assert f"connection refused by 127.0.0.1:{port}" in proc.stderr
-    assert elapsed < 15.0  # process start included; the old wait alone was 15 s
+    assert elapsed < 3.0  # process start included (the address is checked before torch loads)
+
+
+def test_the_command_line_checks_the_address_before_loading_torch():
+    code = ("import sys\nfrom computeshare_desktop.cli.fast import precheck\n"
+            f"rc = precheck(['join', '127.0.0.1:{free_ports()}', '--pin', '1234'])\n"
+            "print(rc, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert out.stdout.split() == ["3", "False"], out.stderr
+
+
+@pytest.mark.parametrize("argv", [["join"], ["join", "--session", "lab"], ["host"],
+                                  ["join", "h:1", "--wait", "30"], ["join", "--help"],
+                                  ["join", "h:notaport"]])
+def test_only_a_join_to_an_address_is_checked_early(argv):
+    from computeshare_desktop.cli.fast import join_address
+
+    assert join_address(argv) is None
+    assert join_address(["join", "--pin", "1", "tcp://hub.lan:7400"]) == ("hub.lan", 7400)
+    assert join_address(["join", "hub.lan"]) == ("hub.lan", 7341)

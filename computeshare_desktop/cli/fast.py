@@ -1,0 +1,74 @@
+"""The first thing ``computeshare`` runs: answers that must not wait for torch to load.
+
+``computeshare join HOST:PORT`` with nothing listening there is told so (exit code 3) at
+once: the address is checked here, before the full command line and its imports load.
+Everything else goes straight to ``cli.main``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Sequence
+
+from ..defaults import DEFAULT_PORT
+from ..errors import HubUnreachableError
+from ..reach import probe_hub
+
+# join's options that take a value (the address is the first argument that is not one)
+VALUED = {"--session", "--interface", "--scan", "--pin", "--device", "--name", "--threads",
+          "--give-up", "--max-rate", "--wait"}
+UNREACHABLE = 3
+
+
+def join_address(argv: Sequence[str]) -> tuple[str, int] | None:
+    """(host, port) of ``join HOST[:PORT]`` when the hub must answer now; None otherwise
+    (another command, no address, ``--wait``, ``--help``, or an address the full parser
+    should judge)."""
+    if not argv or argv[0] != "join":
+        return None
+    args = list(argv[1:])
+    if any(a in ("-h", "--help") or a == "--wait" or a.startswith("--wait=") for a in args):
+        return None
+    address, skip = None, False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in VALUED:
+            skip = True
+        elif not arg.startswith("-"):
+            address = arg
+            break
+    if address is None:
+        return None
+    rest = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port = rest.rpartition(":")
+    if not sep:
+        host, port = rest, str(DEFAULT_PORT)
+    if not host or not port.isdigit() or not 0 < int(port) < 65534:
+        return None
+    return host, int(port)
+
+
+def precheck(argv: Sequence[str]) -> int | None:
+    """The exit code when the command can be answered now, else None."""
+    target = join_address(argv)
+    if target is None:
+        return None
+    host, port = target
+    try:
+        probe_hub(host, port)
+    except HubUnreachableError as exc:
+        print(f"computeshare join: error: {exc}", file=sys.stderr)
+        return UNREACHABLE
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``computeshare`` console script."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    code = precheck(args)
+    if code is not None:
+        return code
+    from .main import main as full
+
+    return full(args)
