@@ -12,7 +12,7 @@ import threading
 from collections.abc import Sequence
 
 from ..discovery import DiscoveredSession, DiscoveryError, SessionBrowser
-from ..service.join import in_scope
+from ..service.threads import in_scope
 from ..worker import DeviceChoice, pick_device
 
 log = logging.getLogger(__name__)

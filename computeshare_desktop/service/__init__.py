@@ -5,8 +5,9 @@ remembered hubs); the views only start, stop and show. No Qt.
 """
 
 from .host import HostPlan, HostService, choose_pin
-from .join import FEED, JoinPlan, JoinService, Tagged, remembers
+from .join import FEED, JoinPlan, JoinService, remembers
 from .options import AppConfig, HostOptions, JoinTarget
+from .threads import Tagged
 
 __all__ = ["AppConfig", "FEED", "HostOptions", "HostPlan", "HostService", "JoinPlan",
            "JoinService", "JoinTarget", "Tagged", "choose_pin", "remembers"]

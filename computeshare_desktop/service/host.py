@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import os
-import queue
 import socket
 import threading
 from typing import Callable
@@ -31,7 +30,8 @@ from ..hub import HubResult, HubSession
 from ..protocol.auth import new_pin
 from ..protocol.pake import key_fingerprint
 from ..transport import DEFAULT_PORT, HubServer, Identity, identity_path, load_or_create
-from .join import SERIAL, JoinPlan, JoinService, Tagged, drain_queue
+from .join import JoinPlan, JoinService
+from .threads import SERIAL, ServiceThread, Tagged
 from .options import HostPlan, JoinTarget, check_output_folder, worker_name
 
 log = logging.getLogger(__name__)
@@ -48,18 +48,17 @@ def choose_pin(given: str = "") -> str:
     return pin
 
 
-class HostService:
+class HostService(ServiceThread):
     """One hub session on its own thread: ``start()``, then ``stop()`` and ``join()``."""
 
     def __init__(self, plan: HostPlan,
                  on_event: Callable[[Tagged], None] | None = None) -> None:
         """Checks the folder and the PIN now (ConfigError), so a dialog or the command line
         can say what is wrong before anything starts."""
+        super().__init__("hub", name=f"cs-hub-{next(SERIAL)}", on_event=on_event)
         self.plan = plan
         self.pin = choose_pin(plan.pin)
         self.out_path = check_output_folder(plan.out_dir, plan.resume)
-        self.events: queue.SimpleQueue[Tagged] = queue.SimpleQueue()
-        self._on_event = on_event
         self.port: int | None = None
         self.addresses: list[str] = []  # where workers can reach the hub, best first
         self.result: HubResult | None = None
@@ -70,15 +69,8 @@ class HostService:
         self._lock = threading.Lock()
         self._stop_requested = threading.Event()
         self._serve_stop = threading.Event()  # what the serve loop watches
-        self._thread = threading.Thread(target=self._run, name=f"cs-hub-{next(SERIAL)}",
-                                        daemon=True)
 
     # ----------------------------------------------------------------- any thread
-    def start(self) -> "HostService":
-        """Start the hub thread; returns self."""
-        self._thread.start()
-        return self
-
     def stop(self) -> None:
         """Stop training (returns at once): the local worker leaves first, then the hub
         saves the model and a checkpoint and tells its workers."""
@@ -112,31 +104,10 @@ class HostService:
                 self._thread.join(timeout_s)
         return not self._thread.is_alive()
 
-    def wait(self, timeout_s: float) -> bool:
-        """Wait up to ``timeout_s`` for the hub thread to end by itself; True when it has."""
-        if self._thread.ident is not None:
-            self._thread.join(timeout_s)
-        return not self._thread.is_alive()
-
-    @property
-    def running(self) -> bool:
-        """True while the hub thread is alive."""
-        return self._thread.is_alive()
-
     @property
     def stopping(self) -> bool:
         """True once ``stop()`` was called."""
         return self._stop_requested.is_set()
-
-    def drain(self) -> list[Tagged]:
-        """Every event (hub and local worker) queued since the last call."""
-        return drain_queue(self.events)
-
-    @property
-    def scope(self) -> str:
-        """The name of the hub's thread: every thread of this session is named after it, so
-        a log handler can keep to one session (see ``in_scope``)."""
-        return self._thread.name
 
     def session_name(self) -> str:
         """The name advertised on the LAN."""
@@ -248,8 +219,3 @@ class HostService:
     def _on_hub_event(self, event: Event) -> None:
         self._post(event)
 
-    def _post(self, event: Event) -> None:
-        tagged = Tagged("hub", event)
-        self.events.put(tagged)
-        if self._on_event is not None:
-            self._on_event(tagged)

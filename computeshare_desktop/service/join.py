@@ -17,13 +17,12 @@ threads, or drain them from ``events``.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import queue
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, TypeVar
+from typing import Callable
 
 from ..errors import ComputeShareError, HubStoppedError, HubUnreachableError, RejectedError
 from ..events import DeviceChosen, Ended, Event, Failed, Finished, HubStopped, Joined
@@ -33,26 +32,12 @@ from ..transport import (EventSubscriber, KnownHubs, ZmqConnector, first_reachab
 from ..worker import DeviceChoice, WorkerOptions, WorkerResult, WorkerSession, pick_device
 from .messages import refusal_message
 from .options import JoinTarget
+from .threads import ServiceThread, Tagged
 
 log = logging.getLogger(__name__)
 
 FEED = "feed"  # the ``source`` of events relayed from the hub's event stream
 FINISHED_GRACE_S = 3.0  # after the hub's Done, how long to wait for its Finished event
-SERIAL = itertools.count(1)  # numbers the services' threads: cs-hub-1, cs-worker-2...
-
-
-def in_scope(thread_name: str, scope: str) -> bool:
-    """True for the thread called ``scope`` and the threads it started (named scope/...)."""
-    return thread_name == scope or thread_name.startswith(scope + "/")
-
-
-@dataclass(frozen=True, slots=True)
-class Tagged:
-    """An event and where it came from: "hub", "local" (a host's own worker), "worker",
-    or "feed" (the hub's events as a worker hears them)."""
-
-    source: str
-    event: Event
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +70,7 @@ def remembers(target: JoinTarget, name: str) -> bool:
     return known_hub_key(target, KnownHubs(identity_path("worker", name))) is not None
 
 
-class JoinService:
+class JoinService(ServiceThread):
     """One worker session on its own thread: ``start()``, then ``stop()`` and ``join()``."""
 
     def __init__(self, plan: JoinPlan, *, source: str = "worker",
@@ -93,13 +78,12 @@ class JoinService:
                  on_event: Callable[[Tagged], None] | None = None,
                  on_exit: Callable[[], None] | None = None, scope: str | None = None) -> None:
         """``scope``: the name of its thread (a host's worker: inside the host's scope)."""
-        self.plan, self.source = plan, source
+        super().__init__(source, name=scope, events=events, on_event=on_event)
+        self.plan = plan
         self.target = plan.target
-        self.events: queue.SimpleQueue[Tagged] = events or queue.SimpleQueue()
         self.result: WorkerResult | None = None
         self.error: ComputeShareError | None = None  # why the worker stopped early
         self.error_code: str | None = None
-        self._on_event = on_event
         self._on_exit = on_exit
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -108,15 +92,8 @@ class JoinService:
         self._feed_key: str | None = None
         self._connector: ZmqConnector | None = None
         self._hub_finished = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True,
-                                        name=scope or f"cs-{source}-{next(SERIAL)}")
 
     # ----------------------------------------------------------------- any thread
-    def start(self) -> "JoinService":
-        """Start the worker thread; returns self."""
-        self._thread.start()
-        return self
-
     def stop(self) -> None:
         """Leave the session (returns at once)."""
         with self._lock:
@@ -125,32 +102,13 @@ class JoinService:
                 self._session.leave()
 
     def join(self, timeout_s: float) -> bool:
-        """Wait for the thread; True when it has ended."""
-        if self._thread.ident is not None:
-            self._thread.join(timeout_s)
-        return not self._thread.is_alive()
-
-    wait = join  # as HostService.wait: nothing to force here
-
-    @property
-    def scope(self) -> str:
-        """The name of the worker's thread: every thread of this session is named after it,
-        so a log handler can keep to one session (see ``in_scope``)."""
-        return self._thread.name
-
-    @property
-    def running(self) -> bool:
-        """True while the worker thread is alive."""
-        return self._thread.is_alive()
+        """Wait for the thread; True when it has ended (nothing to force here)."""
+        return self.wait(timeout_s)
 
     @property
     def stopping(self) -> bool:
         """True once ``stop()`` was called."""
         return self._stop.is_set()
-
-    def drain(self) -> list[Tagged]:
-        """Every event queued since the last call."""
-        return drain_queue(self.events)
 
     def traffic(self) -> tuple[int, int]:
         """(bytes sent, bytes received) on the encrypted channel so far."""
@@ -234,12 +192,6 @@ class JoinService:
             self._follow(self._session)
         self._post(event)
 
-    def _post(self, event: Event, source: str | None = None) -> None:
-        tagged = Tagged(source or self.source, event)
-        self.events.put(tagged)
-        if self._on_event is not None:
-            self._on_event(tagged)
-
     # ----------------------------------------------------------------- the hub's events
     def _follow(self, session: WorkerSession) -> None:
         """Subscribe to the hub's events (worker thread, on each Joined)."""
@@ -275,15 +227,3 @@ class JoinService:
             self._hub_finished.wait(FINISHED_GRACE_S)  # the hub's final accuracy is on its way
         feed.close()
 
-
-T = TypeVar("T")
-
-
-def drain_queue(events: "queue.SimpleQueue[T]") -> list[T]:
-    """Everything in ``events`` right now, without blocking."""
-    items: list[T] = []
-    while True:
-        try:
-            items.append(events.get_nowait())
-        except queue.Empty:
-            return items
