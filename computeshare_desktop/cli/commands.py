@@ -7,7 +7,6 @@ import getpass
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -30,6 +29,7 @@ from ..models import build_model
 from ..service import (HostPlan, HostService, JoinPlan, JoinService, JoinTarget, Tagged,
                        remembers)
 from ..service.host import PIN_ENV
+from ..service.options import worker_name
 from ..worker import pick_device
 from .progress import HubView, WorkerView
 
@@ -181,7 +181,7 @@ def _join_target(args: argparse.Namespace) -> JoinTarget:
 
 def join(args: argparse.Namespace) -> int:
     """Run a worker until the hub says the session is done."""
-    name = args.name or socket.gethostname()
+    name = args.name or worker_name()
     target = _join_target(args)
     pin = _worker_pin(args, required=not remembers(target, name))
     if args.threads > 0:
@@ -192,7 +192,7 @@ def join(args: argparse.Namespace) -> int:
     if args.max_rate < 0:
         raise ConfigError("--max-rate must be positive (or 0: no limit)")
     view = WorkerView(quiet=args.quiet)
-    service = JoinService(JoinPlan(target, pin=pin, name=name, device=device,
+    service = JoinService(JoinPlan(target, pin=pin, name=name, label=args.name or "", device=device,
                                    give_up_s=args.give_up, max_rate=args.max_rate,
                                    follow_hub=False, wait_s=max(0.0, args.wait)),
                           on_event=view.on)

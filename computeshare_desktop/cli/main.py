@@ -93,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     join.add_argument("--scan", type=float, default=3.0, help="seconds to look for sessions (default %(default)s)")
     join.add_argument("--pin", help="the PIN the hub shows; without it: COMPUTESHARE_PIN, else a prompt (other users can see command lines, not prompts)")
     join.add_argument("--device", default="auto", choices=DEVICE_CHOICES, help="default %(default)s: CUDA, then MPS, then CPU")
-    join.add_argument("--name", default=None, help="worker name shown on the hub (default: this machine's name)")
+    join.add_argument("--name", default=None, help="worker name shown on the hub (default: this machine's name and device, e.g. \"vm · CPU\")")
     join.add_argument("--threads", type=int, default=0, help="CPU threads for torch (default: torch's choice)")
     join.add_argument("--max-rate", type=float, default=0.0, metavar="SAMPLES_PER_S", help="compute at most this many samples per second, to share this machine politely (default: no limit)")
     join.add_argument("--wait", type=float, default=0.0, metavar="SECONDS", help="keep trying a hub that does not listen yet for this long (scripts that start the hub and its workers together; default: say why at once)")

@@ -185,7 +185,7 @@ class HostService(ServiceThread):
         if not self.plan.train_here:
             return
         target = JoinTarget(host="127.0.0.1", port=port, label="this machine")
-        local = JoinService(JoinPlan(target, pin=self.pin, name=f"{worker_name()} (host)",
+        local = JoinService(JoinPlan(target, pin=self.pin, name=worker_name(), role="host",
                                      device=self.plan.device, follow_hub=False),
                             source="local", events=self.events, on_event=self._on_event,
                             on_exit=self._on_local_exit, scope=f"{self.scope}/local")

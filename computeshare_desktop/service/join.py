@@ -46,7 +46,9 @@ class JoinPlan:
 
     target: JoinTarget
     pin: str = ""  # "" works for a hub this machine joined before
-    name: str = "worker"  # shown on the hub; one key (and one list of known hubs) per name
+    name: str = "worker"  # the machine: one key (and one list of known hubs) per name
+    label: str = ""  # shown on the hub; "": the name and the device ("vm · CPU")
+    role: str = ""  # "host": the host's own worker, "vm · CPU (host)", with its own key
     device: DeviceChoice | None = None  # None: the best one
     first_contact_s: float = 15.0  # give up this soon if the hub never answered at all
     give_up_s: float = 120.0  # give up after this long without any answer
@@ -54,6 +56,18 @@ class JoinPlan:
     follow_hub: bool = True  # relay the hub's events too (a host's own worker has them)
     wait_s: float = 0.0  # keep trying a hub that does not listen yet, this long (scripts
     # that start the hub and its workers together); 0: say why at once
+
+    @property
+    def identity(self) -> str:
+        """Whose key this worker uses (and whose list of known hubs)."""
+        return f"{self.name} ({self.role})" if self.role else self.name
+
+
+def worker_label(machine: str, device: DeviceChoice, role: str = "") -> str:
+    """How a worker is shown on the hub by default: its machine and its device, so that a
+    laptop's CPU and a PC's GPU can be told apart (two app instances on one machine get
+    "#2" from the hub)."""
+    return f"{machine} · {device.short}" + (f" ({role})" if role else "")
 
 
 def known_hub_key(target: JoinTarget, known: KnownHubs) -> str | None:
@@ -147,7 +161,7 @@ class JoinService(ServiceThread):
         plan, t = self.plan, self.target
         device = plan.device or pick_device("auto")
         self._post(DeviceChosen(device.description, device.note))
-        key_file = identity_path("worker", plan.name)
+        key_file = identity_path("worker", plan.identity)
         identity = load_or_create(key_file)
         host = first_reachable(t.hosts, t.pair_port or t.port + 2) if len(t.hosts) > 1 \
             else t.host
@@ -159,7 +173,8 @@ class JoinService(ServiceThread):
                                                            f" (its pairing port {port})"))
         connector = ZmqConnector(host, t.port, identity, pair_port=t.pair_port)
         self._connector = connector
-        options = WorkerOptions(pin=plan.pin, name=plan.name,
+        label = plan.label or worker_label(plan.name, device, plan.role)
+        options = WorkerOptions(pin=plan.pin, name=label,
                                 first_contact_s=plan.first_contact_s, give_up_s=plan.give_up_s,
                                 max_rate=plan.max_rate)
         session = WorkerSession(connector, options, device, on_event=self._on_worker_event,

@@ -28,6 +28,19 @@ class DeviceChoice:
     description: str  # e.g. "NVIDIA GeForce RTX 4090 (CUDA)", "Apple MPS", "CPU, 8 cores"
     note: str = ""  # set when we fell back from what was asked or expected
 
+    @property
+    def short(self) -> str:
+        """A few words for the device in a worker's name: "CPU", "Apple GPU", the GPU's
+        model ("RTX 4090"), with its index on a machine with several."""
+        if self.device.type == "cpu":
+            return "CPU"
+        if self.device.type == "mps":
+            return "Apple GPU"
+        model = self.description.removesuffix(" (CUDA)")
+        for prefix in ("NVIDIA GeForce ", "NVIDIA "):
+            model = model.removeprefix(prefix)
+        return model if self.device.index in (None, 0) else f"{model} #{self.device.index}"
+
 
 def _available(kind: str) -> bool:
     if kind == "cuda":

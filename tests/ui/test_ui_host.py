@@ -13,6 +13,7 @@ from PySide6.QtCore import QUrl  # noqa: E402
 
 from computeshare_desktop.gui.formatting import percent  # noqa: E402
 from computeshare_desktop.gui.main_window import MainWindow  # noqa: E402
+from computeshare_desktop.service.options import worker_name  # noqa: E402
 from computeshare_desktop.gui.settings import Settings, settings_path  # noqa: E402
 from helpers_net import free_ports, metrics  # noqa: E402
 from ui_helpers import click, type_into  # noqa: E402
@@ -53,7 +54,8 @@ def test_host_with_local_training_runs_to_the_end_and_shows_final_accuracy(
     assert window.output_url() == QUrl.fromLocalFile(str(out))
     assert window.progress_bar.value() == window.progress_bar.maximum() == 60
     rows = window.state.workers.values()
-    assert [w.pushed for w in rows] == [60] and "(host)" in next(iter(rows)).name
+    assert [w.pushed for w in rows] == [60]
+    assert next(iter(rows)).name == f"{worker_name()} · CPU (host)"  # machine, device, role
     assert window.workers_table.item(0, 5).text() == "60"  # pushed
     assert window.workers_table.item(0, 2).text() == "100% · 32"  # its share: all of it
     assert window.workers_table.item(0, 3).text().endswith("%")  # how busy its device was

@@ -12,6 +12,7 @@ pytest.importorskip("pyqtgraph")
 from computeshare_desktop.gui.formatting import percent  # noqa: E402
 from computeshare_desktop.gui.main_window import MainWindow  # noqa: E402
 from computeshare_desktop.gui.settings import Settings  # noqa: E402
+from computeshare_desktop.service.options import worker_name  # noqa: E402
 from helpers_net import free_ports, metrics  # noqa: E402
 from ui_helpers import click, click_row, type_into  # noqa: E402
 
@@ -64,6 +65,8 @@ def test_a_host_and_a_worker_instance_train_to_the_end(qtbot, styled_app, app_co
         worker_window = worker_app.progress_windows[0]
 
         qtbot.waitUntil(lambda: hub_window.workers_table.rowCount() == 1, timeout=30_000)
+        # named by its machine and its device, as the hub's user sees it
+        assert hub_window.workers_table.item(0, 0).text() == f"{worker_name()} · CPU"
         done = lambda w: w.state.phase == "finished" and w.finish_card.isVisible()  # noqa: E731
         qtbot.waitUntil(lambda: done(hub_window) and done(worker_window)
                         and worker_window.state.final.accuracy is not None, timeout=180_000)

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from computeshare_desktop.errors import ConfigError
+from computeshare_desktop.service.join import worker_label
 from computeshare_desktop.worker import device as device_mod
 from computeshare_desktop.worker import pick_device
 
@@ -43,3 +44,16 @@ def test_accelerator_that_claims_to_exist_but_fails_falls_back(monkeypatch):
 def test_unknown_device_is_a_config_error():
     with pytest.raises(ConfigError, match="--device must be one of"):
         pick_device("tpu")
+
+
+@pytest.mark.parametrize("device,description,short", [
+    (torch.device("cpu"), "CPU, 8 cores", "CPU"),
+    (torch.device("mps"), "Apple MPS", "Apple GPU"),
+    (torch.device("cuda", 0), "NVIDIA GeForce RTX 4090 (CUDA)", "RTX 4090"),
+    (torch.device("cuda", 1), "NVIDIA A100-SXM4-40GB (CUDA)", "A100-SXM4-40GB #1"),
+])
+def test_a_worker_is_named_by_its_machine_and_device(device, description, short):
+    choice = device_mod.DeviceChoice(device, description)
+    assert choice.short == short
+    assert worker_label("vm", choice) == f"vm · {short}"
+    assert worker_label("vm", choice, "host") == f"vm · {short} (host)"
