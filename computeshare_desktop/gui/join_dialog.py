@@ -37,6 +37,7 @@ class JoinDialog(QDialog):
         self.runner: JoinService | None = None  # the paired runner, after accept()
         self.events: list[Tagged] = []  # what it said so far, for the progress window
         self._failure: str | None = None
+        self._failure_code = ""
         self.setWindowTitle("Join a session" if target else "Connect to a hub")
         self.setMinimumWidth(440)
         self.address_edit = QLineEdit()
@@ -118,7 +119,7 @@ class JoinDialog(QDialog):
         if not pin and not self._remembered(target):
             self._show("Type the PIN the hub shows.", "error")
             return
-        self._failure = None
+        self._failure, self._failure_code = None, ""
         self.events = []
         self.runner = self._start_runner(target, pin).start()
         self._set_busy(True)
@@ -143,7 +144,7 @@ class JoinDialog(QDialog):
             self.timer.stop()
             self.accept()
         elif isinstance(event, Failed):
-            self._failure = event.message
+            self._failure, self._failure_code = event.message, event.code
         elif isinstance(event, PairingWait) and event.code == "LOCKED_OUT":
             self._failure = (refusal_message("LOCKED_OUT").replace(
                 "Wait, then", f"Wait {event.retry_after:.0f} s, then"))
@@ -156,8 +157,15 @@ class JoinDialog(QDialog):
             self.runner = None
             self._set_busy(False)
             self._show(self._failure or "Pairing stopped.", "error")
-            self.pin_edit.selectAll()
-            self.pin_edit.setFocus()
+            self._focus_the_cause()
+
+    def _focus_the_cause(self) -> None:
+        """Put the focus on what to fix, its text selected so typing replaces it: the
+        address when it could not be reached (if the user typed it), else the PIN."""
+        typed = self.target is None and self._failure_code == "UNREACHABLE"
+        field = self.address_edit if typed else self.pin_edit
+        field.selectAll()
+        field.setFocus()
 
     def reject(self) -> None:
         """Cancel: a pairing in progress is stopped (its owner joins the thread later)."""
