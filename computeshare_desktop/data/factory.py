@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import logging
 import os
 import pathlib
 import threading
-from typing import Callable
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import platformdirs
 
@@ -97,11 +102,165 @@ def is_available(name: str, *, root: str | os.PathLike[str] | None = None) -> bo
     return True
 
 
-def download(name: str, progress: Callable[[int, str], None] | None = None, *,
+MEGABYTE = 1_000_000
+# At most ~20 reports a second; a file's first and last bytes are always reported.
+PROGRESS_INTERVAL_S = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class DownloadProgress:
+    """Where a dataset download stands, as ``download`` reports it.
+
+    ``total_bytes`` sums the sizes of the files begun so far (each is known once its
+    response starts), so it may grow; it is None while any size is unknown (before the
+    first file, or a server that sends no Content-Length). ``file`` counts the files begun
+    (0 before the first); ``split`` is the split being fetched; ``text`` is one line for a
+    person.
+    """
+
+    done_bytes: int
+    total_bytes: int | None
+    split: str
+    file: int
+    text: str
+
+    def amount(self) -> str:
+        """``42.0 of 170.5 MB``, or ``42.0 MB`` while the total is unknown."""
+        return _amount(self.done_bytes, self.total_bytes)
+
+
+def _amount(done: int, total: int | None) -> str:
+    if total is None:
+        return f"{done / MEGABYTE:.1f} MB"
+    return f"{done / MEGABYTE:.1f} of {total / MEGABYTE:.1f} MB"
+
+
+Progress = Callable[[DownloadProgress], None]
+
+
+@dataclass(slots=True, eq=False)
+class _File:
+    """One file's bytes so far; ``total`` is None when its server did not say."""
+
+    total: int | None
+    done: int = 0
+    finished: bool = False
+
+    def size(self) -> int | None:
+        return self.total if self.total is not None else self.done if self.finished else None
+
+
+class _Tally:
+    """The bytes of every file of one download, passed on to ``progress`` (throttled)."""
+
+    def __init__(self, name: str, progress: Progress) -> None:
+        self._name, self._progress = name, progress
+        self._split = ""
+        self._files: list[_File] = []
+        self._last = -float("inf")
+
+    def start_split(self, split: str) -> None:
+        self._split = split
+        self._report(force=True)
+
+    def begin(self, total: int | None) -> _File:
+        self._files.append(_File(total))
+        self._report(force=True)
+        return self._files[-1]
+
+    def add(self, file: _File, count: int) -> None:
+        file.done += count
+        self._report(force=False)
+
+    def end(self, file: _File, *, failed: bool) -> None:
+        """A file is complete; a failed one is dropped (another mirror sends it again)."""
+        if file.finished or file not in self._files:
+            return
+        if failed:
+            self._files.remove(file)
+        file.finished = True
+        self._report(force=True)
+
+    def _report(self, *, force: bool) -> None:
+        now = time.monotonic()
+        if force or now - self._last >= PROGRESS_INTERVAL_S:
+            self._last = now
+            self._progress(self._snapshot())
+
+    def _snapshot(self) -> DownloadProgress:
+        sizes = [f.size() for f in self._files]
+        known = [s for s in sizes if s is not None]
+        total = sum(known) if known and len(known) == len(sizes) else None
+        done = sum(f.done for f in self._files)
+        files = len(self._files)
+        text = f"Downloading the {self._split} split of {self._name}"
+        text += f" (file {files}): {_amount(done, total)}" if files else "…"
+        return DownloadProgress(done, total, self._split, files, text)
+
+
+class _ByteBar:
+    """Stands in for the tqdm bar torchvision opens for each file it fetches."""
+
+    def __init__(self, tally: _Tally, total: int | None) -> None:
+        self._tally = tally
+        self._file = tally.begin(total)
+
+    def update(self, count: int = 1) -> None:
+        self._tally.add(self._file, count)
+
+    def close(self) -> None:
+        self._tally.end(self._file, failed=False)
+
+    def __enter__(self) -> _ByteBar:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        self._tally.end(self._file, failed=kind is not None)
+
+
+# Held while torchvision's tqdm is replaced: two downloads must not swap it under each other.
+_patch_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _counting_bytes(tally: _Tally) -> Iterator[None]:
+    """Count the bytes torchvision fetches on this thread into ``tally``, by replacing the
+    ``tqdm`` that ``torchvision.datasets.utils._urlretrieve`` reports to; other threads
+    keep the real one. Restored on the way out, errors included."""
+    utils: Any = importlib.import_module("torchvision.datasets.utils")
+    owner = threading.get_ident()
+    with _patch_lock:
+        original = getattr(utils, "tqdm", None)
+        if original is None:
+            # A torchvision without that module global (it has one up to 0.29 at least):
+            # the caller still gets a report per split, without bytes.
+            yield
+            return
+
+        def bar(*args: Any, total: int | None = None, **kwargs: Any) -> Any:
+            if threading.get_ident() != owner:
+                return original(*args, total=total, **kwargs)
+            return _ByteBar(tally, total)
+
+        utils.tqdm = bar
+        try:
+            yield
+        finally:
+            utils.tqdm = original
+
+
+def download(name: str, progress: Progress | None = None, *,
              root: str | os.PathLike[str] | None = None) -> None:
-    """Fetch both splits of ``name`` into the cache folder; ``progress(step, text)`` is
-    called before each of the two steps. Raises DatasetUnavailableError when offline."""
-    for step, split in enumerate(SPLITS):
-        if progress is not None:
-            progress(step, f"Downloading the {split} split of {name}…")
-        load_dataset(name, split, root=root, download=True)
+    """Fetch both splits of ``name`` into the cache folder.
+
+    ``progress`` receives a DownloadProgress when each split starts and as bytes arrive
+    (at most ~20 a second, and always each file's first and last bytes), on this thread.
+
+    Raises:
+        DatasetUnavailableError: offline, or the server is unreachable.
+    """
+    tally = _Tally(name, progress if progress is not None else lambda _: None)
+    with _counting_bytes(tally):
+        for split in SPLITS:
+            tally.start_split(split)
+            load_dataset(name, split, root=root, download=True)

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (QAbstractSpinBox, QApplication, QCheckBox, QCombo
                                QSpinBox, QVBoxLayout, QWidget)
 
 from ..codec import CODECS
-from ..data import DATASETS, download, is_available, needs_download
+from ..data import DATASETS, DownloadProgress, download, is_available, needs_download
 from ..errors import ConfigError
 from ..hub.outputs import OutputDir
 from ..hub.presets import PRESETS, resolve
@@ -69,7 +69,32 @@ def _combo(items: tuple[str, ...], current: str) -> QComboBox:
     return combo
 
 
-Downloader = Callable[[str, Callable[[int, str], None]], None]
+# (name, progress): fetches a dataset, reporting to progress on its own thread
+Downloader = Callable[[str, Callable[[DownloadProgress], None]], None]
+BAR_STEPS = 1000  # a download's bar runs 0..BAR_STEPS: bytes scaled so any size fits an int
+
+
+def _download_dialog(name: str, parent: QWidget) -> QProgressDialog:
+    """A busy bar until a size is known; it stays open at 100 %, since the total may grow."""
+    dialog = QProgressDialog(f"Downloading {name}…", "Cancel", 0, 0, parent)
+    dialog.setWindowTitle("Download a dataset")
+    dialog.setAutoReset(False)
+    dialog.setAutoClose(False)
+    dialog.setMinimumDuration(0)
+    dialog.setValue(0)
+    return dialog
+
+
+def show_download(dialog: QProgressDialog, name: str, report: DownloadProgress) -> None:
+    """Show the bytes received of the total ("Downloading cifar10 — 42.0 of 170.5 MB")."""
+    total = report.total_bytes
+    if total is None or total <= 0:
+        dialog.setRange(0, 0)
+    else:
+        dialog.setRange(0, BAR_STEPS)
+        dialog.setValue(min(BAR_STEPS, report.done_bytes * BAR_STEPS // total))
+    dialog.setLabelText(f"Downloading {name} — {report.amount()}" if report.file
+                        else report.text)
 
 
 def dataset_labels() -> dict[str, str]:
@@ -85,6 +110,16 @@ def _data_combo(labels: dict[str, str], current: str) -> QComboBox:
         combo.addItem(label, name)
     combo.setCurrentIndex(max(0, combo.findData(current)))
     return combo
+
+
+def _show_latest(dialog: QProgressDialog, name: str,
+                 reports: queue.SimpleQueue[DownloadProgress]) -> None:
+    """Show the newest report; older ones waiting in the queue are already stale."""
+    latest = None
+    while not reports.empty():
+        latest = reports.get()
+    if latest is not None:
+        show_download(dialog, name, latest)
 
 
 class HostDialog(QDialog):
@@ -306,27 +341,21 @@ class HostDialog(QDialog):
     def download_dataset(self) -> bool:
         """Download the chosen dataset with a progress dialog; True when it is here."""
         name = self.dataset.currentData()
-        progress = QProgressDialog(f"Downloading {name}…", "Cancel", 0, 2, self)
-        progress.setWindowTitle("Download a dataset")
-        progress.setMinimumDuration(0)
-        progress.setValue(0)
+        progress = _download_dialog(name, self)
+        reports: queue.SimpleQueue[DownloadProgress] = queue.SimpleQueue()
         result: list[BaseException | None] = []
 
         def fetch() -> None:
             try:
-                self._downloader(name, lambda step, text: steps.put((step, text)))
+                self._downloader(name, reports.put)
                 result.append(None)
             except BaseException as exc:  # shown below, on the GUI thread
                 result.append(exc)
 
-        steps: queue.SimpleQueue[tuple[int, str]] = queue.SimpleQueue()
         thread = threading.Thread(target=fetch, name="dataset-download", daemon=True)
         thread.start()
         while thread.is_alive() and not progress.wasCanceled():
-            while not steps.empty():
-                step, text = steps.get()
-                progress.setValue(step)
-                progress.setLabelText(text)
+            _show_latest(progress, name, reports)
             QApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
             thread.join(0.05)
         progress.close()
@@ -335,7 +364,10 @@ class HostDialog(QDialog):
                                "again once it is done.")
             self.error.show()
             return False
-        error = result[0] if result else None
+        return self._downloaded(name, result[0] if result else None)
+
+    def _downloaded(self, name: str, error: BaseException | None) -> bool:
+        """Say why a download failed, or mark the set as here; True when it is."""
         if error is not None:
             self.error.setText(f"Could not download {name}: {error}")
             self.error.show()
