@@ -1,4 +1,9 @@
-"""Long-term CURVE identities, one per role and name, kept per user with 0600 files."""
+"""Long-term CURVE identities, one per role and name, in files only this user can read.
+
+POSIX: a key file is mode 600 in a folder of mode 700, and a key file that other users can
+read is refused. Windows: modes mean nothing there; the folder and each key file get an
+ACL that grants this user alone (``acl.restrict_to_user``), and nothing is checked on read.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +18,10 @@ from typing import Callable
 import platformdirs
 import zmq
 
+from ..acl import restrict_to_user
 from ..defaults import HOME_ENV
 from ..errors import ConfigError
 from ..files import atomic_write
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +46,8 @@ def data_dir() -> Path:
 
 
 # POSIX modes say who can read a key file. Windows reports 0o666 for every file: there the
-# file's protection is the ACL of the per-user data folder it lives in (see the README's
-# threat model), and the mode check would refuse every key on the second launch.
+# protection is the ACL set when the key is made (see the README's threat model), and the
+# mode check would refuse every key on the second launch.
 CHECK_MODE = os.name == "posix"
 
 
@@ -60,7 +65,7 @@ def load_or_create(path: Path) -> Identity:
             raise ConfigError(f"{path} is readable by other users (mode {mode:o}): "
                               f"chmod 600 it or delete it to make a new key")
         try:
-            data = json.loads(path.read_text())
+            data = json.loads(path.read_text(encoding="utf-8"))
             identity = Identity(str(data["public"]), str(data["secret"]))
         except (OSError, ValueError, KeyError) as exc:
             raise ConfigError(f"cannot read key file {path}: {exc}") from None
@@ -70,8 +75,12 @@ def load_or_create(path: Path) -> Identity:
     identity = Identity.generate()
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(path.parent, 0o700)
+    # Windows: the folder first, so the temporary file that receives the secret inherits
+    # the private ACL from its first byte; then the file itself, for good measure.
+    restrict_to_user(path.parent, folder=True)
     atomic_write(path, json.dumps({"public": identity.public, "secret": identity.secret}).encode(),
                  mode=0o600)
+    restrict_to_user(path)
     return identity
 
 
@@ -87,7 +96,7 @@ class KnownHubs:
 
     def _load(self) -> dict[str, list[str]]:
         try:
-            data = json.loads(self.path.read_text())
+            data = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
         if not isinstance(data, dict):
