@@ -10,10 +10,18 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import BinaryIO, Callable
 
 Writer = Callable[[BinaryIO], object]
+
+# Windows refuses to replace a file that another program holds open (a virus scanner or a
+# search indexer looking at it, a reader of the old version): such holds last milliseconds,
+# so there the rename is tried again for about a second before the write fails. Elsewhere
+# a PermissionError is a real one and is raised at once.
+REPLACE_TRIES = 20 if sys.platform == "win32" else 1
+REPLACE_PAUSE_S = 0.05
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes | Writer, *,
@@ -37,12 +45,23 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | Writer, *,
                 data(fh)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, target)
+        _replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     sync_folder(target.parent)
     return target
+
+
+def _replace(source: str, target: Path) -> None:
+    for attempt in range(1, REPLACE_TRIES + 1):
+        try:
+            os.replace(source, target)
+            return
+        except PermissionError:
+            if attempt == REPLACE_TRIES:
+                raise
+            time.sleep(REPLACE_PAUSE_S)
 
 
 def sync_folder(folder: Path) -> None:

@@ -24,7 +24,7 @@ TORCH_LOAD_ALLOWED = {"hub/outputs.py", "cli/commands.py"}  # files the user cho
 
 
 def _modules() -> list[tuple[str, ast.Module]]:
-    return [(p.relative_to(ROOT).as_posix(), ast.parse(p.read_text(), str(p)))
+    return [(p.relative_to(ROOT).as_posix(), ast.parse(p.read_text(encoding="utf-8"), str(p)))
             for p in sorted(ROOT.rglob("*.py"))]
 
 
@@ -122,7 +122,8 @@ def test_the_torch_floor_is_past_the_known_weights_only_bypasses():
 
     import torch
 
-    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    pyproject = Path(__file__).parents[1] / "pyproject.toml"
+    project = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     floor = next(d for d in project["project"]["dependencies"] if d.startswith("torch>="))
     version = tuple(int(x) for x in re.findall(r"\d+", floor.split(">=")[1])[:2])
     assert version >= (2, 10), floor

@@ -49,6 +49,30 @@ def test_every_module_writes_through_the_helper():
 
     root = Path(computeshare_desktop.__file__).parent
     offenders = [str(p.relative_to(root)) for p in root.rglob("*.py")
-                 if p.name != "files.py" and ("os.replace(" in p.read_text()
-                                              or "mkstemp(" in p.read_text())]
+                 if p.name != "files.py" and ("os.replace(" in p.read_text(encoding="utf-8")
+                                              or "mkstemp(" in p.read_text(encoding="utf-8"))]
     assert offenders == []
+
+
+def test_a_replace_blocked_for_a_moment_is_tried_again(tmp_path, monkeypatch):
+    """Windows: a scanner holding the old file open makes os.replace fail for a moment."""
+    from computeshare_desktop import files
+
+    target = tmp_path / "metrics.jsonl"
+    atomic_write(target, b"old")
+    real, refusals = os.replace, [PermissionError(13, "in use")] * 2
+
+    def busy_then_free(src, dst):
+        if refusals:
+            raise refusals.pop()
+        real(src, dst)
+
+    monkeypatch.setattr(files, "REPLACE_TRIES", 3)
+    monkeypatch.setattr(files, "REPLACE_PAUSE_S", 0.0)
+    monkeypatch.setattr(files.os, "replace", busy_then_free)
+    atomic_write(target, b"new")
+    assert target.read_bytes() == b"new" and os.listdir(tmp_path) == ["metrics.jsonl"]
+    refusals.extend([PermissionError(13, "in use")] * 3)
+    with pytest.raises(PermissionError):
+        atomic_write(target, b"newer")
+    assert target.read_bytes() == b"new" and os.listdir(tmp_path) == ["metrics.jsonl"]
