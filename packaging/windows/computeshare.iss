@@ -41,9 +41,9 @@ VersionInfoVersion={#AppVersionNumeric}
 VersionInfoProductName=ComputeShare
 VersionInfoDescription=ComputeShare {#AppVersion} setup
 ; Per user by default (no administrator needed): {autopf} is then
-; %LOCALAPPDATA%\Programs. The first page lets an administrator install for all users.
+; %LOCALAPPDATA%\Programs. A first page (or /ALLUSERS) installs for all users instead.
 PrivilegesRequired=lowest
-PrivilegesRequiredOverridesAllowed=dialog
+PrivilegesRequiredOverridesAllowed=commandline dialog
 DefaultDirName={autopf}\ComputeShare
 DefaultGroupName=ComputeShare
 DisableProgramGroupPage=yes
