@@ -7,7 +7,7 @@ only in gui/; nothing on the network path may unpickle. The layers, bottom up:
     hub, worker                                       the cores: no sockets, no UI
     transport, discovery                              sockets; the hub only through hub.endpoint
     service                                           threads and policy: hosting, joining
-    cli, gui                                          views: they drive the service
+    cli, gui, selftest                                views: they drive the service
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import computeshare_desktop
 ROOT = Path(computeshare_desktop.__file__).parent
 ONLY_IN = {"zmq": "transport", "zeroconf": "discovery", "PySide6": "gui", "pyqtgraph": "gui"}
 NEVER = {"pickle", "dill", "cloudpickle", "marshal", "shelve"}
-TORCH_LOAD_ALLOWED = {"hub/outputs.py", "cli/commands.py"}  # files the user chose, never peers
+# files the user chose (or the self-test just wrote), never peers
+TORCH_LOAD_ALLOWED = {"hub/outputs.py", "cli/commands.py", "selftest.py"}
 
 
 def _modules() -> list[tuple[str, ast.Module]]:
@@ -92,6 +93,8 @@ FORBIDDEN = {
     "service": ("cli", "gui"),
     "cli": ("gui", "transport", "hub.core", "hub.session", "worker.session"),
     "gui": ("cli", "transport", "hub.core", "hub.session", "worker.session"),
+    # the self-test drives what the app runs: the service, discovery and (lazily) gui.app
+    "selftest": ("cli", "transport", "hub.core", "hub.session", "worker.session"),
 }
 
 

@@ -26,6 +26,7 @@ from ..events import Listening
 from ..hub import HubConfig
 from ..hub.presets import resolve
 from ..models import build_model
+from ..selftest import self_test as run_self_test
 from ..service import (HostPlan, HostService, JoinPlan, JoinService, JoinTarget, Tagged,
                        remembers)
 from ..service.host import PIN_ENV
@@ -273,3 +274,8 @@ def evaluate(args: argparse.Namespace) -> int:
         print(f"test accuracy: {100 * accuracy:.2f}% (loss {loss:.4f}) on {len(test)} "
               f"{dataset} test images")
     return 0
+
+
+def self_test(args: argparse.Namespace) -> int:
+    """Check this install end to end (the same checks as ``computeshare-desktop --self-test``)."""
+    return run_self_test()

@@ -1,4 +1,4 @@
-"""``computeshare``: host, join, demo and evaluate from a terminal.
+"""``computeshare``: host, join, demo, evaluate and self-test from a terminal.
 
 Every failure the user can act on ends as one line on stderr and a documented exit code;
 tracebacks are for bugs only (and for -vv).
@@ -121,6 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--model", default=None, choices=MODELS, help="default: from session.json beside the file, else simplenet")
     ev.add_argument("--json", action="store_true", help="print a JSON object instead of a sentence")
     _common(ev)
+
+    st = sub.add_parser("self-test", help="check this install end to end, offline (Qt offscreen, training on loopback, the saved model, mDNS)",
+                        formatter_class=fmt, epilog="exit codes:\n  0  every check passed\n  1  a check failed (its FAIL line says why)", allow_abbrev=False)
+    st.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv: debug)")
     return parser
 
 
@@ -129,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
     try:
-        return getattr(commands, args.command)(args)
+        return getattr(commands, args.command.replace("-", "_"))(args)
     except ComputeShareError as exc:
         if args.verbose >= 2:
             log.exception("failed")

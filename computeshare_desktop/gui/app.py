@@ -1,4 +1,8 @@
-"""The desktop app's entry point: ``computeshare-desktop``, ``python -m computeshare_desktop``."""
+"""The desktop app's entry point: ``computeshare-desktop``, ``python -m computeshare_desktop``.
+
+Qt loads inside the functions that need it, so ``--self-test`` can still run (and report)
+its other checks in a bundle whose Qt is broken.
+"""
 
 from __future__ import annotations
 
@@ -7,19 +11,18 @@ import logging
 import multiprocessing
 import signal
 import sys
-from typing import Sequence
-
-import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QApplication
+from typing import TYPE_CHECKING, Sequence
 
 from .. import __version__
 from ..discovery import DiscoveryError
 from ..discovery.hub_advert import resolve_interface
-from .assets import app_icon, style_sheet
-from .main_window import MainWindow
 from ..service.options import AppConfig
-from .settings import Settings
+
+if TYPE_CHECKING:
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from .main_window import MainWindow
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +38,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                         help="address a hosted session listens on (default %(default)s)")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="log to stderr (-v: info, -vv: debug)")
+    parser.add_argument("--self-test", action="store_true",
+                        help="check this install end to end without a window (Qt offscreen, "
+                             "training on loopback, the saved model, mDNS); exit code 0 when "
+                             "every check passed")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     args, _qt_args = parser.parse_known_args(argv)
     return args
@@ -48,6 +55,11 @@ def setup_logging(verbose: int) -> None:
 
 def make_app(argv: Sequence[str]) -> QApplication:
     """The QApplication with the app's name, icon, style sheet and plot defaults."""
+    import pyqtgraph as pg
+    from PySide6.QtWidgets import QApplication
+
+    from .assets import app_icon, style_sheet
+
     app = QApplication.instance() or QApplication(list(argv))
     assert isinstance(app, QApplication)
     app.setApplicationName("ComputeShare")
@@ -67,6 +79,8 @@ def _close_on_signals(window: MainWindow) -> QTimer:
     Python runs signal handlers only between bytecodes; the timer lets it in while Qt's
     event loop runs in C++.
     """
+    from PySide6.QtCore import QTimer
+
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: window.close())
     wake = QTimer()
@@ -75,21 +89,76 @@ def _close_on_signals(window: MainWindow) -> QTimer:
     return wake
 
 
+def qt_self_check() -> str:
+    """The self-test's Qt step: the app's QApplication (made or reused) runs on the offscreen
+    platform, its style sheet and icon load, and a small styled widget renders with text.
+
+    Returns a short summary; raises RuntimeError on a failed check.
+    """
+    from PySide6.QtCore import qVersion
+    from PySide6.QtGui import QFontDatabase, QGuiApplication
+    from PySide6.QtWidgets import QLabel, QPushButton, QVBoxLayout, QWidget
+
+    from .assets import app_icon, style_sheet
+
+    make_app(["computeshare-desktop"])
+    platform = QGuiApplication.platformName()
+    if platform != "offscreen":
+        raise RuntimeError(f"Qt runs on the {platform!r} platform, not 'offscreen'")
+    if not style_sheet():
+        raise RuntimeError("the style sheet is missing from the package")
+    if app_icon().isNull():
+        raise RuntimeError("the application icon is missing from the package")
+    families = QFontDatabase.families()
+    if not families:
+        raise RuntimeError("Qt found no fonts")
+    widget = QWidget()
+    try:
+        layout = QVBoxLayout(widget)
+        layout.addWidget(QLabel("ComputeShare self-test"))
+        layout.addWidget(QPushButton("Start"))
+        widget.resize(240, 96)
+        image = widget.grab().toImage()
+    finally:
+        widget.deleteLater()
+    if image.isNull() or image.width() < 100:
+        raise RuntimeError("rendering a widget gave no image")
+    colours = {image.pixel(x, y) for x in range(0, image.width(), 2)
+               for y in range(0, image.height(), 2)}
+    if len(colours) < 3:  # a background alone, or a box: no text was drawn
+        raise RuntimeError("a rendered widget shows no text (fonts did not load)")
+    return f"Qt {qVersion()}, {len(families)} font families, a widget rendered"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Start the app; returns its exit code."""
+    """Start the app (or its self-test); returns its exit code."""
     multiprocessing.freeze_support()  # first thing in a frozen (PyInstaller) bundle
     argv = list(sys.argv if argv is None else argv)
     args = parse_args(argv[1:])
     setup_logging(args.verbose)
+    if args.self_test:
+        from ..selftest import self_test
+
+        return self_test()
     try:
         interfaces = tuple(resolve_interface(i) for i in args.interface) if args.interface \
             else None
     except DiscoveryError as exc:
         print(f"computeshare-desktop: {exc}", file=sys.stderr)
         return 2
+    return run_window(argv, AppConfig(interfaces=interfaces, bind=args.bind))
+
+
+def run_window(argv: Sequence[str], config: AppConfig) -> int:
+    """Show the main window until it closes; returns the event loop's exit code."""
+    from PySide6.QtCore import Qt
+
+    from .main_window import MainWindow
+    from .settings import Settings
+
     app = make_app(argv)
     app.setQuitOnLastWindowClosed(True)
-    window = MainWindow(Settings(), AppConfig(interfaces=interfaces, bind=args.bind))
+    window = MainWindow(Settings(), config)
     window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, False)
     window.show()
     wake = _close_on_signals(window)
