@@ -171,8 +171,8 @@ def make_dmg(app: Path, dmg: Path, staging: Path) -> Path:
     # ditto keeps the signature's extended attributes and the bundle's symlinks.
     common.run(["ditto", app, staging / app.name])
     (staging / "Applications").symlink_to("/Applications")
-    cmd = ["hdiutil", "create", "-volname", common.APP_NAME, "-srcfolder", staging,
-           "-ov", "-format", "UDZO", dmg]
+    cmd: list[str | Path] = ["hdiutil", "create", "-volname", common.APP_NAME,
+                             "-srcfolder", staging, "-ov", "-format", "UDZO", dmg]
     for attempt in range(3):
         # hdiutil fails now and then with "Resource busy" on CI runners; a retry passes.
         try:
