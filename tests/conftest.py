@@ -18,9 +18,10 @@ QT_CHECK = ("from PySide6.QtWidgets import QApplication, QWidget\n"
 
 def _start_xvfb() -> str | None:
     """A private Xvfb display for the GUI tests (focus, Tab order, real windows), when
-    Xvfb is installed and Qt's xcb plugin loads there; None otherwise."""
+    Xvfb is installed and Qt's xcb plugin loads there; None otherwise. Linux only: macOS
+    (XQuartz ships an Xvfb) and Windows builds of Qt have no xcb plugin."""
     xvfb = shutil.which("Xvfb")
-    if xvfb is None:
+    if xvfb is None or not sys.platform.startswith("linux"):
         return None
     for number in range(90 + os.getpid() % 400, 600):
         if os.path.exists(f"/tmp/.X11-unix/X{number}") or os.path.exists(f"/tmp/.X{number}-lock"):
@@ -49,7 +50,7 @@ def _start_xvfb() -> str | None:
     return None
 
 
-# GUI tests run in a real X server (Xvfb) where there is one, else offscreen. Set
+# GUI tests run in a real X server (Xvfb) where there is one (Linux), else offscreen. Set
 # QT_QPA_PLATFORM yourself to choose (offscreen is the fallback, and quicker).
 if "QT_QPA_PLATFORM" not in os.environ:
     display = _start_xvfb()
@@ -64,11 +65,12 @@ PROCESS_WIDE = {"zmq.utils.garbage"}
 
 
 def _children() -> set[int]:
+    """This process's live children, from /proc (Linux; elsewhere the check is skipped)."""
     me, found = str(os.getpid()), set()
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                with open(f"/proc/{entry}/stat") as fh:
+                with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
                     fields = fh.read().rsplit(")", 1)[1].split()
             except OSError:
                 continue

@@ -6,13 +6,13 @@ sys.path). Everything here uses mDNS on 127.0.0.1 only.
 
 from __future__ import annotations
 
-import select
 import subprocess
 import sys
 from typing import Any
 
 from computeshare_desktop.discovery import SessionAdvert, SessionBrowser, new_session_id
 from helpers_net import wait_for  # noqa: F401  (re-exported for the discovery tests)
+from portable import readline_within
 
 LOOPBACK = ["127.0.0.1"]
 # Fast timings for tests: a dead hub's records expire within TTL + check + probe.
@@ -56,8 +56,7 @@ def start_hub_process(session_id: str, ttl_s: int) -> subprocess.Popen[str]:
     proc = subprocess.Popen([sys.executable, "-c", HUB_SCRIPT, session_id, str(ttl_s)],
                             stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
-    readable, _, _ = select.select([proc.stdout], [], [], 20.0)
-    line = proc.stdout.readline() if readable else "(no answer in 20 s)"
+    line = readline_within(proc.stdout, 20.0) or "(no answer in 20 s)"
     if line.strip() != "ready":
         proc.kill()
         proc.wait(timeout=10)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import pty
 import select
 import subprocess
 import sys
@@ -16,6 +15,8 @@ from helpers_net import PIN, RunningHub
 
 @pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal")
 def test_join_prompts_for_the_pin_on_a_terminal(tmp_path):
+    import pty  # POSIX only: imported here so that Windows collects the module
+
     hub = RunningHub(tmp_path / "hub", workers=1, rounds=5, batch_size=8, eval_every=0)
     leader, follower = pty.openpty()
     env = {**os.environ, "COMPUTESHARE_HOME": str(tmp_path / "home")}
@@ -45,13 +46,14 @@ def test_join_prompts_for_the_pin_on_a_terminal(tmp_path):
 
 
 def test_join_without_a_pin_or_a_terminal_says_how_to_give_one(tmp_path):
+    """stdin is an empty pipe, not DEVNULL: Windows says NUL is a terminal (bpo-28654)."""
     env = {**os.environ, "COMPUTESHARE_HOME": str(tmp_path / "home")}
     env.pop("COMPUTESHARE_PIN", None)
     hub = RunningHub(tmp_path / "hub", workers=1, rounds=5, batch_size=8, eval_every=0)
     try:  # a hub is there (a missing one is reported first: see test_probe)
         proc = subprocess.run([sys.executable, "-m", "computeshare_desktop.cli", "join",
                                f"127.0.0.1:{hub.port}", "--device", "cpu"],
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              input="", capture_output=True, text=True,
                               env=env, timeout=60)
     finally:
         hub.close()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import time
@@ -94,7 +93,7 @@ def test_killed_worker_round_closes_at_deadline_and_replacement_takes_shard(tmp_
                  90, "20 rounds")
         joined = {e.worker.name: e.worker for e in events.of_kind(WorkerJoined)}
         doomed_shard = joined["doomed"].shard
-        w2.send_signal(signal.SIGKILL)
+        w2.kill()
         killed_at = len([r for r in metrics(tmp_path) if r["type"] == "round"])
         left = wait_for(lambda: [e for e in events.of_kind(WorkerLeft)
                                  if e.worker.name == "doomed"], 30, "worker reaped")
@@ -135,7 +134,7 @@ def test_hub_killed_then_resumed_workers_reconnect(tmp_path):
     try:
         wait_for(lambda: (tmp_path / "checkpoint.pt").exists() and len(metrics(tmp_path)) >= 60,
                  90, "a checkpoint")
-        hub.send_signal(signal.SIGKILL)
+        hub.kill()
         hub.communicate()
         saved = torch.load(tmp_path / "checkpoint.pt", weights_only=True)["version"]
         assert saved >= 50

@@ -14,7 +14,10 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                 reason="the soak reads the hub's memory and descriptors from "
+                                        "/proc and ties it to its parent with prctl (Linux)")]
 SOAK = Path(__file__).resolve().parents[2] / "benchmarks" / "soak.py"
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import threading
 import time
@@ -12,15 +11,16 @@ import pytest
 import torch
 
 from helpers_net import cli, free_ports, metrics, wait_for
+from portable import CATCHABLE_STOPS, OWN_GROUP
 
 pytestmark = pytest.mark.slow
 PIN = "135790"
 
 
-def host(out, port, *extra):
+def host(out, port, *extra, **popen):
     return cli("host", "--pin", PIN, "--bind", "127.0.0.1", "--port", str(port), "--out",
                str(out), "--quiet", "--workers", "1", "--rounds", "100000", "--eval-every", "0",
-               *extra)
+               *extra, **popen)
 
 
 def join(port, *extra):  # --wait: started with its hub, which may not listen yet
@@ -50,10 +50,10 @@ def rounds(out) -> int:
     return sum(1 for r in metrics(out) if r["type"] == "round")
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", CATCHABLE_STOPS, ids=lambda s: getattr(s, "name", str(s)))
 def test_a_stopped_host_saves_its_model_and_its_worker_ends_within_2_s(tmp_path, sig):
     port = free_ports()
-    hub = host(tmp_path, port)
+    hub = host(tmp_path, port, **OWN_GROUP)
     worker = join(port)
     err = Lines(worker)
     try:
@@ -92,7 +92,7 @@ def test_a_vanished_hub_is_noticed_within_10_s(tmp_path):
     err = Lines(worker)
     try:
         wait_for(lambda: rounds(tmp_path) >= 20, 90, "20 rounds")
-        hub.send_signal(signal.SIGKILL)  # no goodbye
+        hub.kill()  # no goodbye (SIGKILL; TerminateProcess on Windows)
         killed = time.monotonic()
         noticed = wait_for(lambda: err.first("has not answered"), 15, "the worker to notice")
         assert noticed - killed < 10.0
@@ -116,12 +116,14 @@ def test_a_restarted_worker_rejoins_without_the_pin_and_a_new_session_asks_for_i
     second = None
     try:
         wait_for(lambda: rounds(tmp_path / "one") >= 10, 90, "10 rounds")
-        first.send_signal(signal.SIGKILL)
+        first.kill()
         first.communicate()
         done = rounds(tmp_path / "one")
+        # stdin is a pipe, not DEVNULL: Windows says NUL is a terminal (bpo-28654), and a
+        # worker would then wait for a PIN typed on the console
         second = subprocess.Popen(
             [*first.args[:3], "join", f"127.0.0.1:{port}", "--device", "cpu", "--quiet",
-             "--threads", "1", "--name", "laptop"], stdin=subprocess.DEVNULL,
+             "--threads", "1", "--name", "laptop"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=no_pin)
         wait_for(lambda: rounds(tmp_path / "one") >= done + 10, 90, "training again")
     finally:
@@ -137,7 +139,7 @@ def test_a_restarted_worker_rejoins_without_the_pin_and_a_new_session_asks_for_i
         began = time.monotonic()
         third = subprocess.run(
             [*first.args[:3], "join", f"127.0.0.1:{port}", "--device", "cpu", "--quiet",
-             "--name", "laptop", "--wait", "30"], stdin=subprocess.DEVNULL,
+             "--name", "laptop", "--wait", "30"], input="",
             capture_output=True, text=True, env=no_pin, timeout=60)
         assert time.monotonic() - began < 8.0
         assert third.returncode == 5 and "PIN" in third.stderr, third.stderr

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
 import zmq
 
 from computeshare_desktop.protocol import encode
@@ -14,6 +15,7 @@ from computeshare_desktop.protocol.pake import WorkerPairing
 from computeshare_desktop.transport import Identity, ReqChannel, ZmqConnector
 from computeshare_desktop.worker import WorkerOptions, WorkerSession, pick_device
 from helpers_net import PIN, RunningHub
+from portable import loopback_aliases_work
 
 
 class Flood:
@@ -69,6 +71,10 @@ def pair_time(port: int, connector: ZmqConnector) -> float:
     return time.monotonic() - began
 
 
+@pytest.mark.skipif(not (loopback_aliases_work("127.0.0.10")
+                         and loopback_aliases_work("127.0.0.200")),
+                    reason="needs 127.0.0.10-49 and 127.0.0.200 as source addresses (macOS has "
+                           "only 127.0.0.1 on lo0 unless aliased)")
 def test_flooded_pairing_still_pairs_real_workers_within_5_s(tmp_path):
     hub = RunningHub(tmp_path, workers=2, rounds=10)
     flood = Flood(hub.server.pair_port)

@@ -3,6 +3,7 @@ answers but is not a hub; and a real hub passes."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -59,6 +60,11 @@ def test_a_real_hub_passes(tmp_path):
         hub.close()
 
 
+# Windows cannot start Python's sockets without SYSTEMROOT (WinError 10106) in the
+# environment, however bare it is otherwise.
+WINDOWS_ESSENTIALS = {k: v for k, v in os.environ.items() if k.upper() == "SYSTEMROOT"}
+
+
 @pytest.mark.slow
 def test_cli_join_with_nothing_listening_exits_3_and_says_refused(tmp_path):
     port = free_ports()
@@ -66,7 +72,8 @@ def test_cli_join_with_nothing_listening_exits_3_and_says_refused(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "computeshare_desktop.cli", "join",
                            f"127.0.0.1:{port}", "--quiet"], capture_output=True, text=True,
                           timeout=60, env={"COMPUTESHARE_PIN": "123456",
-                                           "COMPUTESHARE_HOME": str(tmp_path), "PATH": ""})
+                                           "COMPUTESHARE_HOME": str(tmp_path), "PATH": "",
+                                           **WINDOWS_ESSENTIALS})
     elapsed = time.monotonic() - began
     assert proc.returncode == 3, proc.stderr
     assert f"connection refused by 127.0.0.1:{port}" in proc.stderr
