@@ -13,6 +13,7 @@ from typing import Sequence
 from ..defaults import DEFAULT_PORT
 from ..errors import HubUnreachableError
 from ..reach import probe_hub
+from .terminal import make_printable
 
 # join's options that take a value (the address is the first argument that is not one)
 VALUED = {"--session", "--interface", "--scan", "--pin", "--device", "--name", "--threads",
@@ -66,6 +67,8 @@ def precheck(argv: Sequence[str]) -> int | None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``computeshare`` console script."""
     args = list(sys.argv[1:] if argv is None else argv)
+    for stream in (sys.stdout, sys.stderr):  # Windows pipes cannot encode every name
+        make_printable(stream)
     code = precheck(args)
     if code is not None:
         return code
