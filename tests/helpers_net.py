@@ -248,4 +248,5 @@ def metrics(out_dir: Path) -> list[dict[str, Any]]:
     path = out_dir / "metrics.jsonl"
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip()]

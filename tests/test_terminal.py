@@ -16,7 +16,8 @@ from computeshare_desktop.errors import HubUnreachableError
 def test_the_null_device_a_pipe_and_nothing_are_not_terminals():
     """On Windows this is the case isatty() gets wrong (bpo-28654)."""
     read_end, write_end = os.pipe()
-    with open(os.devnull) as null, os.fdopen(read_end) as pipe, os.fdopen(write_end, "w"):
+    with open(os.devnull, encoding="utf-8") as null, os.fdopen(read_end) as pipe, \
+            os.fdopen(write_end, "w"):
         assert not is_terminal(null) and not is_terminal(pipe)
     assert not is_terminal(None) and not is_terminal(io.StringIO())
 

@@ -18,7 +18,7 @@ def qt_blocked(tmp_path: Path) -> dict[str, str]:
     for name in ("PySide6", "pyqtgraph"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "__init__.py").write_text(
-            f"raise ModuleNotFoundError('{name} is blocked for this test')\n")
+            f"raise ModuleNotFoundError('{name} is blocked for this test')\n", encoding="utf-8")
     path = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     return {**os.environ, "PYTHONPATH": path}
 

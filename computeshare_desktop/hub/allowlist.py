@@ -23,7 +23,7 @@ class Allowlist:
         self._keys: dict[str, str] = {}
         self._banned: frozenset[str] = frozenset()
         if path is not None and path.exists():
-            data = json.loads(path.read_text())
+            data = json.loads(path.read_text(encoding="utf-8"))
             if isinstance(data.get("keys"), dict):
                 self._keys = {str(k): str(v) for k, v in data["keys"].items()}
                 self._banned = frozenset(str(k) for k in data.get("banned", []))

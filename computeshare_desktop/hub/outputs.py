@@ -47,7 +47,7 @@ class OutputDir:
         configuration, the last version in the metrics, whether it finished and whether it
         can be resumed. None when the folder holds no readable session."""
         try:
-            config = json.loads((self.path / SESSION_FILE).read_text())["config"]
+            config = json.loads((self.path / SESSION_FILE).read_text(encoding="utf-8"))["config"]
         except (OSError, ValueError, KeyError, TypeError):
             return None
         version, finished = 0, False
@@ -70,7 +70,7 @@ class OutputDir:
     def read_session(self) -> dict[str, Any]:
         """Read session.json; ConfigError when missing or unreadable."""
         try:
-            return json.loads((self.path / SESSION_FILE).read_text())
+            return json.loads((self.path / SESSION_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ConfigError(f"cannot resume: no readable {SESSION_FILE} in {self.path}") from exc
 

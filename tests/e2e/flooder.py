@@ -60,7 +60,7 @@ def main() -> None:
             counts["curve"] += 1
         i += 1
         if i % 50 == 0:
-            with open(counts_file + ".tmp", "w") as fh:
+            with open(counts_file + ".tmp", "w", encoding="utf-8") as fh:
                 json.dump(counts, fh)
             os.replace(counts_file + ".tmp", counts_file)
         time.sleep(1 / rate)

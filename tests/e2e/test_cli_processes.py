@@ -70,7 +70,7 @@ def test_host_two_joins_then_evaluate_agrees(tmp_path):
     assert {"loss", "contributors", "rejected", "bytes_in", "bytes_out", "seconds",
             "version"} <= rounds[0].keys()
     assert evals[-1]["final"] and evals[-1]["version"] == 80
-    session = json.loads((tmp_path / "session.json").read_text())
+    session = json.loads((tmp_path / "session.json").read_text(encoding="utf-8"))
     assert session["config"]["rounds"] == 80 and "pin" not in json.dumps(session).lower()
     code, eout, eerr = finish(cli("evaluate", str(tmp_path / "trained_model.pth"), "--json"))
     assert code == 0, eerr

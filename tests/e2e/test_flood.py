@@ -43,7 +43,7 @@ def run_session(out: Path, flood_rate: float | None) -> tuple[float, dict | None
         if flooder is not None:
             flooder.kill()
             flooder.communicate()
-            counts = json.loads(Path(str(out) + ".flood.json").read_text())
+            counts = json.loads(Path(str(out) + ".flood.json").read_text(encoding="utf-8"))
     rounds = [r for r in metrics(out) if r["type"] == "round"]
     assert [r["round"] for r in rounds] == list(range(1, ROUNDS + 1))
     assert all(r["contributors"] == 2 for r in rounds[20:])

@@ -43,7 +43,7 @@ def test_hub_memory_and_descriptors_hold_under_churn(tmp_path):
     done = run_soak(results, "--minutes", "1", "--workers", "32", "--label", "pytest",
                     timeout_s=480)
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
-    record = json.loads(results.read_text().splitlines()[-1])
+    record = json.loads(results.read_text(encoding="utf-8").splitlines()[-1])
     assert record["passed"] and all(record["checks"].values()), record["checks"]
     assert record["rss_growth_pct"] < 5.0
     assert record["end"]["fds"] <= record["warm"]["fds"]

@@ -107,7 +107,8 @@ def test_allowlist_persists_every_change(tmp_path: Path) -> None:
     a, b = fake_key(b"a"), fake_key(b"b")
     allow.add(a, "alice")
     allow.add(b, "bob")
-    assert json.loads(path.read_text()) == {"keys": {a: "alice", b: "bob"}, "banned": []}
+    assert json.loads(path.read_text(encoding="utf-8")) == {"keys": {a: "alice", b: "bob"},
+                                                            "banned": []}
     assert allow.remove(a) is True and allow.remove(a) is False
     allow.ban(b)
     again = Allowlist(path)
@@ -116,7 +117,7 @@ def test_allowlist_persists_every_change(tmp_path: Path) -> None:
     again.clear()  # a new session: nobody allowed, nobody banned
     fresh = Allowlist(path)
     assert len(fresh) == 0 and not fresh.banned(b) and not list(tmp_path.rglob("*.tmp"))
-    path.write_text(json.dumps({a: "alice"}))  # the first format still loads
+    path.write_text(json.dumps({a: "alice"}), encoding="utf-8")  # the first format still loads
     assert a in Allowlist(path) and not Allowlist(path).banned(a)
     memory = Allowlist()
     memory.add(a, "alice")

@@ -95,12 +95,12 @@ def test_resume_cuts_the_metrics_back_to_the_checkpoint(tmp_path):
         worker.close()
         hub.close()  # a crash-like end: no stop save, the checkpoint lags the metrics
     saved = torch.load(tmp_path / "checkpoint.pt", weights_only=True)["version"]
-    lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
+    lines = (tmp_path / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
     assert max(json.loads(x)["version"] for x in lines) > saved
-    with open(tmp_path / "metrics.jsonl", "a") as fh:
+    with open(tmp_path / "metrics.jsonl", "a", encoding="utf-8") as fh:
         fh.write('{"type": "round", "vers')  # torn by the crash
     resumed = session(tmp_path, resume=True)
     resumed.close()
     versions = [json.loads(x)["version"] for x in
-                (tmp_path / "metrics.jsonl").read_text().splitlines()]
+                (tmp_path / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
     assert versions == list(range(1, saved + 1))  # each round once, none past the checkpoint

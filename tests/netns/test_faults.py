@@ -113,11 +113,11 @@ class Run:
 
     def log(self, label: str) -> str:
         path = self.folder / f"{label}.log"
-        return path.read_text(errors="replace") if path.exists() else ""
+        return path.read_text(errors="replace", encoding="utf-8") if path.exists() else ""
 
     def rounds(self) -> list[dict[str, Any]]:
         path = self.out / "metrics.jsonl"
-        lines = path.read_text().splitlines() if path.exists() else []
+        lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
         # the last line may be half written while the hub runs
         records = [json.loads(line) for line in lines[:-1] if line.strip()]
         if lines and lines[-1].endswith("}"):
@@ -157,7 +157,7 @@ class Run:
         said = re.search(r"final test accuracy: ([\d.]+)% after (\d+) rounds", self.log(hub))
         assert said and int(said.group(2)) == ROUNDS, self.logs()
         path = self.out / "metrics.jsonl"
-        final = [r for r in map(json.loads, path.read_text().splitlines())
+        final = [r for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())
                  if r["type"] == "eval" and r["final"]]
         assert len(final) == 1 and final[0]["version"] == ROUNDS, final
         accuracy = 100 * final[0]["accuracy"]

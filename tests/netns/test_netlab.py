@@ -293,7 +293,7 @@ def test_namespaces_of_a_crashed_run_are_removed_by_the_next():
 
 def _is_zombie(pid: int) -> bool:
     try:
-        with open(f"/proc/{pid}/stat") as fh:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
             return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
     except OSError:
         return True

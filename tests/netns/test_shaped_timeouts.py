@@ -44,7 +44,8 @@ def test_a_push_longer_than_the_old_timeout_is_sent_once(tmp_path) -> None:
     assert worker.returncode == 0, worker.stdout + worker.stderr
     assert hub.returncode == 0, hub_out + hub_err
     assert "no answer from the hub" not in worker.stderr  # no request timed out
-    rounds = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    lines = (out / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
+    rounds = [json.loads(line) for line in lines]
     rounds = [r for r in rounds if r["type"] == "round"]
     assert [(r["version"], r["contributors"], r["rejected"]) for r in rounds] == \
         [(1, 1, 0), (2, 1, 0)]

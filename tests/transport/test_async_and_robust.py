@@ -17,7 +17,8 @@ FAST, SLOW = 1500.0, 500.0  # samples/s: the throttle sets the pace, not this ma
 
 
 def metrics(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    lines = (out / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines]
 
 
 def run(out: Path, workers: list[dict[str, Any]], **config: Any) -> tuple[Any, list[WorkerThread]]:

@@ -37,7 +37,7 @@ def test_icon_has_every_size_and_the_style_sheet_finds_its_images(styled_app):
 
 
 def test_entry_points():
-    pyproject = (ROOT / "pyproject.toml").read_text()
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     gui_scripts = pyproject.split("[project.gui-scripts]", 1)[1].split("\n[", 1)[0]
     assert re.search(r'^computeshare-desktop = "computeshare_desktop\.gui\.app:main"$',
                      gui_scripts, re.M)

@@ -66,7 +66,7 @@ def test_host_with_local_training_runs_to_the_end_and_shows_final_accuracy(
 
     # The dialog's values and the window geometry are remembered for the next launch.
     main_window.close()
-    saved = json.loads(settings_path().read_text())
+    saved = json.loads(settings_path().read_text(encoding="utf-8"))
     assert saved["version"] == 1 and saved["host"]["rounds"] == 60
     assert saved["window"]["geometry"]
     again = MainWindow(Settings(), app_config)
@@ -84,7 +84,7 @@ def test_host_with_local_training_runs_to_the_end_and_shows_final_accuracy(
 def test_host_dialog_refuses_bad_values_in_place(qtbot, main_window, tmp_path):
     used = tmp_path / "used"
     used.mkdir()
-    (used / "metrics.jsonl").write_text("{}\n")
+    (used / "metrics.jsonl").write_text("{}\n", encoding="utf-8")
     click(qtbot, main_window.host_button)
     dialog = main_window.host_dialog
     type_into(qtbot, dialog.out_dir, str(used))

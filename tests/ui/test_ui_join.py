@@ -132,7 +132,8 @@ def test_worker_window_follows_the_hub_accuracy_workers_and_final_result(
                         and window.finish_card.isVisible(), timeout=180_000)
         other.join(60)
         hub.join(60)
-        evals = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+        lines = (out / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
+        evals = [json.loads(line) for line in lines]
         final = [m for m in evals if m["type"] == "eval" and m["final"]][-1]
         assert window.state.final.accuracy == pytest.approx(final["accuracy"])
         assert window.state.latest_accuracy() == pytest.approx(final["accuracy"])

@@ -132,17 +132,18 @@ def test_settings_round_trip_and_bad_files(ui_home):
     settings.remember_host(options)
     settings.remember_geometry("AAAA")
     settings.save()
-    data = json.loads(settings.path.read_text())
+    data = json.loads(settings.path.read_text(encoding="utf-8"))
     assert data["version"] == SETTINGS_VERSION and "pin" not in json.dumps(data).lower()
     again = Settings()
     loaded = again.host_options()
     assert (loaded.rounds, loaded.lr, loaded.workers, loaded.train_here) == (123, 0.05, 3, False)
     assert again.output_parent() == str(ui_home / "runs") and again.geometry() == "AAAA"
-    settings.path.write_text(json.dumps({"version": 99, "host": {"rounds": 5}}))
+    settings.path.write_text(json.dumps({"version": 99, "host": {"rounds": 5}}), encoding="utf-8")
     assert Settings().host_options() == HostOptions()  # a newer format: defaults
-    settings.path.write_text("{not json")
+    settings.path.write_text("{not json", encoding="utf-8")
     assert Settings().host_options() == HostOptions()
-    settings.path.write_text(json.dumps({"version": 1, "host": {"rounds": "many", "lr": 1}}))
+    settings.path.write_text(json.dumps({"version": 1, "host": {"rounds": "many", "lr": 1}}),
+                             encoding="utf-8")
     assert Settings().host_options() == HostOptions(lr=1.0)
 
 
@@ -153,7 +154,7 @@ def test_options_parse_addresses_and_refuse_used_folders(tmp_path):
     for bad in ("", ":7341", "host:port", "host:70000", "two words:1"):
         with pytest.raises(ConfigError):
             JoinTarget.from_address(bad)
-    (tmp_path / "session.json").write_text("{}")
+    (tmp_path / "session.json").write_text("{}", encoding="utf-8")
     with pytest.raises(ConfigError, match="already holds"):
         HostOptions(out_dir=str(tmp_path)).output_path()
     with pytest.raises(ConfigError):
