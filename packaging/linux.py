@@ -17,8 +17,10 @@ hooks/rth_torchvision_cpu.py makes torchvision import without them.
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import subprocess
+import sys
 import tarfile
 import time
 from pathlib import Path
@@ -37,9 +39,8 @@ VENV_STEPS = [
     [*common.project_dependencies(), "pillow", "pyinstaller>=6.10,<7"],
 ]
 # Modules the app never imports: torchvision's compiled ops and image codecs (they link
-# libcudart / libnvjpeg), Qt's OpenGL and test bindings (pyqtgraph does without them).
-EXCLUDE_MODULES = ["torchvision._C", "torchvision.image", "PySide6.QtOpenGL",
-                   "PySide6.QtOpenGLWidgets", "PySide6.QtTest"]
+# libcudart / libnvjpeg), Qt's test bindings (pyqtgraph's import survives without them).
+EXCLUDE_MODULES = ["torchvision._C", "torchvision.image", "PySide6.QtTest"]
 # Files hooks collect that a CPU app does not need (fnmatch on paths inside _internal/).
 EXCLUDE_BINARIES = [
     "torchvision/_C*.so", "torchvision/image*.so", "torchvision.libs/*",
@@ -63,8 +64,25 @@ CUDA_MARKERS = ("libcuda", "libcudart", "libcublas", "libcudnn", "libnvjpeg", "l
                 "libnvrtc", "libtriton")
 
 
+def require_host(system: str | None = None, machine: str | None = None) -> None:
+    """Fail unless this (or ``system``/``machine``: sys.platform, platform.machine()) is
+    Linux on x86_64: PyInstaller does not cross-build.
+
+    Raises:
+        BuildError: another OS or architecture.
+    """
+    system = sys.platform if system is None else system
+    machine = platform.machine() if machine is None else machine
+    if system != "linux":
+        raise BuildError(f"the Linux bundle is built on Linux (x86_64); this is {system}: "
+                         f"run `python packaging/build.py linux` on Linux")
+    if machine not in ("x86_64", "AMD64"):
+        raise BuildError(f"the Linux bundle is built on x86_64, not {machine}")
+
+
 def build(version: str, dist: Path, work: Path) -> list[Path]:
     """Build ``dist/ComputeShare-VERSION-linux-x86_64.tar.gz``; scratch files in ``work``."""
+    require_host()
     started = time.monotonic()
     name = f"{common.APP_NAME}-{version}-{PLATFORM_TAG}"
     python = common.ensure_build_venv(work / "venv-linux", VENV_STEPS)
