@@ -168,3 +168,30 @@ def test_without_self_test_the_app_opens_its_window_and_sigterm_closes_it(tmp_pa
             proc.communicate()
     assert proc.returncode == 0, stderr[-3000:]
     assert "Traceback" not in stderr and "desktop exiting (0)" in stderr
+
+
+def test_a_windowed_app_without_stderr_logs_to_a_file(tmp_path, monkeypatch):
+    """A windowed bundle (Windows, macOS from Finder) has sys.stderr None: logging goes to
+    a file under the user's log folder instead of nowhere."""
+    import logging
+    import sys
+
+    from computeshare_desktop.gui import app
+
+    monkeypatch.setattr(sys, "stderr", None)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))  # platformdirs' log folder on Linux
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    root = logging.getLogger()
+    saved = root.handlers[:]
+    root.handlers.clear()
+    try:
+        path = app.setup_logging(1)
+        assert path is not None and tmp_path in path.parents
+        logging.getLogger("computeshare_desktop.test").info("héllo from a windowed app")
+        for handler in root.handlers:
+            handler.flush()
+        assert "héllo from a windowed app" in path.read_text(encoding="utf-8")
+    finally:
+        for handler in root.handlers:
+            handler.close()
+        root.handlers[:] = saved

@@ -33,6 +33,7 @@ from ..service.host import PIN_ENV
 from ..service.options import worker_name
 from ..worker import pick_device
 from .progress import HubView, WorkerView
+from .terminal import is_terminal
 
 DEFAULT_ROUNDS = 600  # a sync session's; an async round is one worker's batch
 INTERRUPTED = 130  # the exit code of a hub stopped by Ctrl-C or SIGTERM (its model is saved)
@@ -161,7 +162,7 @@ def _worker_pin(args: argparse.Namespace, required: bool = True) -> str:
     pin = args.pin or os.environ.get(PIN_ENV)
     if not pin and not required:
         return ""
-    if not pin and sys.stdin.isatty():
+    if not pin and is_terminal(sys.stdin):
         try:
             pin = getpass.getpass("session PIN (shown on the hub): ").strip()
         except EOFError:
@@ -252,7 +253,7 @@ def evaluate(args: argparse.Namespace) -> int:
     """Print the test accuracy of a saved model."""
     path = Path(args.model_file)
     meta = path.parent / "session.json"
-    saved = json.loads(meta.read_text()).get("config", {}) if meta.exists() else {}
+    saved = json.loads(meta.read_text(encoding="utf-8")).get("config", {}) if meta.exists() else {}
     dataset = args.dataset or saved.get("dataset", "mnist-sample")
     model_name = args.model or saved.get("model", "simplenet")
     try:

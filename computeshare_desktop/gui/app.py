@@ -11,7 +11,10 @@ import logging
 import multiprocessing
 import signal
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
+
+import platformdirs
 
 from .. import __version__
 from ..discovery import DiscoveryError
@@ -47,10 +50,19 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     return args
 
 
-def setup_logging(verbose: int) -> None:
-    """Warnings on stderr by default; the log panes show them too."""
+def setup_logging(verbose: int) -> Path | None:
+    """Warnings on stderr by default; the log panes show them too. A windowed bundle has no
+    stderr (Windows, macOS from Finder): there the log goes to a file, whose path is
+    returned."""
     level = logging.WARNING if verbose <= 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname).1s %(name)s: %(message)s")
+    fmt = "%(asctime)s %(levelname).1s %(name)s: %(message)s"
+    if sys.stderr is not None:
+        logging.basicConfig(level=level, format=fmt)
+        return None
+    path = Path(platformdirs.user_log_dir("ComputeShare", appauthor=False)) / "desktop.log"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    logging.basicConfig(level=level, format=fmt, filename=path, encoding="utf-8")
+    return path
 
 
 def make_app(argv: Sequence[str]) -> QApplication:
@@ -81,8 +93,9 @@ def _close_on_signals(window: MainWindow) -> QTimer:
     """
     from PySide6.QtCore import QTimer
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: window.close())
+    for name in ("SIGINT", "SIGTERM", "SIGBREAK"):  # SIGBREAK: Ctrl-Break on Windows
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), lambda *_: window.close())
     wake = QTimer()
     wake.timeout.connect(lambda: None)
     wake.start(200)
