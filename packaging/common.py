@@ -113,6 +113,10 @@ def install_project(python: Path, work: Path) -> None:
     bundle freezes exactly the sources of this commit."""
     wheels = work / "wheel"
     shutil.rmtree(wheels, ignore_errors=True)
+    # setuptools builds in build/lib and never empties it: a module deleted from the
+    # sources would live on in the wheel.
+    for stale in (ROOT / "build" / "lib", *ROOT.glob("build/*bdist.*")):
+        shutil.rmtree(stale, ignore_errors=True)
     run([python, "-m", "pip", "wheel", "--no-deps", "-w", wheels, ROOT])
     wheel = next(wheels.glob("*.whl"))
     run([python, "-m", "pip", "install", "--no-deps", "--force-reinstall", wheel])
