@@ -88,6 +88,14 @@ def _stop_on_signals(stop: Callable[[], None]) -> Iterator[None]:
             signal.signal(sig, old)
 
 
+def this_command() -> list[str]:
+    """How to start this command line again in a child process: the ``computeshare``
+    executable itself in a frozen bundle, else this Python with the package's CLI module."""
+    if getattr(sys, "frozen", False):
+        return [sys.executable]
+    return [sys.executable, "-m", "computeshare_desktop.cli"]
+
+
 def _run_until_done(service: HostService | JoinService) -> None:
     """Wait for the service's thread, stopping it on Ctrl-C or SIGTERM; raise its error."""
     with _stop_on_signals(service.stop):
@@ -222,7 +230,7 @@ def demo(args: argparse.Namespace) -> int:
         view.on(tagged)
         if isinstance(tagged.event, Listening):  # the workers join as soon as it listens
             env = {**os.environ, PIN_ENV: service.pin}
-            cmd = [sys.executable, "-m", "computeshare_desktop.cli", "join",
+            cmd = [*this_command(), "join",
                    f"127.0.0.1:{tagged.event.port}", "--quiet", "--device", "cpu",
                    "--threads", str(threads)]
             procs.extend(subprocess.Popen([*cmd, "--name", f"demo-{i + 1}"], env=env,
