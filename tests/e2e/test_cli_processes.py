@@ -31,10 +31,16 @@ def finish(proc: subprocess.Popen[str], timeout_s: float = 180) -> tuple[int, st
 
 
 def kill_all(*procs: subprocess.Popen[str]) -> None:
+    """Stop what still runs; what each said is printed (pytest shows it when a test fails)."""
     for proc in procs:
         if proc.poll() is None:
             proc.kill()
-        proc.communicate()
+        try:
+            out, err = proc.communicate()
+        except ValueError:  # read before (finish): nothing left to show
+            continue
+        print(f"--- {' '.join(proc.args[3:6])} (exit {proc.returncode})\n"
+              f"stdout: {(out or '')[-2000:]}\nstderr: {(err or '')[-2000:]}")
 
 
 def host(out, port, *extra):
