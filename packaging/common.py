@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -122,9 +123,35 @@ def install_project(python: Path, work: Path) -> None:
     run([python, "-m", "pip", "install", "--no-deps", "--force-reinstall", wheel])
 
 
-def run_pyinstaller(python: Path, dist: Path, work: Path,
-                    settings: Mapping[str, str]) -> Path:
-    """Freeze the two executables with ``computeshare.spec`` into ``dist/ComputeShare``.
+# What each recipe runs on (PyInstaller does not cross-build): sys.platform, the machines
+# platform.machine() may name, and how to say it.
+HOSTS = {"linux": ("linux", ("x86_64", "amd64"), "Linux (x86_64)"),
+         "macos": ("darwin", ("arm64",), "macOS (Apple silicon)"),
+         "windows": ("win32", ("amd64", "x86_64"), "Windows (x64)")}
+
+
+def require_host(recipe: str, system: str | None = None, machine: str | None = None) -> None:
+    """Fail unless this machine (or ``system``/``machine``, as sys.platform and
+    platform.machine() say) is the one ``recipe`` builds on.
+
+    Raises:
+        BuildError: another OS or architecture.
+    """
+    want_system, machines, label = HOSTS[recipe]
+    system = sys.platform if system is None else system
+    machine = platform.machine() if machine is None else machine
+    if system != want_system:
+        raise BuildError(f"the {recipe} installer is built on {label}; this is {system}: "
+                         f"run `python packaging/build.py {recipe}` there")
+    if machine.lower() not in machines:
+        note = ": PyTorch ships no Intel-macOS wheels" if recipe == "macos" else ""
+        raise BuildError(f"the {recipe} installer is built on {label}, not {machine}{note}")
+
+
+def run_pyinstaller(python: Path, dist: Path, work: Path, settings: Mapping[str, str],
+                    spec: Path = SPEC) -> Path:
+    """Freeze the two executables with ``spec`` (the shared ``computeshare.spec``, or a
+    platform's wrapper of it) into ``dist/ComputeShare``.
 
     ``settings`` reach the spec as ``COMPUTESHARE_*`` environment variables (icon,
     excluded binaries ...; the spec's docstring lists them). Returns the app folder.
@@ -134,7 +161,7 @@ def run_pyinstaller(python: Path, dist: Path, work: Path,
     env.pop("PYTHONPATH", None)
     started = time.monotonic()
     run([python, "-m", "PyInstaller", "--noconfirm", "--clean", "--log-level", "WARN",
-         "--distpath", dist, "--workpath", work / "pyinstaller", SPEC], env=env)
+         "--distpath", dist, "--workpath", work / "pyinstaller", spec], env=env)
     log(f"PyInstaller took {time.monotonic() - started:.0f} s")
     folder = dist / APP_NAME
     for name in (GUI_NAME, CLI_NAME):

@@ -16,11 +16,10 @@ hooks/rth_torchvision_cpu.py makes torchvision import without them.
 
 from __future__ import annotations
 
+import functools
 import os
-import platform
 import shutil
 import subprocess
-import sys
 import tarfile
 import time
 from pathlib import Path
@@ -64,20 +63,7 @@ CUDA_MARKERS = ("libcuda", "libcudart", "libcublas", "libcudnn", "libnvjpeg", "l
                 "libnvrtc", "libtriton")
 
 
-def require_host(system: str | None = None, machine: str | None = None) -> None:
-    """Fail unless this (or ``system``/``machine``: sys.platform, platform.machine()) is
-    Linux on x86_64: PyInstaller does not cross-build.
-
-    Raises:
-        BuildError: another OS or architecture.
-    """
-    system = sys.platform if system is None else system
-    machine = platform.machine() if machine is None else machine
-    if system != "linux":
-        raise BuildError(f"the Linux bundle is built on Linux (x86_64); this is {system}: "
-                         f"run `python packaging/build.py linux` on Linux")
-    if machine not in ("x86_64", "AMD64"):
-        raise BuildError(f"the Linux bundle is built on x86_64, not {machine}")
+require_host = functools.partial(common.require_host, "linux")
 
 
 def build(version: str, dist: Path, work: Path) -> list[Path]:

@@ -16,12 +16,11 @@ Application" identity to sign for notarization instead (docs/INSTALLERS.md).
 
 from __future__ import annotations
 
+import functools
 import os
-import platform
 import plistlib
 import re
 import shutil
-import sys
 import time
 from pathlib import Path
 
@@ -87,21 +86,7 @@ def dmg_name(version: str) -> str:
     return f"{common.APP_NAME}-{version}-{PLATFORM_TAG}.dmg"
 
 
-def require_host(system: str | None = None, machine: str | None = None) -> None:
-    """Fail unless this (or ``system``/``machine``: sys.platform, platform.machine()) is
-    macOS on Apple silicon: PyInstaller does not cross-build.
-
-    Raises:
-        BuildError: another OS or an Intel Mac.
-    """
-    system = sys.platform if system is None else system
-    machine = platform.machine() if machine is None else machine
-    if system != "darwin":
-        raise BuildError(f"the macOS app is built on macOS (Apple silicon); this is "
-                         f"{system}: run `python packaging/build.py macos` on a Mac")
-    if machine != "arm64":
-        raise BuildError(f"the macOS app is built on Apple silicon (arm64), not "
-                         f"{machine}: PyTorch ships no Intel-macOS wheels")
+require_host = functools.partial(common.require_host, "macos")
 
 
 def build(version: str, dist: Path, work: Path) -> list[Path]:
@@ -127,15 +112,10 @@ def build(version: str, dist: Path, work: Path) -> list[Path]:
 
 
 def freeze(python: Path, scratch: Path, settings: dict[str, str]) -> Path:
-    """Run PyInstaller on macos/ComputeShare.spec; returns ComputeShare.app."""
-    env = {**os.environ, **settings, "COMPUTESHARE_ROOT": str(common.ROOT),
-           "QT_QPA_PLATFORM": "offscreen"}
-    env.pop("PYTHONPATH", None)
-    out = scratch / "dist"
-    common.run([python, "-m", "PyInstaller", "--noconfirm", "--clean", "--log-level", "WARN",
-                "--distpath", out, "--workpath", scratch / "pyinstaller", SPEC], env=env)
-    return out / f"{common.APP_NAME}.app"
-
+    """Run PyInstaller on macos/ComputeShare.spec; returns ComputeShare.app (beside the
+    one-folder build that PyInstaller leaves in the same place)."""
+    folder = common.run_pyinstaller(python, scratch / "dist", scratch, settings, spec=SPEC)
+    return folder.parent / f"{common.APP_NAME}.app"
 
 def check_bundle(app: Path, version: str) -> None:
     """Fail unless the bundle holds both executables and our Info.plist keys."""

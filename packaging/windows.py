@@ -15,11 +15,10 @@ CUDA users install with pip instead (docs/INSTALLERS.md): the installer ships th
 
 from __future__ import annotations
 
+import functools
 import os
-import platform
 import re
 import shutil
-import sys
 import time
 from pathlib import Path
 
@@ -135,20 +134,7 @@ def setup_name(version: str) -> str:
     return f"{common.APP_NAME}-{version}-{PLATFORM_TAG}-setup.exe"
 
 
-def require_host(system: str | None = None, machine: str | None = None) -> None:
-    """Fail unless this (or ``system``/``machine``: sys.platform, platform.machine()) is
-    Windows on x64: PyInstaller does not cross-build.
-
-    Raises:
-        BuildError: another OS or architecture.
-    """
-    system = sys.platform if system is None else system
-    machine = platform.machine() if machine is None else machine
-    if system != "win32":
-        raise BuildError(f"the Windows installer is built on Windows (x64); this is "
-                         f"{system}: run `python packaging/build.py windows` on Windows")
-    if machine.lower() not in ("amd64", "x86_64"):
-        raise BuildError(f"the Windows installer is built on x64, not {machine}")
+require_host = functools.partial(common.require_host, "windows")
 
 
 def build(version: str, dist: Path, work: Path) -> list[Path]:
@@ -202,14 +188,4 @@ def write_version_files(version: str, folder: Path) -> Path:
 
 def freeze(python: Path, scratch: Path, settings: dict[str, str]) -> Path:
     """Run PyInstaller on windows/ComputeShare.spec; returns the app folder."""
-    env = {**os.environ, **settings, "COMPUTESHARE_ROOT": str(common.ROOT),
-           "QT_QPA_PLATFORM": "offscreen"}
-    env.pop("PYTHONPATH", None)
-    out = scratch / "dist"
-    common.run([python, "-m", "PyInstaller", "--noconfirm", "--clean", "--log-level", "WARN",
-                "--distpath", out, "--workpath", scratch / "pyinstaller", SPEC], env=env)
-    folder = out / common.APP_NAME
-    for name in (common.GUI_NAME, common.CLI_NAME):
-        if not (folder / f"{name}.exe").exists():
-            raise BuildError(f"PyInstaller made no {name}.exe in {folder}")
-    return folder
+    return common.run_pyinstaller(python, scratch / "dist", scratch, settings, spec=SPEC)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import filecmp
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -38,28 +37,18 @@ def png(size: int) -> Path:
 
 
 def render() -> None:
-    """Render the SVG master at every size with QtSvg (works headless, offscreen)."""
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from PySide6.QtCore import Qt
-    from PySide6.QtGui import QGuiApplication, QImage, QPainter
-    from PySide6.QtSvg import QSvgRenderer
+    """Render the SVG master at every size with QtSvg (headless, offscreen): the same
+    renderer the installers' icons use (packaging/icons.py)."""
+    sys.path.insert(0, str(ROOT / "packaging"))
+    from icons import render_pngs
 
-    app = QGuiApplication.instance() or QGuiApplication(sys.argv[:1])
-    renderer = QSvgRenderer(str(MASTER))
-    if not renderer.isValid():
-        raise SystemExit(f"{MASTER} is not a valid SVG")
-    for size in SIZES:
-        image = QImage(size, size, QImage.Format.Format_ARGB32_Premultiplied)
-        image.fill(Qt.GlobalColor.transparent)
-        painter = QPainter(image)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform)
-        renderer.render(painter)
-        painter.end()
-        if not image.save(str(png(size))):
-            raise SystemExit(f"could not write {png(size)}")
+    try:
+        renders = render_pngs(MASTER, SIZES)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+    for size, data in renders.items():
+        png(size).write_bytes(data)
         print(f"rendered {png(size).relative_to(ROOT)}")
-    del app
 
 
 def stale() -> list[str]:
