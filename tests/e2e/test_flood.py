@@ -14,7 +14,7 @@ from helpers_net import cli, free_ports, metrics
 
 pytestmark = pytest.mark.slow
 PIN = "975310"
-ROUNDS = 400
+ROUNDS = 250  # three sessions; medians over 230 rounds each
 FLOOD = Path(__file__).with_name("flooder.py")
 
 
