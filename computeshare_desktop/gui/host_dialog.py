@@ -3,24 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
-import queue
-import threading
 from pathlib import Path
-from typing import Callable
 
-from PySide6.QtCore import QEventLoop
-from PySide6.QtWidgets import (QAbstractSpinBox, QApplication, QCheckBox, QComboBox,
-                               QDialog, QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox,
-                               QHBoxLayout, QLabel, QLineEdit, QProgressDialog, QPushButton,
-                               QSpinBox, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QComboBox, QDialog,
+                               QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox,
+                               QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox,
+                               QVBoxLayout, QWidget)
 
 from ..codec import CODECS
-from ..data import DATASETS, DownloadProgress, download, is_available, needs_download
+from ..data import DATASETS, download, is_available, needs_download
 from ..errors import ConfigError
 from ..hub.outputs import OutputDir
 from ..hub.presets import PRESETS, resolve
 from ..models import MODELS
 from ..service.options import HostOptions
+from .download_dialog import Downloader, run_download
 
 LABEL_WIDTH = 170
 PRESET_LABELS = {"auto": "Automatic (measure the link)",
@@ -69,34 +66,6 @@ def _combo(items: tuple[str, ...], current: str) -> QComboBox:
     return combo
 
 
-# (name, progress): fetches a dataset, reporting to progress on its own thread
-Downloader = Callable[[str, Callable[[DownloadProgress], None]], None]
-BAR_STEPS = 1000  # a download's bar runs 0..BAR_STEPS: bytes scaled so any size fits an int
-
-
-def _download_dialog(name: str, parent: QWidget) -> QProgressDialog:
-    """A busy bar until a size is known; it stays open at 100 %, since the total may grow."""
-    dialog = QProgressDialog(f"Downloading {name}…", "Cancel", 0, 0, parent)
-    dialog.setWindowTitle("Download a dataset")
-    dialog.setAutoReset(False)
-    dialog.setAutoClose(False)
-    dialog.setMinimumDuration(0)
-    dialog.setValue(0)
-    return dialog
-
-
-def show_download(dialog: QProgressDialog, name: str, report: DownloadProgress) -> None:
-    """Show the bytes received of the total ("Downloading cifar10 — 42.0 of 170.5 MB")."""
-    total = report.total_bytes
-    if total is None or total <= 0:
-        dialog.setRange(0, 0)
-    else:
-        dialog.setRange(0, BAR_STEPS)
-        dialog.setValue(min(BAR_STEPS, report.done_bytes * BAR_STEPS // total))
-    dialog.setLabelText(f"Downloading {name} — {report.amount()}" if report.file
-                        else report.text)
-
-
 def dataset_labels() -> dict[str, str]:
     """Each dataset's name, marked when it must be downloaded first."""
     return {name: name + (" — download needed" if needs_download(name) else "")
@@ -110,16 +79,6 @@ def _data_combo(labels: dict[str, str], current: str) -> QComboBox:
         combo.addItem(label, name)
     combo.setCurrentIndex(max(0, combo.findData(current)))
     return combo
-
-
-def _show_latest(dialog: QProgressDialog, name: str,
-                 reports: queue.SimpleQueue[DownloadProgress]) -> None:
-    """Show the newest report; older ones waiting in the queue are already stale."""
-    latest = None
-    while not reports.empty():
-        latest = reports.get()
-    if latest is not None:
-        show_download(dialog, name, latest)
 
 
 class HostDialog(QDialog):
@@ -341,30 +300,13 @@ class HostDialog(QDialog):
     def download_dataset(self) -> bool:
         """Download the chosen dataset with a progress dialog; True when it is here."""
         name = self.dataset.currentData()
-        progress = _download_dialog(name, self)
-        reports: queue.SimpleQueue[DownloadProgress] = queue.SimpleQueue()
-        result: list[BaseException | None] = []
-
-        def fetch() -> None:
-            try:
-                self._downloader(name, reports.put)
-                result.append(None)
-            except BaseException as exc:  # shown below, on the GUI thread
-                result.append(exc)
-
-        thread = threading.Thread(target=fetch, name="dataset-download", daemon=True)
-        thread.start()
-        while thread.is_alive() and not progress.wasCanceled():
-            _show_latest(progress, name, reports)
-            QApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
-            thread.join(0.05)
-        progress.close()
-        if progress.wasCanceled() and thread.is_alive():
+        finished, error = run_download(name, self._downloader, self)
+        if not finished:
             self.error.setText(f"The download of {name} goes on in the background; choose it "
                                "again once it is done.")
             self.error.show()
             return False
-        return self._downloaded(name, result[0] if result else None)
+        return self._downloaded(name, error)
 
     def _downloaded(self, name: str, error: BaseException | None) -> bool:
         """Say why a download failed, or mark the set as here; True when it is."""
