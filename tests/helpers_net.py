@@ -49,7 +49,20 @@ def wait_for(predicate: Callable[[], Any], timeout_s: float, what: str) -> Any:
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
-class RunningHub:
+class EventLog:
+    """What a test object heard, filtered by kind: ``of_kind(WorkerJoined)``."""
+
+    events: list[Event]
+
+    @overload
+    def of_kind(self, kind: type[E]) -> list[E]: ...
+    @overload
+    def of_kind(self, kind: str) -> list[Event]: ...
+    def of_kind(self, kind: str | type[Event]) -> list[Any]:
+        return of_kind(self.events, kind)
+
+
+class RunningHub(EventLog):
     """A HubSession served by a HubServer on 127.0.0.1 in a background thread."""
 
     def __init__(self, out_dir: Path, **config: Any) -> None:
@@ -70,13 +83,6 @@ class RunningHub:
 
     def rounds(self) -> list[RoundClosed]:
         return of_kind(self.events, RoundClosed)
-
-    @overload
-    def of_kind(self, kind: type[E]) -> list[E]: ...
-    @overload
-    def of_kind(self, kind: str) -> list[Event]: ...
-    def of_kind(self, kind: str | type[Event]) -> list[Any]:
-        return of_kind(self.events, kind)
 
     def join(self, timeout_s: float = 120) -> HubResult | None:
         self.thread.join(timeout_s)
@@ -162,7 +168,7 @@ class Raw:
         self.channel.close()
 
 
-class EventListener:
+class EventListener(EventLog):
     """SUB socket on the hub's event port, collecting events in a thread.
 
     ``raw`` holds every message as its JSON object; ``events`` the typed events they parse
@@ -203,13 +209,6 @@ class EventListener:
                     self.bad.append((data, "unknown kind"))
                 else:
                     self.events.append(event)
-
-    @overload
-    def of_kind(self, kind: type[E]) -> list[E]: ...
-    @overload
-    def of_kind(self, kind: str) -> list[Event]: ...
-    def of_kind(self, kind: str | type[Event]) -> list[Any]:
-        return of_kind(self.events, kind)
 
     def close(self) -> None:
         self._stop.set()

@@ -262,22 +262,17 @@ def test_version_files_are_written_per_executable(tmp_path):
 
 # --- each builder refuses the wrong OS, before it touches anything -------------------------
 
-@pytest.mark.parametrize("system, machine, says", [
-    ("linux", "x86_64", "built on macOS"), ("win32", "AMD64", "built on macOS"),
-    ("darwin", "x86_64", "Apple silicon")])
-def test_macos_builder_refuses_other_hosts(system, machine, says):
+@pytest.mark.parametrize("recipe, own, system, machine, says", [
+    (macos, ("darwin", "arm64"), "linux", "x86_64", "built on macOS"),
+    (macos, ("darwin", "arm64"), "win32", "AMD64", "built on macOS"),
+    (macos, ("darwin", "arm64"), "darwin", "x86_64", "Apple silicon"),
+    (windows, ("win32", "AMD64"), "linux", "x86_64", "built on Windows"),
+    (windows, ("win32", "AMD64"), "darwin", "arm64", "built on Windows"),
+    (windows, ("win32", "AMD64"), "win32", "ARM64", "x64")])
+def test_each_builder_refuses_other_hosts(recipe, own, system, machine, says):
     with pytest.raises(common.BuildError, match=says):
-        macos.require_host(system, machine)
-    macos.require_host("darwin", "arm64")
-
-
-@pytest.mark.parametrize("system, machine, says", [
-    ("linux", "x86_64", "built on Windows"), ("darwin", "arm64", "built on Windows"),
-    ("win32", "ARM64", "x64")])
-def test_windows_builder_refuses_other_hosts(system, machine, says):
-    with pytest.raises(common.BuildError, match=says):
-        windows.require_host(system, machine)
-    windows.require_host("win32", "AMD64")
+        recipe.require_host(system, machine)
+    recipe.require_host(*own)
 
 
 @pytest.mark.parametrize("recipe, host", [(macos, "darwin"), (windows, "win32")])
