@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 import torch
 import torch.nn.functional as F
 
-from .data import ArrayDataset, DatasetInfo, normalize
+from .data import ArrayDataset, DatasetInfo, dataset_info, load_dataset, normalize
+from .errors import ConfigError
+from .models import build_model
 
 
 def batch_loss(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor,
@@ -32,3 +37,34 @@ def evaluate(model: torch.nn.Module, dataset: ArrayDataset, *, device: str | tor
         model.train(was_training)
     n = max(1, len(dataset))
     return correct / n, loss_sum / n
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """A saved model's result on a test split."""
+
+    accuracy: float
+    loss: float
+    samples: int
+
+
+def evaluate_file(path: Path, model_name: str, dataset: str) -> Score:
+    """Load a saved ``model_name`` for ``dataset`` (a file the user chose or the hub wrote:
+    ``torch.load(weights_only=True)``) and score it on the test split.
+
+    Raises:
+        ConfigError: the file cannot be read, or is not that model for that dataset.
+    """
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise ConfigError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
+    model = build_model(model_name, dataset_info(dataset))
+    try:
+        model.load_state_dict(state)
+    except (RuntimeError, TypeError, AttributeError) as exc:
+        raise ConfigError(f"{path} is not a {model_name} for {dataset}: "
+                          f"{str(exc).splitlines()[0]}") from None
+    test = load_dataset(dataset, "test")
+    accuracy, loss = evaluate(model, test)
+    return Score(accuracy, loss, len(test))

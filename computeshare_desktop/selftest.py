@@ -24,14 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, TextIO
 
-import torch
 
-from .data import dataset_info, load_dataset
 from .defaults import HOME_ENV
 from .discovery import Advertiser, DiscoveredSession, SessionAdvert, SessionBrowser
-from .evaluation import evaluate
+from .evaluation import evaluate_file
 from .events import RoundClosed
-from .models import build_model
 from .protocol import PROTOCOL_VERSION
 from .service import AppConfig, HostOptions, HostService, Tagged
 from .worker import pick_device
@@ -195,17 +192,14 @@ def check_evaluation(work: Workspace, limit_s: float) -> str:
     """The saved model loads and scores well above chance on the test split."""
     if work.model_path is None:
         raise RuntimeError("no trained model to evaluate (the training step failed)")
-    state = torch.load(work.model_path, map_location="cpu", weights_only=True)
-    model = build_model(MODEL, dataset_info(DATASET))
-    model.load_state_dict(state)
-    test = load_dataset(DATASET, "test")
-    accuracy, loss = evaluate(model, test)
+    score = evaluate_file(work.model_path, MODEL, DATASET)
+    accuracy = score.accuracy
     if not accuracy > MIN_ACCURACY:
         raise RuntimeError(f"test accuracy {accuracy:.1%} is not above {MIN_ACCURACY:.0%}")
     if work.hub_accuracy is not None and abs(accuracy - work.hub_accuracy) > 1e-6:
         raise RuntimeError(f"the saved model scores {accuracy:.2%}, the hub said "
                            f"{work.hub_accuracy:.2%}: the file is not the model it trained")
-    return f"test accuracy {accuracy:.1%} (loss {loss:.3f}) on {len(test)} images"
+    return f"test accuracy {accuracy:.1%} (loss {score.loss:.3f}) on {score.samples} images"
 
 
 def check_zeroconf(limit_s: float) -> str:

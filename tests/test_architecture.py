@@ -20,8 +20,8 @@ import computeshare_desktop
 ROOT = Path(computeshare_desktop.__file__).parent
 ONLY_IN = {"zmq": "transport", "zeroconf": "discovery", "PySide6": "gui", "pyqtgraph": "gui"}
 NEVER = {"pickle", "dill", "cloudpickle", "marshal", "shelve"}
-# files the user chose (or the self-test just wrote), never peers
-TORCH_LOAD_ALLOWED = {"hub/outputs.py", "cli/commands.py", "selftest.py"}
+# files the user chose (or the hub wrote), never peers
+TORCH_LOAD_ALLOWED = {"hub/outputs.py", "evaluation.py"}
 
 
 def _modules() -> list[tuple[str, ast.Module]]:

@@ -17,15 +17,13 @@ from typing import Callable, Iterator
 
 import torch
 
-from ..data import dataset_info, load_dataset
 from ..discovery import SessionBrowser, describe, discover, pick_session
 from ..discovery.hub_advert import resolve_interface
 from ..errors import ConfigError
-from ..evaluation import evaluate as evaluate_model
+from ..evaluation import evaluate_file
 from ..events import Listening
 from ..hub import HubConfig
 from ..hub.presets import resolve
-from ..models import build_model
 from ..selftest import self_test as run_self_test
 from ..service import (HostPlan, HostService, JoinPlan, JoinService, JoinTarget, Tagged,
                        remembers)
@@ -264,24 +262,13 @@ def evaluate(args: argparse.Namespace) -> int:
     saved = json.loads(meta.read_text(encoding="utf-8")).get("config", {}) if meta.exists() else {}
     dataset = args.dataset or saved.get("dataset", "mnist-sample")
     model_name = args.model or saved.get("model", "simplenet")
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except (OSError, RuntimeError, ValueError) as exc:
-        raise ConfigError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
-    model = build_model(model_name, dataset_info(dataset))
-    try:
-        model.load_state_dict(state)
-    except (RuntimeError, TypeError, AttributeError) as exc:
-        raise ConfigError(f"{path} is not a {model_name} for {dataset}: "
-                          f"{str(exc).splitlines()[0]}") from None
-    test = load_dataset(dataset, "test")
-    accuracy, loss = evaluate_model(model, test)
+    score = evaluate_file(path, model_name, dataset)
     if args.json:
-        print(json.dumps({"accuracy": accuracy, "loss": loss, "dataset": dataset,
-                          "model": model_name, "samples": len(test)}))
+        print(json.dumps({"accuracy": score.accuracy, "loss": score.loss, "dataset": dataset,
+                          "model": model_name, "samples": score.samples}))
     else:
-        print(f"test accuracy: {100 * accuracy:.2f}% (loss {loss:.4f}) on {len(test)} "
-              f"{dataset} test images")
+        print(f"test accuracy: {100 * score.accuracy:.2f}% (loss {score.loss:.4f}) on "
+              f"{score.samples} {dataset} test images")
     return 0
 
 
