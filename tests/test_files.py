@@ -76,3 +76,26 @@ def test_a_replace_blocked_for_a_moment_is_tried_again(tmp_path, monkeypatch):
     with pytest.raises(PermissionError):
         atomic_write(target, b"newer")
     assert target.read_bytes() == b"new" and os.listdir(tmp_path) == ["metrics.jsonl"]
+
+
+def test_the_file_is_synced_before_the_rename_and_the_folder_after(tmp_path, monkeypatch):
+    """The order that makes a write survive a power cut: data on disk, then the rename,
+    then the folder entry on disk."""
+    steps: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        kind = "folder" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file"
+        steps.append(f"fsync {kind}")
+        real_fsync(fd)
+
+    def replace(source, target) -> None:
+        steps.append("rename")
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    atomic_write(tmp_path / "model.pth", b"weights")
+    expected = ["fsync file", "rename"] + ([] if sys.platform == "win32" else ["fsync folder"])
+    assert steps == expected
+    assert (tmp_path / "model.pth").read_bytes() == b"weights"

@@ -86,7 +86,8 @@ def make_app(argv: Sequence[str]) -> QApplication:
 
 
 def _close_on_signals(window: MainWindow) -> QTimer:
-    """Ctrl-C or SIGTERM close the window (which stops sessions and withdraws adverts).
+    """Ctrl-C or SIGTERM close the window without a question: every session stops and saves
+    its model, adverts are withdrawn.
 
     Python runs signal handlers only between bytecodes; the timer lets it in while Qt's
     event loop runs in C++.
@@ -95,7 +96,7 @@ def _close_on_signals(window: MainWindow) -> QTimer:
 
     for name in ("SIGINT", "SIGTERM", "SIGBREAK"):  # SIGBREAK: Ctrl-Break on Windows
         if hasattr(signal, name):
-            signal.signal(getattr(signal, name), lambda *_: window.close())
+            signal.signal(getattr(signal, name), lambda *_: window.close_without_asking())
     wake = QTimer()
     wake.timeout.connect(lambda: None)
     wake.start(200)

@@ -315,6 +315,18 @@ class MainWindow(QMainWindow):
         self.shutdown()
         super().closeEvent(event)
 
+    def close_without_asking(self) -> None:
+        """Ctrl-C, SIGTERM (a logout) or Ctrl-Break: stop and save every session, no question.
+
+        A question box on screen is dismissed first ("keep training"), so its caller returns;
+        the close then runs from the event loop with every session already confirmed.
+        """
+        for window in self.progress_windows:
+            window.confirmed = True
+        if self.question.box is not None:
+            self.question.box.reject()
+        QTimer.singleShot(0, self.close)
+
     def shutdown(self) -> None:
         """Stop and join everything this window started (blocks up to a few seconds)."""
         for runner in self.runners:

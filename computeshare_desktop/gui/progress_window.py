@@ -304,7 +304,7 @@ class ProgressWindow(QMainWindow):
             ok = self.question.ask(self, "Leave the session?", "Leave this training session? "
                                    "The other machines train on without this one.",
                                    "Leave session")
-        self.confirmed = ok
+        self.confirmed = self.confirmed or ok  # a signal may have confirmed it meanwhile
         return ok
 
     def stop_session(self) -> None:

@@ -1,5 +1,8 @@
 """The CURVE public keys allowed to talk to the hub: paired workers, minus kicked (banned) ones.
 
+A ban covers the key and the LAN address it paired from (when the pairing desk gave one):
+a kicked machine cannot pair again under a new key.
+
 Read from the ZAP authenticator's thread and written from the hub's loop: writers replace
 an immutable snapshot, so a reader never sees a half-updated set.
 """
@@ -22,11 +25,17 @@ class Allowlist:
         self.path = path
         self._keys: dict[str, str] = {}
         self._banned: frozenset[str] = frozenset()
+        self._addresses: dict[str, str] = {}  # key -> the LAN address it paired from
+        self._banned_addresses: frozenset[str] = frozenset()
         if path is not None and path.exists():
             data = json.loads(path.read_text(encoding="utf-8"))
             if isinstance(data.get("keys"), dict):
                 self._keys = {str(k): str(v) for k, v in data["keys"].items()}
                 self._banned = frozenset(str(k) for k in data.get("banned", []))
+                self._addresses = {str(k): str(v)
+                                   for k, v in data.get("addresses", {}).items()}
+                self._banned_addresses = frozenset(
+                    str(a) for a in data.get("banned_addresses", []))
             else:  # the first format: the keys alone
                 self._keys = {str(k): str(v) for k, v in data.items()}
 
@@ -39,25 +48,36 @@ class Allowlist:
     def clear(self) -> None:
         """Revoke every key and forget every ban (a new session)."""
         self._keys, self._banned = {}, frozenset()
+        self._addresses, self._banned_addresses = {}, frozenset()
         self._save()
 
     def banned(self, key: str) -> bool:
         """True when ``key`` was kicked: it cannot pair again in this session."""
         return key in self._banned
 
+    def address_banned(self, address: str) -> bool:
+        """True when a key that paired from ``address`` was kicked: it cannot pair again."""
+        return address in self._banned_addresses
+
     def ban(self, key: str) -> None:
-        """Revoke ``key`` and refuse it for the rest of the session."""
+        """Revoke ``key`` and refuse it, and the address it paired from, for the rest of
+        the session."""
         self._keys = {k: v for k, v in self._keys.items() if k != key}
         self._banned = self._banned | {key}
+        address = self._addresses.get(key)
+        if address is not None:
+            self._banned_addresses = self._banned_addresses | {address}
         self._save()
 
     def name(self, key: str) -> str | None:
         """The name a key was paired under."""
         return self._keys.get(key)
 
-    def add(self, key: str, name: str) -> None:
-        """Allow ``key``."""
+    def add(self, key: str, name: str, address: str | None = None) -> None:
+        """Allow ``key``, paired from the LAN ``address`` (None: this machine, or unknown)."""
         self._keys = {**self._keys, key: name}
+        if address is not None:
+            self._addresses = {**self._addresses, key: address}
         self._save()
 
     def remove(self, key: str) -> bool:
@@ -71,5 +91,7 @@ class Allowlist:
     def _save(self) -> None:
         if self.path is None:
             return
-        atomic_write(self.path, json.dumps({"keys": self._keys, "banned": sorted(self._banned)},
-                                           indent=1, sort_keys=True).encode())
+        atomic_write(self.path, json.dumps({
+            "keys": self._keys, "banned": sorted(self._banned), "addresses": self._addresses,
+            "banned_addresses": sorted(self._banned_addresses)}, indent=1,
+            sort_keys=True).encode())

@@ -114,10 +114,11 @@ class HubCore:
             msg, _ = decode(frames, max_frame_bytes=MAX_PAIRING_FRAME, expect=TO_PAIRING)
             reply: tuple[Any, ...] = (self.pairing.handle(msg, now, source),)
         except RemoteProtocolError as exc:
-            reply = self._reject(exc, peer, now)
+            lockout = self.pairing.lockout_for(source)
+            reply = self._reject(exc, peer, now, lockout.retry_after(now))
             if exc.code is RejectCode.LOCKED_OUT or exc.code is RejectCode.BAD_PIN:
-                self._event(PairingRefused(exc.code.value, self.pairing.lockout.failures,
-                                           self.pairing.lockout.retry_after(now)))
+                self._event(PairingRefused(exc.code.value, lockout.failures,
+                                           lockout.retry_after(now)))
         return [Reply(peer, encode(*reply))]
 
     def kick(self, worker_id: int) -> bool:
@@ -387,11 +388,12 @@ class HubCore:
         self.round.bytes_out += sum(len(f) for f in encoded)
         return Reply(peer, encoded)
 
-    def _reject(self, exc: RemoteProtocolError, peer: bytes, now: float) -> tuple[Any, ...]:
+    def _reject(self, exc: RemoteProtocolError, peer: bytes, now: float,
+                locked_for: float = 0.0) -> tuple[Any, ...]:
         code = exc.code if isinstance(exc.code, RejectCode) else RejectCode.MALFORMED
         if code not in (RejectCode.STALE, RejectCode.DUPLICATE):
             self._reject_log.note(code, peer, exc.detail, now, self.server.version)
-        retry = (self.pairing.lockout.retry_after(now) if code is RejectCode.LOCKED_OUT
+        retry = (locked_for if code is RejectCode.LOCKED_OUT
                  else 1.0 if code is RejectCode.BUSY else 0.0)
         self._event(Rejected(code.value, exc.detail))
         return (Reject(code.value, exc.detail[:200], self.server.version, retry),)

@@ -11,8 +11,12 @@ milliseconds); each source address has its own start rate and may hold PER_SOURC
 newcomer's: it does not wait for the shared rate, and when every slot is taken it evicts
 the oldest run, while addresses that keep starting runs wait for a free slot. So a flood
 keeps a newcomer out for no longer than it takes to pair. This machine's own
-worker (a loopback source) is exempt from the shared limits and the lock-out, and its
-runs are never evicted by others: the host always trains.
+worker (a loopback source) is exempt from the shared limits and from the LAN's lock-out,
+and its runs are never evicted by others: the host always trains. Loopback sources have a
+lock-out of their own, so a local process cannot guess the PIN faster than a remote one.
+
+A kicked key is banned, and so is the address it paired from (loopback excepted): a kicked
+machine cannot come back under a new key and name with the PIN it knows.
 """
 
 from __future__ import annotations
@@ -77,7 +81,8 @@ class PairingDesk:
         self.session_id = session_id
         self.hub_key = hub_key
         self.allowlist = allowlist
-        self.lockout = auth.Lockout()
+        self.lockout = auth.Lockout()  # wrong PINs from the LAN
+        self.local_lockout = auth.Lockout()  # wrong PINs from this machine
         self._open: OrderedDict[str, _Run] = OrderedDict()
         self._bucket = _Bucket(STARTS_PER_S, BURST)
         self._sources: OrderedDict[str, _Bucket] = OrderedDict()
@@ -93,15 +98,22 @@ class PairingDesk:
         the transport knows it); RemoteProtocolError for a refusal."""
         source = source or "?"
         local = source in LOCAL_SOURCES
-        wait = 0.0 if local else self.lockout.retry_after(now)
+        wait = self.lockout_for(source).retry_after(now)
         if wait > 0:
             raise RemoteProtocolError(RejectCode.LOCKED_OUT, f"retry in {wait:.0f} s")
         self._expire(now)
         if isinstance(msg, PairStart):
             return self._start(msg, now, source, local)
-        return self._finish(msg, now, local)
+        return self._finish(msg, now, source, local)
+
+    def lockout_for(self, source: str | None) -> auth.Lockout:
+        """The lock-out that counts wrong PINs from ``source``."""
+        return self.local_lockout if source in LOCAL_SOURCES else self.lockout
 
     def _start(self, msg: PairStart, now: float, source: str, local: bool) -> PairReply:
+        if self.allowlist.address_banned(source):
+            raise RemoteProtocolError(RejectCode.BANNED,
+                                      "a worker from this address was removed from the session")
         bucket = self._source_bucket(source)
         wait = bucket.wait(now)
         # An address that has been quiet (its own allowance is whole) is a newcomer: it
@@ -143,22 +155,21 @@ class PairingDesk:
         self.evicted += 1
         log.debug("pairing run from %s evicted to make room", run.source)
 
-    def _finish(self, msg: PairFinish, now: float, local: bool) -> Paired:
+    def _finish(self, msg: PairFinish, now: float, source: str, local: bool) -> Paired:
         entry = self._open.pop(msg.pair_id, None)
         if entry is None:
             raise RemoteProtocolError(RejectCode.UNKNOWN_CHALLENGE, "pairing unknown or used")
         if self.allowlist.banned(msg.worker_key):
             raise RemoteProtocolError(RejectCode.BANNED, "this key was removed from the session")
         if not entry.pairing.verify_worker(msg.worker_key, entry.name, msg.proof):
-            if not local:
-                self.lockout.failed(now)
+            lockout = self.lockout_for(source)
+            lockout.failed(now)
             log.warning("wrong PIN from %r at %s (%d in a row); pairing paused for %.0f s",
-                        entry.name, entry.source, self.lockout.failures,
-                        self.lockout.retry_after(now))
+                        entry.name, entry.source, lockout.failures, lockout.retry_after(now))
             raise RemoteProtocolError(RejectCode.BAD_PIN, "wrong PIN")
         if not _Z85_KEY.fullmatch(msg.worker_key):
             raise RemoteProtocolError(RejectCode.MALFORMED, "worker key is not a Z85 key")
-        self.allowlist.add(msg.worker_key, entry.name)
+        self.allowlist.add(msg.worker_key, entry.name, None if local else entry.source)
         log.info("paired %r from %s (key %s...)", entry.name, entry.source, msg.worker_key[:8])
         return Paired(hub_key=self.hub_key, session_id=self.session_id,
                       proof=entry.pairing.hub_proof(self.hub_key, self.session_id))

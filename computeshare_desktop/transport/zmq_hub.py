@@ -35,6 +35,8 @@ ZAP_DOMAIN = "computeshare"
 MAX_PAIRING_MESSAGE = 4096
 PAIRING_RCVHWM = 8  # messages queued per pairing peer (a worker sends one at a time)
 REQUEST_RCVHWM = 16  # per worker connection: a request, plus retries of lost ones
+SUBSCRIBER_RCVHWM = 4  # per event listener: it only ever sends its subscription
+MAX_SUBSCRIPTION_BYTES = 4096  # a subscription names a topic (CURVE handshakes pass too)
 
 
 class _AllowlistProvider:
@@ -78,13 +80,20 @@ class HubServer:
         sock.zap_domain = ZAP_DOMAIN.encode()
         return sock
 
+    def _pub_socket(self) -> zmq.Socket:
+        # A listener only sends subscriptions: it can make the hub hold a few small ones.
+        sock = self._curve_socket(zmq.PUB)
+        sock.setsockopt(zmq.RCVHWM, SUBSCRIBER_RCVHWM)
+        sock.setsockopt(zmq.MAXMSGSIZE, MAX_SUBSCRIPTION_BYTES)
+        return sock
+
     def _bind_all(self, port: int) -> int:
         for _ in range(1 if port else 50):
             self.router = self._curve_socket(zmq.ROUTER)
-            self.pub = self._curve_socket(zmq.PUB)
+            self.pub = self._pub_socket()
             self.pairing = configure(self.ctx.socket(zmq.ROUTER),
                                      max_message_bytes=MAX_PAIRING_MESSAGE)
-            # Anyone on the LAN can reach these two: a low per-connection queue (libzmq's
+            # Anyone on the LAN can reach these (and the PUB): a low per-connection queue (libzmq's
             # high-water marks count per peer) bounds what one peer can make the hub hold.
             self.pairing.setsockopt(zmq.RCVHWM, PAIRING_RCVHWM)
             self.router.setsockopt(zmq.RCVHWM, REQUEST_RCVHWM)
@@ -196,7 +205,7 @@ class HubServer:
     def _restart_pub(self) -> None:
         """Drop every subscriber; the allowed ones reconnect through ZAP, a kicked one cannot."""
         self.pub.close(0)
-        self.pub = self._curve_socket(zmq.PUB)
+        self.pub = self._pub_socket()
         for _ in range(50):  # the old socket's port is released asynchronously
             try:
                 bind(self.pub, self.host, self.pub_port)

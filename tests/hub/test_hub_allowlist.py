@@ -106,17 +106,20 @@ def test_allowlist_persists_every_change(tmp_path: Path) -> None:
     allow = Allowlist(path)
     a, b = fake_key(b"a"), fake_key(b"b")
     allow.add(a, "alice")
-    allow.add(b, "bob")
-    assert json.loads(path.read_text(encoding="utf-8")) == {"keys": {a: "alice", b: "bob"},
-                                                            "banned": []}
+    allow.add(b, "bob", "192.168.1.20")
+    assert json.loads(path.read_text(encoding="utf-8")) == {
+        "keys": {a: "alice", b: "bob"}, "banned": [], "addresses": {b: "192.168.1.20"},
+        "banned_addresses": []}
     assert allow.remove(a) is True and allow.remove(a) is False
     allow.ban(b)
-    again = Allowlist(path)
+    again = Allowlist(path)  # a resumed session keeps its bans, addresses included
     assert a not in again and b not in again and again.banned(b) and not again.banned(a)
+    assert again.address_banned("192.168.1.20") and not again.address_banned("192.168.1.21")
     again.add(a, "alice")
     again.clear()  # a new session: nobody allowed, nobody banned
     fresh = Allowlist(path)
     assert len(fresh) == 0 and not fresh.banned(b) and not list(tmp_path.rglob("*.tmp"))
+    assert not fresh.address_banned("192.168.1.20")
     path.write_text(json.dumps({a: "alice"}), encoding="utf-8")  # the first format still loads
     assert a in Allowlist(path) and not Allowlist(path).banned(a)
     memory = Allowlist()

@@ -34,3 +34,31 @@ def test_paired_key_receives_events_and_stranger_does_not(tmp_path):
         hub.close()
     assert 0 <= getattr(seen[-1], "accuracy", 0) <= 1
     assert strange == []
+
+
+def test_a_stopping_hub_publishes_hub_stopped_to_its_followers(tmp_path):
+    """The PUB half of the hub's goodbye: a follower (the GUI's feed) hears it at once, with
+    the version the hub stopped at."""
+    from computeshare_desktop.events import HubStopped
+
+    hub = RunningHub(tmp_path, workers=1, rounds=100_000, batch_size=8, eval_every=0)
+    worker = WorkerThread(hub.port, "w")
+    seen: list[Event] = []
+    follower = None
+    try:
+        wait_for(lambda: worker.session.hub_key, 30, "pairing")
+        follower = EventSubscriber("127.0.0.1", hub.port + 1, worker.identity,
+                                   worker.session.hub_key, seen.append).start()
+        wait_for(lambda: [e for e in seen if isinstance(e, RoundClosed)], 30, "a round event")
+        hub.stop.set()
+        stopped = time.monotonic()
+        wait_for(lambda: [e for e in seen if isinstance(e, HubStopped)], 2, "hub_stopped")
+        assert time.monotonic() - stopped < 2.0
+        goodbye = next(e for e in seen if isinstance(e, HubStopped))
+        last_round = max(e.version for e in seen if isinstance(e, RoundClosed))
+        assert goodbye.version >= last_round
+    finally:
+        if follower is not None:
+            follower.close()
+        worker.close()
+        hub.close()

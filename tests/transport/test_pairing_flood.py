@@ -96,12 +96,17 @@ def test_flooded_pairing_still_pairs_real_workers_within_5_s(tmp_path):
 def test_sockets_an_unpaired_peer_can_reach_queue_little_per_peer(tmp_path):
     import zmq as _zmq
 
-    from computeshare_desktop.transport.zmq_hub import PAIRING_RCVHWM, REQUEST_RCVHWM
+    from computeshare_desktop.transport.zmq_hub import (PAIRING_RCVHWM, REQUEST_RCVHWM,
+                                                        SUBSCRIBER_RCVHWM)
 
     hub = RunningHub(tmp_path, workers=1, rounds=10)
     try:
         assert hub.server.pairing.getsockopt(_zmq.RCVHWM) == PAIRING_RCVHWM <= 8
         assert hub.server.router.getsockopt(_zmq.RCVHWM) == REQUEST_RCVHWM <= 16
+        assert hub.server.pub.getsockopt(_zmq.RCVHWM) == SUBSCRIBER_RCVHWM <= 4
         assert hub.server.pairing.getsockopt(_zmq.MAXMSGSIZE) == 4096
+        assert hub.server.pub.getsockopt(_zmq.MAXMSGSIZE) == 4096
+        hub.server._restart_pub()  # after a kick: the same limits
+        assert hub.server.pub.getsockopt(_zmq.RCVHWM) == SUBSCRIBER_RCVHWM
     finally:
         hub.close()

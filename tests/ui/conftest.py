@@ -46,5 +46,6 @@ def main_window(qtbot, styled_app, ui_home, app_config):
     window.show()
     qtbot.waitExposed(window)
     yield window
+    settings.set_confirm_stop(False)  # a failed test must not leave a question to hang on
     window.close()
 

@@ -74,6 +74,64 @@ def test_quitting_asks_once_for_every_training_session(qtbot, main_window, tmp_p
     main_window.close()
     assert len(asked) == 1 and not main_window.isVisible() and not window.runner.running
     assert (tmp_path / "run" / "trained_model.pth").exists()
+    assert (tmp_path / "run" / "checkpoint.pt").exists()
+
+
+@pytest.mark.parametrize("while_asking", [False, True], ids=["training", "question-open"])
+def test_a_signal_stops_and_saves_without_asking(qtbot, main_window, tmp_path, while_asking):
+    """SIGTERM (a logout) or Ctrl-C never waits on a question: the model and checkpoint are
+    written, even when a stop question is on screen at that moment."""
+    import signal
+
+    from PySide6.QtWidgets import QApplication, QMessageBox
+
+    from computeshare_desktop.gui.app import _close_on_signals
+
+    main_window.settings.set_confirm_stop(True)
+    out = tmp_path / "run"
+    window = main_window.host(HostOptions(rounds=100_000, workers=1, train_here=True,
+                                          out_dir=str(out), port=free_ports(), eval_every=0))
+    qtbot.waitUntil(lambda: window.state.version >= 3, timeout=30_000)
+    saved = {name: signal.getsignal(getattr(signal, name)) for name in ("SIGINT", "SIGTERM")}
+    wake = _close_on_signals(main_window)
+    signalled = False
+    asked_after: list[str] = []
+
+    def keep_training_if_asked() -> None:  # a question after the signal fails the test
+        box = QApplication.activeModalWidget()
+        if signalled and isinstance(box, QMessageBox):
+            asked_after.append(box.text())
+            next(b for b in box.buttons() if b.text() == "Keep training").click()
+
+    watch = QTimer()
+    watch.timeout.connect(keep_training_if_asked)
+    watch.start(50)
+
+    def terminate() -> None:
+        nonlocal signalled
+        signalled = True
+        signal.raise_signal(signal.SIGTERM)
+    try:
+        if while_asking:
+            def terminate_once_asked() -> None:
+                if main_window.question.box is None:
+                    QTimer.singleShot(20, terminate_once_asked)
+                    return
+                terminate()
+            QTimer.singleShot(20, terminate_once_asked)
+            click(qtbot, window.stop_button)  # returns once the signal dismissed the box
+        else:
+            terminate()
+        qtbot.waitUntil(lambda: not main_window.isVisible(), timeout=20_000)
+    finally:
+        watch.stop()
+        wake.stop()
+        for name, handler in saved.items():
+            signal.signal(getattr(signal, name), handler)
+    assert asked_after == [] and main_window.question.box is None
+    assert not window.runner.running
+    assert (out / "trained_model.pth").exists() and (out / "checkpoint.pt").exists()
+    assert main_window.settings.confirm_stop()  # nobody answered "don't ask again"
 
 
 def test_a_worker_window_shows_a_banner_within_2_s_when_the_hub_stops(
