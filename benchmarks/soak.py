@@ -45,7 +45,7 @@ import zmq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.soak_report import machine, mb, render  # noqa: E402
+from benchmarks.soak_report import latest, machine, mb, render  # noqa: E402
 from benchmarks.soak_worker import Leave, Phase, SimWorker, Tally  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -371,6 +371,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--report", default=None, help="write the markdown here ('-': print it)")
     p.add_argument("--label", default="soak", help="name of the run in the results")
     p.add_argument("--keep", action="store_true", help="keep the hub's folder and logs")
+    p.add_argument("--report-only", action="store_true", help="run nothing: write --report "
+                   "for the latest recorded run named --label (its table lists every run)")
     return p.parse_args(argv)
 
 
@@ -378,8 +380,24 @@ def _exit_on_signal(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)  # unwinds through the finally blocks: the hub is stopped
 
 
+def report_only(args: argparse.Namespace) -> int:
+    """Re-render the report of the latest recorded run labelled ``args.label``."""
+    record = latest(args.results, args.label)
+    if record is None:
+        print(f"no run labelled {args.label!r} in {args.results}", file=sys.stderr)
+        return 2
+    text = render(record, defaults=vars(parse([])), linger_s=LINGER_S, readings=READINGS)
+    if args.report and args.report != "-":
+        Path(args.report).write_text(text, encoding="utf-8")
+    else:
+        print(text)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    if args.report_only:
+        return report_only(args)
     signal.signal(signal.SIGTERM, _exit_on_signal)
     root = Path(tempfile.mkdtemp(prefix="computeshare-soak-"))
     date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

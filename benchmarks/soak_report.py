@@ -25,6 +25,13 @@ def machine() -> dict[str, str]:
             "pyzmq": zmq.__version__, "libzmq": zmq.zmq_version(), "os": platform.platform()}
 
 
+def latest(results: Path, label: str) -> dict[str, Any] | None:
+    """The last run in ``results`` named ``label``."""
+    runs = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines()
+            if line.strip()] if results.exists() else []
+    return next((r for r in reversed(runs) if r["label"] == label), None)
+
+
 def mb(kb: float) -> str:
     return f"{kb / 1024:.1f} MB"
 
@@ -126,8 +133,8 @@ def points_table(record: dict[str, Any]) -> str:
 def history(record: dict[str, Any]) -> str:
     """Every run in the results file, this one included."""
     path = Path(record["args"]["results"])
-    runs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] \
-        if path.exists() else []
+    runs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip()] if path.exists() else []
     rows = [f"| {r['date']} | {r['label']} | {r['args']['minutes']:g} | "
             f"{r['args']['workers']} | {r['args']['churn_every']:g} | {r['metrics']['rounds']} | "
             f"{mb(r['warm']['rss_kb'])} → {mb(r['end']['rss_kb'])} | {r['rss_growth_pct']:+.2f}% | "

@@ -144,6 +144,12 @@ class HubSession:
         log.info("the session PIN was changed")
         self._emit(PinChanged())
 
+    def allow(self, key: str, name: str) -> None:
+        """Allow a worker key this process vouches for (the host's own worker): it joins
+        without pairing. A banned key stays banned."""
+        if not self.core.allowlist.banned(key):
+            self.core.allowlist.add(key, name)
+
     def kick(self, worker_id: int) -> bool:
         """Remove a worker and revoke its key (see HubCore.kick)."""
         kicked = self.core.kick(worker_id)

@@ -3,11 +3,12 @@
 ``HostService`` owns the hub's thread and the policies around it: the output folder (no
 second session in one folder), the PIN (given, else ``COMPUTESHARE_PIN``, else a random
 one), the port (a busy default port falls back to any free one), the LAN advert, and
-"also train on this machine", an ordinary worker (a ``JoinService``) that pairs over
-127.0.0.1 like any other. The hub thread builds the session, binds the sockets, serves
-until training is done or ``stop()`` is asked, saves the model and a checkpoint if it was
-stopped early, then withdraws the advert and closes every socket itself: ZeroMQ sockets
-never change threads.
+"also train on this machine", an ordinary worker (a ``JoinService``) on 127.0.0.1 whose
+key the hub allows before it starts: it joins without pairing, so no flood of the pairing
+port can keep the host's own machine from training. The hub thread builds the session,
+binds the sockets, serves until training is done or ``stop()`` is asked, saves the model
+and a checkpoint if it was stopped early, then withdraws the advert and closes every
+socket itself: ZeroMQ sockets never change threads.
 
 Views subscribe to its events (``Tagged``: ``source`` is "hub" or "local") through a
 callback run on the service's threads, or drain them from ``events``.
@@ -125,7 +126,7 @@ class HostService(ServiceThread):
                 out_dir=self.out_path, on_event=self._on_hub_event, resume=self.plan.resume)
             server = self._server = self._listen(session, identity)
             advertising = self._advertise(session, identity, server.port)
-            self._start_local_worker(server.port)
+            self._start_local_worker(session, identity, server.port)
             self.result = server.serve(self._serve_stop, linger_s=self.plan.linger_s)
             if self.result is None:  # stopped early: keep the model (a Stopped event)
                 session.save_stopped()
@@ -181,12 +182,15 @@ class HostService(ServiceThread):
         self._post(Advertising(name))
         return advertising
 
-    def _start_local_worker(self, port: int) -> None:
+    def _start_local_worker(self, session: HubSession, hub: Identity, port: int) -> None:
         if not self.plan.train_here:
             return
         target = JoinTarget(host="127.0.0.1", port=port, label="this machine")
-        local = JoinService(JoinPlan(target, pin=self.pin, name=worker_name(), role="host",
-                                     device=self.plan.device, follow_hub=False),
+        plan = JoinPlan(target, pin=self.pin, name=worker_name(), role="host",
+                        device=self.plan.device, follow_hub=False, hub_key=hub.public)
+        worker = load_or_create(identity_path("worker", plan.identity))
+        session.allow(worker.public, "this machine")  # it is ours: nothing to pair
+        local = JoinService(plan,
                             source="local", events=self.events, on_event=self._on_event,
                             on_exit=self._on_local_exit, scope=f"{self.scope}/local")
         with self._lock:

@@ -56,6 +56,8 @@ class JoinPlan:
     follow_hub: bool = True  # relay the hub's events too (a host's own worker has them)
     wait_s: float = 0.0  # keep trying a hub that does not listen yet, this long (scripts
     # that start the hub and its workers together); 0: say why at once
+    hub_key: str | None = None  # the hub's key, when the hub already allows this worker's
+    # (the host's own worker): it joins at once, without pairing
 
     @property
     def identity(self) -> str:
@@ -166,7 +168,7 @@ class JoinService(ServiceThread):
         host = first_reachable(t.hosts, t.pair_port or t.port + 2) if len(t.hosts) > 1 \
             else t.host
         known = KnownHubs(key_file)
-        hub_key = known_hub_key(t, known)
+        hub_key = plan.hub_key or known_hub_key(t, known)
         # The cause of a failure now, in words, rather than retries that say nothing:
         port = t.port if hub_key else t.pair_port or t.port + 2
         self._probe(host, port, label=f"{host}:{t.port}" + ("" if port == t.port else

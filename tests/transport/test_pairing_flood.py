@@ -110,3 +110,58 @@ def test_sockets_an_unpaired_peer_can_reach_queue_little_per_peer(tmp_path):
         assert hub.server.pub.getsockopt(_zmq.RCVHWM) == SUBSCRIBER_RCVHWM
     finally:
         hub.close()
+
+
+def test_the_hosts_own_worker_trains_whatever_floods_the_pairing_port(tmp_path, monkeypatch):
+    """The host's own worker is allowed before it starts and never pairs: a process on this
+    very machine that floods the pairing port from 127.0.0.1 (sharing that address's
+    allowance) cannot keep it from training."""
+    from computeshare_desktop.events import PairedWith, RoundClosed, WorkerJoined
+    from computeshare_desktop.hub import HubConfig
+    from computeshare_desktop.service.host import HostService
+    from computeshare_desktop.service.options import HostPlan
+    from helpers_net import free_ports
+
+    monkeypatch.setenv("COMPUTESHARE_HOME", str(tmp_path / "home"))
+    port = free_ports()
+    ctx = zmq.Context()
+    flooder = ctx.socket(zmq.DEALER)
+    flooder.setsockopt(zmq.LINGER, 0)
+    flooder.connect(f"tcp://127.0.0.1:{port + 2}")  # connects as soon as the hub binds
+    start = [b"", *encode(PairStart(WorkerPairing("000000").msg_a, "flood"))]
+    stop = threading.Event()
+
+    def flood() -> None:
+        while not stop.wait(0.002):
+            try:
+                flooder.send_multipart(start, zmq.NOBLOCK)
+            except zmq.Again:
+                pass
+            while flooder.poll(0):
+                flooder.recv_multipart()
+
+    thread = threading.Thread(target=flood, daemon=True)
+    thread.start()
+    config = HubConfig(rounds=100_000, workers=1, batch_size=8, eval_every=0)
+    service = HostService(HostPlan(config, tmp_path / "run", port=port, bind="127.0.0.1",
+                                   advertise=False, train_here=True, pin="975310")).start()
+    try:
+        began = time.monotonic()
+        seen = []
+        while time.monotonic() - began < 10 and not any(
+                isinstance(t.event, RoundClosed) for t in seen):
+            service.wait(0.2)
+            seen += service.drain()
+        assert any(isinstance(t.event, RoundClosed) for t in seen), "the host never trained"
+        assert time.monotonic() - began < 5.0
+        assert any(isinstance(t.event, WorkerJoined) for t in seen)
+        assert not any(isinstance(t.event, PairedWith) for t in seen)  # it never paired
+        desk = service.session.core.pairing if service.session else None
+        assert desk is not None and desk.evicted > 0  # the flood did reach the desk
+    finally:
+        stop.set()
+        thread.join(5)
+        service.stop()
+        service.join(20)
+        flooder.close(0)
+        ctx.term()
