@@ -1,10 +1,11 @@
 """An unpaired peer hammering a hub (run as a process by test_flood.py).
 
-usage: python flooder.py HOST PORT SECONDS RATE COUNTS_FILE
+usage: python flooder.py HOST PORT SECONDS RATE COUNTS_FILE [SOURCE]
 
 Every 1/RATE s it sends one of: a PAIR_START with a random SPAKE2 message, garbage
 frames, or an oversized frame to the pairing port, and every tenth time a CURVE
 connection attempt with a random key to the request port. Keeps COUNTS_FILE (JSON) current.
+SOURCE: the local address its connections come from (another machine on the LAN).
 """
 
 from __future__ import annotations
@@ -23,15 +24,16 @@ from computeshare_desktop.protocol.messages import PairStart
 def main() -> None:
     host, port = sys.argv[1], int(sys.argv[2])
     seconds, rate, counts_file = float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+    via = f"{sys.argv[6]}:0;" if len(sys.argv) > 6 else ""
     ctx = zmq.Context()
     pairing = ctx.socket(zmq.DEALER)
     pairing.setsockopt(zmq.LINGER, 0)
     pairing.setsockopt(zmq.SNDHWM, 100)
-    pairing.connect(f"tcp://{host}:{port + 2}")
+    pairing.connect(f"tcp://{via}{host}:{port + 2}")
     dropper = ctx.socket(zmq.DEALER)  # oversized frames make the hub drop this connection
     dropper.setsockopt(zmq.LINGER, 0)
     dropper.setsockopt(zmq.SNDHWM, 100)
-    dropper.connect(f"tcp://{host}:{port + 2}")
+    dropper.connect(f"tcp://{via}{host}:{port + 2}")
     counts = {"pair_start": 0, "garbage": 0, "oversized": 0, "curve": 0, "replies": 0}
     end = time.monotonic() + seconds
     i = 0
@@ -54,7 +56,7 @@ def main() -> None:
             public, secret = zmq.curve_keypair()
             sock.curve_serverkey, sock.curve_publickey, sock.curve_secretkey = (
                 zmq.curve_keypair()[0], public, secret)
-            sock.connect(f"tcp://{host}:{port}")
+            sock.connect(f"tcp://{via}{host}:{port}")
             sock.send(b"let me in", zmq.NOBLOCK)
             sock.close(0)
             counts["curve"] += 1
