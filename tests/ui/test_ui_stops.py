@@ -153,6 +153,39 @@ def test_a_worker_window_shows_a_banner_within_2_s_when_the_hub_stops(
         hub.close()
 
 
+def test_a_worker_window_warns_within_10_s_when_the_hub_vanishes(qtbot, main_window, tmp_path):
+    """A hub killed without a word (kill -9, a power cut): an amber banner within 10 s, and
+    the worker keeps trying (a resumed hub would get it back)."""
+    import socket
+
+    from helpers_net import cli, wait_for
+
+    def listening() -> bool:
+        with socket.socket() as probe:
+            return probe.connect_ex(("127.0.0.1", port + 2)) == 0
+
+    port = free_ports()
+    hub = cli("host", "--pin", HUB_PIN, "--bind", "127.0.0.1", "--port", str(port), "--out",
+              str(tmp_path / "hub"), "--quiet", "--workers", "1", "--rounds", "100000",
+              "--eval-every", "0", "--batch-size", "8")
+    try:
+        wait_for(listening, 60, "the hub to listen")
+        window = join_by_address(qtbot, main_window, port, HUB_PIN)
+        qtbot.waitUntil(lambda: window.state.version >= 5, timeout=60_000)
+        assert not window.banner.isVisible()
+        hub.kill()  # no goodbye (SIGKILL; TerminateProcess on Windows)
+        killed = time.monotonic()
+        qtbot.waitUntil(lambda: window.banner.isVisible(), timeout=10_000)
+        assert time.monotonic() - killed < 10.0
+        assert "has not answered" in window.banner.text()
+        assert window.banner.property("level") == "warning"
+        assert window.runner.running  # still trying
+    finally:
+        if hub.poll() is None:
+            hub.kill()
+        hub.communicate()
+
+
 def test_kick_a_worker_from_its_row_and_rotate_the_pin(qtbot, main_window, tmp_path):
     from PySide6.QtWidgets import QApplication, QMenu
 
