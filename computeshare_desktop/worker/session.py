@@ -2,9 +2,9 @@
 
 Sockets stay outside: the session talks through a ``Channel`` (request -> reply frames,
 ``TimeoutError`` on silence) made by a factory, so the loop runs the same over ZeroMQ, in
-tests, or over any future transport. Retry policy lives here: a silent hub is retried with
-exponential back-off (Lazy Pirate) until ``give_up_s`` has passed since its last answer; a
-hub that forgot us (it restarted) is joined again with the same PIN.
+tests, or over any future transport. A hub that forgot us (it restarted) is joined again
+with the same PIN; whether a silent hub is retried or given up on is ``HubWatch``'s call
+(see liveness.py), as is the heartbeat.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import torch
 
@@ -20,26 +20,25 @@ from ..data import dataset_info
 from ..errors import HubStoppedError, HubUnreachableError, RejectedError
 from ..models import build_model, fingerprint
 from ..errors import RemoteProtocolError
-from ..events import (Event, HubBack, HubLost, HubSilent, HubStopped, Joined, PairedWith,
-                      PairingWait, Pushed, Rejoining, Resync, SessionFull, ShardReceived,
-                      WorkerDone)
+from ..events import (Event, HubStopped, Joined, PairedWith, PairingWait, Pushed, Rejoining,
+                      Resync, SessionFull, ShardReceived, WorkerDone)
 from ..protocol import MEANINGS, RejectCode, decode, encode
 from ..protocol.messages import (Ack, Bye, Done, Join, Model, Paired, PairFinish, PairReply,
-                                 PairStart, Ping, Pong, Pull, Push, Reject, Shard, ShardData,
-                                 Waiting, Welcome)
+                                 PairStart, Pull, Push, Reject, Shard, ShardData, Waiting,
+                                 Welcome)
 from ..protocol.pake import WorkerPairing, key_fingerprint
 from ..protocol.tensors import frame_to_tensor
 from ..protocol.wire import Frame
 from .compute import GradientComputer
 from .device import DeviceChoice
 from .link import LinkMeter
+from .liveness import EventSink, HubWatch
 from .replica import Drift, Replica
 from .options import Channel, Connector, WorkerOptions, WorkerResult
 from .updates import Pending, UpdateEncoder
 
 log = logging.getLogger(__name__)
 
-EventSink = Callable[[Event], None]
 SHARD_CHUNK = 4096  # images per SHARD request; the hub caps it further by bytes
 MAX_SHARD_REPLY = 4 * 1024 * 1024  # bytes of one SHARD_DATA chunk at most (hub's cap)
 MAX_REPLY_FRAME = 256 * 1024 * 1024
@@ -74,13 +73,9 @@ class WorkerSession:
         self.welcome: Welcome | None = None
         self.pushed = self.rejected = 0
         self.version = -1
-        self._last_answer: float | None = None
-        self._first_try: float | None = None
         self._full_since: float | None = None
         self._computer: GradientComputer | None = None
-        self._beat: threading.Thread | None = None
-        self._last_pong: float | None = None  # when the heartbeat last heard the hub
-        self._lost = False  # the heartbeat has not heard the hub for lost_after_s
+        self.watch = HubWatch(connector, options, self.stop, self._emit, self.hub_said_stopped)
         self.hub_stopped: int | None = None  # the version at which the hub said it stopped
         self.link = LinkMeter(options.request_timeout_s)
         self.updates = UpdateEncoder()
@@ -166,7 +161,7 @@ class WorkerSession:
             self._emit(Joined(welcome.worker_id, welcome.shard, welcome.num_shards,
                               welcome.dataset, welcome.model, welcome.rounds,
                               self.device.description, welcome.batch_size, welcome.state))
-            self._start_heartbeat()
+            self.watch.start(self.hub_key, lambda: self.welcome.token if self.welcome else None)
             return
 
     def _pair_again(self) -> None:
@@ -306,11 +301,10 @@ class WorkerSession:
 
     def _leave(self) -> None:
         self.stop.set()
-        if self._beat is not None:
-            self._beat.join(timeout=5)
+        self.watch.join(timeout_s=5)
         if self.channel is None:
             return
-        if self.welcome is not None and self._last_answer is not None and \
+        if self.welcome is not None and self.watch.last_answer is not None and \
                 self.hub_stopped is None:
             try:  # tell the hub our shard is free; it will notice anyway if this is lost
                 self.channel.request(encode(Bye(self.welcome.token)), timeout_s=1.0)
@@ -340,7 +334,7 @@ class WorkerSession:
         timeout = self.link.timeout_s(nbytes, wait_s)
         channel = channel or self.channel
         assert channel is not None
-        reply, body = decode(self._request(channel, encode(msg, frames), timeout),
+        reply, body = decode(self.watch.request(channel, encode(msg, frames), timeout),
                              max_frame_bytes=MAX_REPLY_FRAME)
         if isinstance(reply, Reject):
             self._on_reject(reply)
@@ -364,96 +358,11 @@ class WorkerSession:
             wait = min(max(reply.retry_after, 0.5), 60.0)
             log.warning("%s; retrying in %.0f s", MEANINGS[code], wait)
             self._emit(PairingWait(code.value, wait))
-            self._check_give_up()
+            self.watch.check_give_up()
             if self.stop.wait(wait):  # without this check a stopped worker re-asks at once
                 raise HubUnreachableError("stopped while waiting for the hub")
             raise _RetryPairing()
         raise RejectedError(code, reply.detail or MEANINGS[code])
-
-    def _request(self, channel: Channel, frames: list[Frame], timeout_s: float) -> list[bytes]:
-        backoff = 0.25
-        while True:
-            try:
-                reply = channel.request(frames, timeout_s, keep_waiting=self._hub_alive,
-                                        abort=self.stop.is_set)
-                self._last_answer = time.monotonic()
-                return reply
-            except InterruptedError:
-                raise HubUnreachableError("stopped while waiting for the hub") from None
-            except PermissionError:
-                raise RejectedError(RejectCode.NOT_PAIRED,
-                                    "the hub does not allow this machine's key") from None
-            except TimeoutError:
-                self._check_give_up()
-                log.warning("no answer from the hub; retrying in %.1f s", backoff)
-                self._emit(HubSilent(backoff))
-                if self.stop.wait(backoff):
-                    raise HubUnreachableError("stopped while waiting for the hub") from None
-                backoff = min(backoff * 2, 5.0)
-
-    def _hub_alive(self) -> bool:
-        """True while the heartbeat has heard the hub recently (a transfer is just slow)."""
-        last = self._last_pong
-        return last is not None and time.monotonic() - last < 3 * self.opts.heartbeat_s + 2
-
-    def _check_give_up(self) -> None:
-        now = time.monotonic()
-        if self._last_answer is None:
-            self._first_try = self._first_try or now
-            if now - self._first_try > min(self.opts.first_contact_s, self.opts.give_up_s):
-                raise HubUnreachableError("the hub does not answer: check the address and "
-                                          "that the hub is running")
-        elif now - self._last_answer > self.opts.give_up_s:
-            raise HubUnreachableError(f"the hub has been silent for {self.opts.give_up_s:.0f} s")
-
-    def _start_heartbeat(self) -> None:
-        if self._beat is None or not self._beat.is_alive():
-            self._beat = threading.Thread(  # named after the session's thread (log scopes)
-                target=self._heartbeat, name=f"{threading.current_thread().name}/heartbeat",
-                                          daemon=True)
-            self._beat.start()
-
-    def _heartbeat(self) -> None:
-        assert self.hub_key is not None
-        channel = self.connector.channel(self.hub_key)
-        try:
-            while not self.stop.wait(self.opts.heartbeat_s):
-                token = self.welcome.token if self.welcome else None
-                if token is None:
-                    continue
-                try:
-                    reply, _ = decode(channel.request(
-                        encode(Ping(token)), timeout_s=min(2.0, self.opts.request_timeout_s),
-                        abort=self.stop.is_set))
-                except (TimeoutError, InterruptedError, PermissionError, RemoteProtocolError):
-                    self._check_lost()
-                    continue
-                if isinstance(reply, Reject) and reply.code == RejectCode.HUB_STOPPED.value:
-                    self.hub_said_stopped(reply.version)
-                elif isinstance(reply, (Pong, Done)):
-                    self._heard()
-        finally:
-            channel.close()
-
-    def _heard(self) -> None:
-        self._last_pong = time.monotonic()
-        if self._lost:
-            self._lost = False
-            log.warning("the hub answers again")
-            self._emit(HubBack())
-
-    def _check_lost(self) -> None:
-        """Say so once the hub has been silent for lost_after_s; keep trying regardless
-        (a link cut or a restarting hub comes back), until give_up_s."""
-        last = self._last_pong if self._last_pong is not None else self._last_answer
-        if last is None or self._lost:
-            return
-        silent = time.monotonic() - last
-        if silent >= min(self.opts.lost_after_s, self.opts.give_up_s / 2):
-            self._lost = True
-            log.warning("the hub has not answered for %.0f s: it may have gone; still "
-                        "trying for up to %.0f s", silent, self.opts.give_up_s)
-            self._emit(HubLost(silent, self.opts.give_up_s))
 
     def hub_said_stopped(self, version: int) -> None:
         """The hub is stopping: end now (the main loop's request is abandoned)."""
