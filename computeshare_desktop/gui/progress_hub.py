@@ -1,0 +1,181 @@
+"""A hub's window: how its session's events, and its host's own worker's, change a ProgressState.
+
+Plain functions ``(state, event, now)``, called only through ``progress_state.HANDLERS``.
+They are ProgressState's handlers moved out of the class, so they read and write its
+private fields and helpers (``_say``, ``_progress``...) as its methods did. No Qt.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..events import (Advertising, DiskError, Ended, Evaluated, Failed, Finished, Joined,
+                      Listening, LogLine, ModeChanged, PairingRefused, Rejected, RoundClosed,
+                      StateChanged, Stopped, WorkerJoined, WorkerLeft, WorkerReady)
+from .formatting import percent
+from .progress_rows import FinalResult, WorkerRow
+
+if TYPE_CHECKING:
+    from .progress_state import ProgressState
+
+LEAVE_REASONS = {"left": "left the session", "silent": "stopped answering",
+                 "kicked": "removed", "arch_mismatch": "builds a different model",
+                 "stuck": "missed several rounds: its shard was freed"}
+# a row's states while its worker is in the session (those still there at the end count)
+ACTIVE_STATES = ("joining", "loading data", "ready", "training", "done")
+
+
+def listening(s: ProgressState, e: Listening, now: float) -> None:
+    """The hub is up: where workers reach it, and it waits for them."""
+    s.port, s.out_dir, s.addresses = e.port, e.out_dir, list(e.addresses)
+    s.phase, s.status = "waiting", "Waiting for workers to join"
+    s._say(f"Hub listening on {e.bind}:{e.port} (events {e.pub_port}, "
+           f"pairing {e.pair_port}); hub key {e.hub_key}")
+
+
+def advertising(s: ProgressState, e: Advertising, now: float) -> None:
+    """Log the name the hub is announced under."""
+    s._say(f"Announced on the LAN as “{e.name}”")
+
+
+def log_line(s: ProgressState, e: LogLine, now: float) -> None:
+    """Log a line of the hub's."""
+    s._say(e.text)
+
+
+def worker_joined(s: ProgressState, e: WorkerJoined, now: float) -> None:
+    """A new row for the worker, loading its data."""
+    w = e.worker
+    s._forget_earlier_row(w)
+    s.workers[w.id] = WorkerRow(w.id, w.name, w.device, last_seen=now,
+                                state="loading data", key=w.key)
+    s._say(f"Worker {w.id} joined: {w.name} ({w.device}), shard {w.shard + 1} of "
+           f"{s.expected_workers or '?'}")
+
+
+def worker_ready(s: ProgressState, e: WorkerReady, now: float) -> None:
+    """The worker has its data: ready, or training if the session already is."""
+    row = s.workers.get(e.worker.id)
+    if row is not None:
+        row.last_seen = now
+        if row.state in ("joining", "loading data"):
+            row.state = "training" if s.phase == "training" else "ready"
+
+
+def worker_left(s: ProgressState, e: WorkerLeft, now: float) -> None:
+    """The worker's row says why it left; a goodbye after the last round is "done"."""
+    w, reason = e.worker, e.reason
+    why = LEAVE_REASONS.get(reason, reason)
+    finished = reason == "left" and s._all_done  # its goodbye after the last round
+    row = s.workers.get(w.id)
+    if row is not None:
+        row.state = "done" if finished else "left" if reason == "left" else why
+    if not finished:
+        s._say(f"Worker {w.id} ({w.name}) {why}")
+
+
+def state_changed(s: ProgressState, e: StateChanged, now: float) -> None:
+    """Training starts the clock; "done" means the hub evaluates and saves."""
+    if e.state == "training" and s.phase in ("starting", "waiting"):
+        s.phase, s.started_at = "training", now
+        s.status = "Training"
+        s._say(f"All {len(s.workers)} worker(s) ready: training started")
+    elif e.state == "done":
+        s._all_done = True
+        s.status = "All rounds done: evaluating and saving the model…"
+        s._say(s.status)
+
+
+def round_closed(s: ProgressState, e: RoundClosed, now: float) -> None:
+    """A round's loss, traffic and every worker's counters."""
+    s._progress(e.version, e.loss, now)
+    s.bytes_received += e.bytes_in
+    s.bytes_sent += e.bytes_out
+    s._round_work(e)
+    for w in e.workers:
+        row = s.workers.get(w.id)
+        if row is None:
+            s._forget_earlier_row(w)
+            row = s.workers[w.id] = WorkerRow(w.id, w.name, w.device, key=w.key)
+        row.progress(now, w.pushed, w.rejected, w.samples)
+        row.work(w)
+        row.state = "training" if w.ready else "loading data"
+    if not e.complete:
+        s._say(f"Round {e.round} closed at its deadline with {e.contributors} "
+               "gradient(s)")
+
+
+def mode_changed(s: ProgressState, e: ModeChanged, now: float) -> None:
+    """Log the preset the hub switched to, and the measurements behind it."""
+    s._say(f"Measured {e.compute_s * 1000:.0f} ms of compute and "
+           f"{e.other_s * 1000:.0f} ms of communication a round: now training with "
+           f"the “{e.preset}” preset ({e.codec}, {e.local_steps} local steps)")
+
+
+def evaluated(s: ProgressState, e: Evaluated, now: float) -> None:
+    """A point on the accuracy curve."""
+    s.accuracy.append((e.version, e.accuracy))
+    s._say(f"Round {e.version}: test accuracy {percent(e.accuracy)} "
+           f"(loss {e.loss:.4f})")
+
+
+def rejected(s: ProgressState, e: Rejected, now: float) -> None:
+    """Count the refusal; ``apply`` logs one summary per batch, not a line each."""
+    s._refused[e.code] += 1
+
+
+def pairing_refused(s: ProgressState, e: PairingRefused, now: float) -> None:
+    """Log a refused pairing attempt."""
+    s._say(f"A pairing attempt was refused ({e.code})")
+
+
+def finished(s: ProgressState, e: Finished, now: float) -> None:
+    """The final result; the workers still training are done."""
+    s.final = FinalResult(e.version, e.accuracy, e.model_path, e.seconds)
+    s.phase, s.version = "finished", e.version
+    for row in s.workers.values():
+        if row.state == "training":
+            row.state = "done"
+    s.status = f"Finished: test accuracy {percent(e.accuracy)}"
+    s._say(f"Finished: test accuracy {percent(e.accuracy)} after {e.version} "
+           f"rounds in {e.seconds:.1f} s; model saved to {e.model_path}")
+
+
+def stopped(s: ProgressState, e: Stopped, now: float) -> None:
+    """Stopped early: where the model is saved and how to resume."""
+    s.phase, s.status = "stopped", f"Stopped at round {e.version}"
+    s.out_dir = e.out_dir
+    saved = f"model saved to {e.model_path}" if e.model_path else \
+        "the model could not be saved (see the log)"
+    s._say(f"Stopped at round {e.version}; {saved}. Resume it from the main "
+           f"window's recent sessions, or: computeshare host --resume --out "
+           f"{e.out_dir}")
+
+
+def disk_error(s: ProgressState, e: DiskError, now: float) -> None:
+    """A warning banner: a write failed but training goes on."""
+    s._alert(f"Could not write the {e.what} to disk ({e.error}): training goes "
+             "on; free some space or check the output folder", "warning")
+
+
+def failed(s: ProgressState, e: Failed, now: float) -> None:
+    """The hub failed."""
+    s._fail(e.message)
+
+
+def ended(s: ProgressState, e: Ended, now: float) -> None:
+    """The hub's thread has ended; a session still running counts as stopped."""
+    s.closed = True
+    if s.phase in ("starting", "waiting", "training"):
+        s.phase, s.status = "stopped", "Stopped"
+
+
+# ----------------------------------------------------------------- this host's worker
+def local_joined(s: ProgressState, e: Joined, now: float) -> None:
+    """Log that the host trains too."""
+    s._say(f"This machine trains too, on {e.device}")
+
+
+def local_failed(s: ProgressState, e: Failed, now: float) -> None:
+    """Log the host's worker's failure; the hub's session goes on."""
+    s._say(f"This machine's worker stopped: {e.message}")

@@ -1,0 +1,230 @@
+"""A worker's window: how its own session's events, and the hub's feed, change a ProgressState.
+
+Plain functions ``(state, event, now)``, called only through ``progress_state.HANDLERS``.
+They are ProgressState's handlers moved out of the class, so they read and write its
+private fields and helpers (``_say``, ``_progress``...) as its methods did. No Qt.
+
+The feed (``feed_*``) is the hub's event port as this worker hears it: every worker's
+counters, the test accuracy and the final result, which its own session does not know.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..events import (DeviceChosen, Ended, Evaluated, Failed, Finished, HubBack, HubLost,
+                      HubSilent, HubStopped, Joined, PairedWith, PairingWait, Pushed,
+                      Rejoining, RoundClosed, SessionFull, ShardReceived, StateChanged,
+                      WorkerDone, WorkerJoined, WorkerLeft)
+from . import progress_hub
+from .formatting import percent
+from .progress_rows import FinalResult, WorkerRow
+
+if TYPE_CHECKING:
+    from .progress_state import ProgressState
+
+
+def device_chosen(s: ProgressState, e: DeviceChosen, now: float) -> None:
+    """Log the device this machine trains on."""
+    s._say(f"Training device: {e.description}" + (f" ({e.note})" if e.note else ""))
+
+
+def paired_with(s: ProgressState, e: PairedWith, now: float) -> None:
+    """Log the hub's key."""
+    s._say(f"Paired with the hub (key {e.hub_key})")
+
+
+def joined(s: ProgressState, e: Joined, now: float) -> None:
+    """This machine's row, under its (possibly new) worker id, loading its data."""
+    s.total_rounds, s.batch_size = e.rounds, e.batch_size
+    if s.worker_id is not None and s.worker_id != e.worker_id:
+        s.workers.pop(s.worker_id, None)  # joined again under a new id
+    s.worker_id = e.worker_id
+    s.workers[e.worker_id] = WorkerRow(e.worker_id, _mine(s.name), e.device, last_seen=now,
+                                       state="loading data")
+    if e.state == "training":  # a running session: it takes over a free shard
+        s.phase, s.status = "waiting", "Joined a running session: loading data"
+    else:
+        s.phase, s.status = "waiting", "Waiting for the hub to start training"
+    s._say(f"Joined as worker {e.worker_id}: shard {e.shard + 1} of "
+           f"{e.num_shards}, {e.model} on {e.dataset}, {e.rounds} rounds")
+
+
+def shard_received(s: ProgressState, e: ShardReceived, now: float) -> None:
+    """Once the whole shard is in, this machine's row is ready."""
+    if e.received >= e.total:
+        s._say(f"Received this machine's shard: {e.total} images")
+        row = _own_row(s)
+        if row is not None and row.state == "loading data":
+            row.state = "ready"
+
+
+def pushed(s: ProgressState, e: Pushed, now: float) -> None:
+    """This machine's gradient: loss, compute time and its own counters."""
+    version = e.version + max(1, e.steps)
+    s._progress(version, e.loss, now)
+    s.compute_ms.append((version, 1000 * e.compute_s))
+    s._silent = False
+    s.pushed, s.rejected = e.pushed, e.rejected
+    row = _own_row(s)
+    if row is not None and not s._fed:  # the hub's rounds, once heard, fill the table
+        row.progress(now, e.pushed, e.rejected, e.pushed * s.batch_size)
+        row.state = "training"
+
+
+def hub_silent(s: ProgressState, e: HubSilent, now: float) -> None:
+    """Log the first of a run of unanswered requests, not each."""
+    if not s._silent:
+        s._say("The hub is not answering: retrying…")
+    s._silent = True
+
+
+def hub_lost(s: ProgressState, e: HubLost, now: float) -> None:
+    """A warning banner: the hub has been silent long enough to say so."""
+    s._alert(f"The hub has not answered for {e.silent_s:.0f} s: it may have gone "
+             f"or the network is down. Still trying for up to "
+             f"{e.give_up_s / 60:.0f} min…", "warning")
+    s._say("The hub stopped answering")
+
+
+def hub_back(s: ProgressState, e: HubBack, now: float) -> None:
+    """The hub answers again: a warning banner goes (an error stays)."""
+    if s.banner is not None and s.banner[0] == "warning":
+        s._alert(None)
+    s._say("The hub answers again")
+
+
+def hub_stopped(s: ProgressState, e: HubStopped, now: float) -> None:
+    """The host stopped the session (heard from this worker's session or the feed)."""
+    s.phase = "stopped"
+    s.status = f"The host stopped the session at round {e.version}"
+    s._alert(f"The host stopped the session at round {e.version}. Its model is "
+             "saved; join again if the host resumes it.", "error")
+    s._say(s.status)
+
+
+def pairing_wait(s: ProgressState, e: PairingWait, now: float) -> None:
+    """Log how long the hub asked this worker to wait."""
+    s._say(f"The hub asked to wait {e.retry_after:.0f} s ({e.code})")
+
+
+def session_full(s: ProgressState, e: SessionFull, now: float) -> None:
+    """Waiting for a free shard."""
+    s.status = "The session is full: waiting for a free shard"
+
+
+def rejoining(s: ProgressState, e: Rejoining, now: float) -> None:
+    """Log that this worker joins again."""
+    s._say("The hub restarted or forgot this worker: joining again")
+
+
+def worker_done(s: ProgressState, e: WorkerDone, now: float) -> None:
+    """This worker left, or the session finished: its own result."""
+    if e.left:
+        s.phase, s.status = "stopped", "You left the session"
+        s._say(f"Left the session after pushing {e.pushed} gradients")
+        for wid, row in s.workers.items():  # this window no longer hears the hub
+            if row.state in progress_hub.ACTIVE_STATES:
+                row.state = "left" if wid == s.worker_id else "not followed"
+    elif s.active:
+        s.pushed, s.rejected = e.pushed, e.rejected
+        s.final = _worker_final(s)
+        s.phase = "finished"
+        s.status = f"Session finished: {e.pushed} gradients pushed"
+        s._say(f"Session finished: {e.pushed} gradients pushed, {e.rejected} "
+               "refused")
+
+
+def failed(s: ProgressState, e: Failed, now: float) -> None:
+    """This worker failed."""
+    s._fail(e.message)
+
+
+def ended(s: ProgressState, e: Ended, now: float) -> None:
+    """The worker's thread has ended; a session still running counts as stopped."""
+    s.closed = True
+    if s.active:
+        s.phase, s.status = "stopped", "Stopped"
+
+
+def _own_row(s: ProgressState) -> WorkerRow | None:
+    return None if s.worker_id is None else s.workers.get(s.worker_id)
+
+
+def _mine(name: str) -> str:
+    return f"{name} (this machine)"
+
+
+def _worker_final(s: ProgressState) -> FinalResult:
+    """This machine's contribution, with the hub's final accuracy once heard."""
+    h = s._hub_final
+    if h is None:
+        return FinalResult(s.version, pushed=s.pushed, rejected=s.rejected)
+    return FinalResult(h.version, h.accuracy, h.model_path, h.seconds,
+                       pushed=s.pushed, rejected=s.rejected)
+
+
+# ----------------------------------------------------------------- the hub's feed
+def feed_worker_joined(s: ProgressState, e: WorkerJoined, now: float) -> None:
+    """Another worker's row (this machine's own comes from ``joined``)."""
+    w = e.worker
+    if w.id == s.worker_id:
+        return
+    s._forget_earlier_row(w)
+    s.workers.setdefault(w.id, WorkerRow(w.id, w.name, w.device, last_seen=now,
+                                         state="loading data", key=w.key))
+    s._say(f"Worker {w.id} joined: {w.name} ({w.device})")
+
+
+def feed_worker_left(s: ProgressState, e: WorkerLeft, now: float) -> None:
+    """Another worker left, as the hub's window shows it."""
+    if e.worker.id != s.worker_id:
+        progress_hub.worker_left(s, e, now)
+
+
+def feed_round_closed(s: ProgressState, e: RoundClosed, now: float) -> None:
+    """Every worker's counters; the loss curve stays this machine's own."""
+    s._fed = True
+    s._round_work(e)
+    if e.version > s.version and s.phase in ("starting", "waiting"):
+        s.phase, s.started_at = "training", s.started_at or now
+    for w in e.workers:
+        mine = w.id == s.worker_id
+        row = s.workers.get(w.id)
+        if row is None:
+            s._forget_earlier_row(w)
+            row = s.workers[w.id] = WorkerRow(
+                w.id, _mine(w.name) if mine else w.name, w.device, key=w.key)
+        row.progress(now, w.pushed, w.rejected, w.samples)
+        row.work(w)
+        row.state = "training" if w.ready else "loading data"
+
+
+def feed_evaluated(s: ProgressState, e: Evaluated, now: float) -> None:
+    """A point on the accuracy curve (a repeat of a version replaces it)."""
+    if s.accuracy and s.accuracy[-1][0] == e.version:
+        s.accuracy[-1] = (e.version, e.accuracy)
+    else:
+        s.accuracy.append((e.version, e.accuracy))
+    s._say(f"Hub: round {e.version} test accuracy {percent(e.accuracy)}"
+           + (" (final)" if e.final else ""))
+
+
+def feed_state_changed(s: ProgressState, e: StateChanged, now: float) -> None:
+    """All rounds done: the hub evaluates while this worker waits."""
+    if e.state == "done":
+        s._all_done = True
+    if e.state == "done" and s.active:
+        s.status = "All rounds done: the hub is evaluating the model…"
+
+
+def feed_finished(s: ProgressState, e: Finished, now: float) -> None:
+    """The hub's final result, folded into this worker's own once it has one."""
+    s._hub_final = e
+    for row in s.workers.values():
+        if row.state == "training":
+            row.state = "done"
+    s._say(f"The hub finished: test accuracy {percent(e.accuracy)} after "
+           f"{e.version} rounds")
+    if s.final is not None:  # this worker's Done came first
+        s.final = _worker_final(s)
