@@ -41,9 +41,11 @@ def drain_queue(events: "queue.SimpleQueue[T]") -> list[T]:
 
 
 class ServiceThread:
-    """One session on its own thread. Its events go to ``events`` (views drain them) and to
-    an optional callback run on the service's threads; every thread of the session is
-    named after this one (``scope``), so a log handler can keep to one session."""
+    """One session on its own thread. Its events go to the callback when there is one (run
+    on the service's threads), else to ``events`` for views that drain them: never to a
+    queue nobody reads, which would grow for as long as the session runs (a CLI host
+    serving for days). Every thread of the session is named after this one (``scope``),
+    so a log handler can keep to one session."""
 
     def __init__(self, source: str, *, name: str | None = None,
                  events: "queue.SimpleQueue[Tagged] | None" = None,
@@ -84,6 +86,7 @@ class ServiceThread:
 
     def _post(self, event: Event, source: str | None = None) -> None:
         tagged = Tagged(source or self.source, event)
-        self.events.put(tagged)
         if self._on_event is not None:
             self._on_event(tagged)
+        else:
+            self.events.put(tagged)
