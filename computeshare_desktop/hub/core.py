@@ -115,10 +115,10 @@ class HubCore:
             reply: tuple[Any, ...] = (self.pairing.handle(msg, now, source),)
         except RemoteProtocolError as exc:
             lockout = self.pairing.lockout_for(source)
-            reply = self._reject(exc, peer, now, lockout.retry_after(now))
+            locked_for = lockout.retry_after(now)
+            reply = self._reject(exc, peer, now, locked_for)
             if exc.code is RejectCode.LOCKED_OUT or exc.code is RejectCode.BAD_PIN:
-                self._event(PairingRefused(exc.code.value, lockout.failures,
-                                           lockout.retry_after(now)))
+                self._event(PairingRefused(exc.code.value, lockout.failures, locked_for))
         return [Reply(peer, encode(*reply))]
 
     def kick(self, worker_id: int) -> bool:
