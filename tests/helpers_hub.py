@@ -125,10 +125,13 @@ def pairing_send(hub: HubCore, peer: bytes, msg: Any, now: float,
 
 
 def pair_start(hub: HubCore, peer: bytes, now: float, *, pin: str = PIN,
-               name: str | None = None) -> tuple[WorkerPairing, Any]:
-    """PAIR_START with a fresh run for ``pin``; the run and the hub's answer."""
+               name: str | None = None, source: str | None = None
+               ) -> tuple[WorkerPairing, Any]:
+    """PAIR_START with a fresh run for ``pin`` (from ``source``, see pairing_send); the run
+    and the hub's answer."""
     run = WorkerPairing(pin)
-    return run, pairing_send(hub, peer, PairStart(run.msg_a, name or peer.decode()), now)
+    return run, pairing_send(hub, peer, PairStart(run.msg_a, name or peer.decode()), now,
+                             source)
 
 
 def finish_message(run: WorkerPairing, reply: PairReply, key: str, name: str) -> PairFinish:
@@ -138,14 +141,15 @@ def finish_message(run: WorkerPairing, reply: PairReply, key: str, name: str) ->
 
 
 def pair(hub: HubCore, peer: bytes, now: float, *, pin: str = PIN, name: str | None = None,
-         key: str | None = None) -> Any:
-    """The whole pairing of ``peer``: the hub's last answer (Paired, checked, or a Reject)."""
+         key: str | None = None, source: str | None = None) -> Any:
+    """The whole pairing of ``peer`` (from ``source``, see pairing_send): the hub's last
+    answer (Paired, checked, or a Reject)."""
     name = name or peer.decode()
-    run, reply = pair_start(hub, peer, now, pin=pin, name=name)
+    run, reply = pair_start(hub, peer, now, pin=pin, name=name, source=source)
     if not isinstance(reply, PairReply):
         return reply
     msg = finish_message(run, reply, fake_key(peer) if key is None else key, name)
-    paired = pairing_send(hub, peer, msg, now)
+    paired = pairing_send(hub, peer, msg, now, source)
     if isinstance(paired, Paired):
         run.verify_hub(paired.hub_key, paired.session_id, paired.proof)  # raises if forged
     return paired

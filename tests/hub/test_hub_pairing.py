@@ -250,16 +250,11 @@ def test_this_machines_worker_pairs_during_a_lock_out(hub: HubCore) -> None:
 def test_guesses_from_this_machine_are_locked_out_too(hub: HubCore) -> None:
     """A local process gets the same exponential lock-out as the LAN, on its own count: it
     cannot guess faster than a remote peer, and cannot lock the LAN out."""
-    for i in range(5):
-        run = WorkerPairing(WRONG)
-        at = T0 + i  # one start a second: the per-address rate
-        reply = pairing_send(hub, b"local", PairStart(run.msg_a, "x"), at, source="::1")
-        assert isinstance(reply, PairReply), reply
-        finish = finish_message(run, reply, fake_key(b"g%d" % i), "x")
-        assert reject_code(pairing_send(hub, b"local", finish, at,
-                                        source="::1")) is RejectCode.BAD_PIN
-    locked = pairing_send(hub, b"local", PairStart(WorkerPairing(PIN).msg_a, "x"), T0 + 4.5,
-                          source="127.0.0.1")  # every loopback address shares the count
+    for i in range(5):  # one start a second: the per-address rate
+        guess = pair(hub, b"local", T0 + i, pin=WRONG, key=fake_key(b"g%d" % i), source="::1")
+        assert reject_code(guess) is RejectCode.BAD_PIN
+    # every loopback address shares the count
+    locked = pair_start(hub, b"local", T0 + 4.5, source="127.0.0.1")[1]
     assert reject_code(locked) is RejectCode.LOCKED_OUT and locked.retry_after > 0
     assert hub.pairing.lockout.failures == 0  # the LAN is not locked by local guesses
     assert isinstance(pair(hub, b"lan", T0 + 4.5), Paired)
@@ -285,17 +280,12 @@ def test_a_kicked_machine_cannot_pair_again_under_a_new_key() -> None:
     assert reject_code(other_name) is RejectCode.BANNED
     assert isinstance(pair(hub, b"w2", T0 + 1), Paired)
     assert hub.pairing.lockout.failures == 0  # a ban is not a wrong guess
-
-    def pair_locally(key: str, at: float) -> Any:
-        run = WorkerPairing(PIN)
-        reply = pairing_send(hub, b"me", PairStart(run.msg_a, "me"), at, source="127.0.0.1")
-        return pairing_send(hub, b"me", finish_message(run, reply, key, "me"), at,
-                            source="127.0.0.1")
-
-    assert isinstance(pair_locally(KEY_A, T0 + 2), Paired)
+    assert isinstance(pair(hub, b"me", T0 + 2, key=KEY_A, source="127.0.0.1"), Paired)
     hub.allowlist.ban(KEY_A)  # what kick does to the key
-    assert reject_code(pair_locally(KEY_A, T0 + 3)) is RejectCode.BANNED
-    assert isinstance(pair_locally(KEY_B, T0 + 4), Paired)  # the host's machine still trains
+    banned = pair(hub, b"me", T0 + 3, key=KEY_A, source="127.0.0.1")
+    assert reject_code(banned) is RejectCode.BANNED
+    # the host's machine still trains
+    assert isinstance(pair(hub, b"me", T0 + 4, key=KEY_B, source="127.0.0.1"), Paired)
 
 
 def test_a_new_pin_ends_the_old_one() -> None:
