@@ -18,17 +18,24 @@ from helpers_net import PIN, RunningHub
 from portable import loopback_aliases_work
 
 
-class Flood:
-    """40 addresses (127.0.0.10-49), each starting a pairing run every 0.5 s, forever."""
+LAN_FLOOD = [f"127.0.0.{10 + i}" for i in range(40)]
 
-    def __init__(self, pair_port: int) -> None:
+
+class Flood:
+    """Each of ``sources`` starting a pairing run every ``every_s``, forever (by default 40
+    addresses, 127.0.0.10-49, every 0.5 s); None: plain 127.0.0.1. It may connect before
+    the hub listens (ZeroMQ connects once it does)."""
+
+    def __init__(self, pair_port: int, sources: list[str | None] = LAN_FLOOD,
+                 every_s: float = 0.5) -> None:
         self.ctx = zmq.Context()
         self.socks = []
-        for i in range(40):
+        for source in sources:
             sock = self.ctx.socket(zmq.DEALER)
             sock.setsockopt(zmq.LINGER, 0)
-            sock.connect(f"tcp://127.0.0.{10 + i}:0;127.0.0.1:{pair_port}")
+            sock.connect(f"tcp://{source + ':0;' if source else ''}127.0.0.1:{pair_port}")
             self.socks.append(sock)
+        self.every_s = every_s
         self.sent = 0
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -36,10 +43,13 @@ class Flood:
 
     def _run(self) -> None:
         start = [b"", *encode(PairStart(WorkerPairing("000000").msg_a, "flood"))]
-        while not self.stop.wait(0.5):
+        while not self.stop.wait(self.every_s):
             for sock in self.socks:
-                sock.send_multipart(start)
-                self.sent += 1
+                try:
+                    sock.send_multipart(start, zmq.NOBLOCK)
+                    self.sent += 1
+                except zmq.Again:  # not connected (yet): the hub does not listen
+                    pass
                 while sock.poll(0):
                     sock.recv_multipart()
 
@@ -124,24 +134,7 @@ def test_the_hosts_own_worker_trains_whatever_floods_the_pairing_port(tmp_path, 
 
     monkeypatch.setenv("COMPUTESHARE_HOME", str(tmp_path / "home"))
     port = free_ports()
-    ctx = zmq.Context()
-    flooder = ctx.socket(zmq.DEALER)
-    flooder.setsockopt(zmq.LINGER, 0)
-    flooder.connect(f"tcp://127.0.0.1:{port + 2}")  # connects as soon as the hub binds
-    start = [b"", *encode(PairStart(WorkerPairing("000000").msg_a, "flood"))]
-    stop = threading.Event()
-
-    def flood() -> None:
-        while not stop.wait(0.002):
-            try:
-                flooder.send_multipart(start, zmq.NOBLOCK)
-            except zmq.Again:
-                pass
-            while flooder.poll(0):
-                flooder.recv_multipart()
-
-    thread = threading.Thread(target=flood, daemon=True)
-    thread.start()
+    flood = Flood(port + 2, sources=[None], every_s=0.002)  # from before the hub listens
     config = HubConfig(rounds=100_000, workers=1, batch_size=8, eval_every=0)
     service = HostService(HostPlan(config, tmp_path / "run", port=port, bind="127.0.0.1",
                                    advertise=False, train_here=True, pin="975310")).start()
@@ -159,9 +152,6 @@ def test_the_hosts_own_worker_trains_whatever_floods_the_pairing_port(tmp_path, 
         desk = service.session.core.pairing if service.session else None
         assert desk is not None and desk.evicted > 0  # the flood did reach the desk
     finally:
-        stop.set()
-        thread.join(5)
+        flood.close()
         service.stop()
         service.join(20)
-        flooder.close(0)
-        ctx.term()
