@@ -12,6 +12,7 @@ import ifaddr
 from ..events import Event, Finished, RoundClosed, StateChanged, WorkerJoined, WorkerLeft
 from ..hub.endpoint import HubEndpoint
 from ..protocol import PROTOCOL_VERSION
+from ..protocol.ports import HubPorts
 from .advert import SessionAdvert, key_fingerprint
 from .advertiser import Advertiser
 from .errors import DiscoveryError
@@ -41,13 +42,15 @@ class HubAdvertising:
                  interfaces: Sequence[str] | None = None) -> None:
         status = session.status()
         c = status.config
+        ports = HubPorts.at(port)
         self.session = session
         self.advert = SessionAdvert(
             session_id=status.session_id, name=name, host=socket.gethostname(),
             model=c.model, dataset=c.dataset, joined=status.joined, expected=c.workers,
             state=status.state, protocol=PROTOCOL_VERSION,
-            key_fingerprint=key_fingerprint(hub_key), port=port, pub_port=port + 1,
-            pair_port=port + 2, round=status.version, rounds=c.rounds)
+            key_fingerprint=key_fingerprint(hub_key), port=ports.request,
+            pub_port=ports.events, pair_port=ports.pairing, round=status.version,
+            rounds=c.rounds)
         self.advertiser = Advertiser(self.advert, interfaces=interfaces)
 
     def start(self) -> bool:

@@ -27,6 +27,7 @@ from typing import Callable
 from ..errors import ComputeShareError, HubStoppedError, HubUnreachableError, RejectedError
 from ..events import DeviceChosen, Ended, Event, Failed, Finished, HubStopped, Joined
 from ..protocol.pake import key_fingerprint
+from ..protocol.ports import HubPorts
 from ..transport import (EventSubscriber, KnownHubs, ZmqConnector, first_reachable,
                          identity_path, load_or_create, probe_hub)
 from ..worker import DeviceChoice, WorkerOptions, WorkerResult, WorkerSession, pick_device
@@ -165,12 +166,12 @@ class JoinService(ServiceThread):
         self._post(DeviceChosen(device.description, device.note))
         key_file = identity_path("worker", plan.identity)
         identity = load_or_create(key_file)
-        host = first_reachable(t.hosts, t.pair_port or t.port + 2) if len(t.hosts) > 1 \
-            else t.host
+        host = first_reachable(t.hosts, t.pair_port or HubPorts.at(t.port).pairing) \
+            if len(t.hosts) > 1 else t.host
         known = KnownHubs(key_file)
         hub_key = plan.hub_key or known_hub_key(t, known)
         # The cause of a failure now, in words, rather than retries that say nothing:
-        port = t.port if hub_key else t.pair_port or t.port + 2
+        port = t.port if hub_key else t.pair_port or HubPorts.at(t.port).pairing
         self._probe(host, port, label=f"{host}:{t.port}" + ("" if port == t.port else
                                                            f" (its pairing port {port})"))
         connector = ZmqConnector(host, t.port, identity, pair_port=t.pair_port)
@@ -221,8 +222,8 @@ class JoinService(ServiceThread):
         if c is None:
             return
         try:
-            self._feed = EventSubscriber(c.host, c.port + 1, c.identity, session.hub_key,
-                                         self._on_hub_event).start()
+            self._feed = EventSubscriber(c.host, HubPorts.at(c.port).events, c.identity,
+                                         session.hub_key, self._on_hub_event).start()
             self._feed_key = session.hub_key
         except Exception:  # best-effort: the worker trains on without the hub's view
             log.exception("could not follow the hub's events")

@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 
 import zmq
 
+from ..protocol.ports import HubPorts
 from ..protocol.wire import Frame
 from .keys import Identity
 from .sockets import configure
@@ -124,13 +125,13 @@ class ReqChannel:
 
 
 class ZmqConnector:
-    """Makes a worker's channels to one hub: ports P (requests) and P+2 (pairing)."""
+    """Makes a worker's channels to one hub: its request and pairing ports (HubPorts)."""
 
     def __init__(self, host: str, port: int, identity: Identity, *,
                  pair_port: int | None = None) -> None:
         self.host = host
         self.port = port
-        self.pair_port = pair_port or port + 2
+        self.pair_port = pair_port or HubPorts.at(port).pairing
         self.identity = identity
 
     @property

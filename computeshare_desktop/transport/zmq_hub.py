@@ -5,7 +5,7 @@
 * events: PUB, CURVE server with the same allowlist, so only paired peers can listen.
 * pairing: a plain ROUTER with a tiny message cap; SPAKE2 protects what crosses it.
 
-Ports are consecutive: requests P, events P+1, pairing P+2.
+Ports are consecutive (``protocol.ports.HubPorts``): requests P, events P+1, pairing P+2.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from zmq.auth.thread import ThreadAuthenticator
 from ..errors import PortInUseError
 from ..events import Event, HubStopped
 from ..hub.endpoint import HubEndpoint, HubResult
+from ..protocol.ports import HubPorts
 from .keys import Identity
 from .sockets import DEFAULT_PORT, bind, configure
 
@@ -66,7 +67,7 @@ class HubServer:
         self._pins: queue.Queue[str] = queue.Queue()
         self._delimited: dict[bytes, bool] = {}
         try:
-            self.port = self._bind_all(port)
+            self.ports = self._bind_all(port)
         except BaseException:
             self.close()
             raise
@@ -87,7 +88,7 @@ class HubServer:
         sock.setsockopt(zmq.MAXMSGSIZE, MAX_SUBSCRIPTION_BYTES)
         return sock
 
-    def _bind_all(self, port: int) -> int:
+    def _bind_all(self, port: int) -> HubPorts:
         for _ in range(1 if port else 50):
             self.router = self._curve_socket(zmq.ROUTER)
             self.pub = self._pub_socket()
@@ -98,10 +99,10 @@ class HubServer:
             self.pairing.setsockopt(zmq.RCVHWM, PAIRING_RCVHWM)
             self.router.setsockopt(zmq.RCVHWM, REQUEST_RCVHWM)
             try:
-                chosen = bind(self.router, self.host, port)
-                bind(self.pub, self.host, chosen + 1)
-                bind(self.pairing, self.host, chosen + 2)
-                return chosen
+                ports = HubPorts.at(bind(self.router, self.host, port))
+                bind(self.pub, self.host, ports.events)
+                bind(self.pairing, self.host, ports.pairing)
+                return ports
             except PortInUseError:
                 for sock in (self.router, self.pub, self.pairing):
                     sock.close(0)
@@ -110,12 +111,17 @@ class HubServer:
         raise PortInUseError("no three consecutive free ports found")
 
     @property
+    def port(self) -> int:
+        """The request port P."""
+        return self.ports.request
+
+    @property
     def pub_port(self) -> int:
-        return self.port + 1
+        return self.ports.events
 
     @property
     def pair_port(self) -> int:
-        return self.port + 2
+        return self.ports.pairing
 
     # ----------------------------------------------------------------- loop
     def serve(self, stop: threading.Event | None = None, linger_s: float = 5.0) -> HubResult | None:
