@@ -7,7 +7,7 @@ code the app itself runs, on loopback and in a temporary folder, and prints one 
     FAIL zeroconf on loopback: <reason>
 
 A failed step does not stop the others, so the report is complete; the exit code is 0 only
-when every step passed. No Qt here: the Qt step imports ``gui.app`` (and so PySide6) only
+when every step passed. No Qt here: the Qt step imports ``gui.qt_app`` (and so PySide6) only
 when it runs, so a broken Qt still lets the other steps report.
 """
 
@@ -148,7 +148,7 @@ def environment(name: str, value: str) -> Iterator[None]:
 def check_qt(limit_s: float) -> str:
     """The Qt offscreen platform loads, with the app's style sheet, icon and fonts."""
     with environment("QT_QPA_PLATFORM", "offscreen"):
-        from .gui.app import qt_self_check  # PySide6 loads here, and only here
+        from .gui.qt_app import qt_self_check  # PySide6 loads here, and only here
 
         return qt_self_check()
 

@@ -20,10 +20,10 @@ from .. import __version__
 from ..discovery import DiscoveryError
 from ..discovery.hub_advert import resolve_interface
 from ..service.options import AppConfig
+from .qt_app import make_app
 
 if TYPE_CHECKING:
     from PySide6.QtCore import QTimer
-    from PySide6.QtWidgets import QApplication
 
     from .main_window import MainWindow
 
@@ -65,26 +65,6 @@ def setup_logging(verbose: int) -> Path | None:
     return path
 
 
-def make_app(argv: Sequence[str]) -> QApplication:
-    """The QApplication with the app's name, icon, style sheet and plot defaults."""
-    import pyqtgraph as pg
-    from PySide6.QtWidgets import QApplication
-
-    from .assets import app_icon, style_sheet
-
-    app = QApplication.instance() or QApplication(list(argv))
-    assert isinstance(app, QApplication)
-    app.setApplicationName("ComputeShare")
-    app.setApplicationDisplayName("ComputeShare")
-    app.setOrganizationName("ComputeShare")
-    app.setApplicationVersion(__version__)
-    app.setWindowIcon(app_icon())
-    app.setStyle("Fusion")  # the same look on every platform, which the style sheet extends
-    app.setStyleSheet(style_sheet())
-    pg.setConfigOptions(antialias=True, background="w", foreground="#475467")
-    return app
-
-
 def _close_on_signals(window: MainWindow) -> QTimer:
     """Ctrl-C or SIGTERM close the window without a question: every session stops and saves
     its model, adverts are withdrawn.
@@ -101,47 +81,6 @@ def _close_on_signals(window: MainWindow) -> QTimer:
     wake.timeout.connect(lambda: None)
     wake.start(200)
     return wake
-
-
-def qt_self_check() -> str:
-    """The self-test's Qt step: the app's QApplication (made or reused) runs on the offscreen
-    platform, its style sheet and icon load, and a small styled widget renders with text.
-
-    Returns a short summary; raises RuntimeError on a failed check.
-    """
-    from PySide6.QtCore import qVersion
-    from PySide6.QtGui import QFontDatabase, QGuiApplication
-    from PySide6.QtWidgets import QLabel, QPushButton, QVBoxLayout, QWidget
-
-    from .assets import app_icon, style_sheet
-
-    make_app(["computeshare-desktop"])
-    platform = QGuiApplication.platformName()
-    if platform != "offscreen":
-        raise RuntimeError(f"Qt runs on the {platform!r} platform, not 'offscreen'")
-    if not style_sheet():
-        raise RuntimeError("the style sheet is missing from the package")
-    if app_icon().isNull():
-        raise RuntimeError("the application icon is missing from the package")
-    families = QFontDatabase.families()
-    if not families:
-        raise RuntimeError("Qt found no fonts")
-    widget = QWidget()
-    try:
-        layout = QVBoxLayout(widget)
-        layout.addWidget(QLabel("ComputeShare self-test"))
-        layout.addWidget(QPushButton("Start"))
-        widget.resize(240, 96)
-        image = widget.grab().toImage()
-    finally:
-        widget.deleteLater()
-    if image.isNull() or image.width() < 100:
-        raise RuntimeError("rendering a widget gave no image")
-    colours = {image.pixel(x, y) for x in range(0, image.width(), 2)
-               for y in range(0, image.height(), 2)}
-    if len(colours) < 3:  # a background alone, or a box: no text was drawn
-        raise RuntimeError("a rendered widget shows no text (fonts did not load)")
-    return f"Qt {qVersion()}, {len(families)} font families, a widget rendered"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,31 +1,25 @@
 """A hub's window: how its session's events, and its host's own worker's, change a ProgressState.
 
 Plain functions ``(state, event, now)``, called only through ``progress_state.HANDLERS``.
-They are ProgressState's handlers moved out of the class, so they read and write its
-private fields and helpers (``_say``, ``_progress``...) as its methods did. No Qt.
+They read and write the fields of a ``ProgressFields`` and its helpers (``_say``,
+``_progress``...), as ProgressState's methods did; they never import ``progress_state``. No Qt.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from ..events import (Advertising, DiskError, Ended, Evaluated, Failed, Finished, Joined,
                       Listening, LogLine, ModeChanged, PairingRefused, Rejected, RoundClosed,
                       StateChanged, Stopped, WorkerJoined, WorkerLeft, WorkerReady)
 from .formatting import percent
+from .progress_fields import ProgressFields
 from .progress_rows import FinalResult, WorkerRow
-
-if TYPE_CHECKING:
-    from .progress_state import ProgressState
 
 LEAVE_REASONS = {"left": "left the session", "silent": "stopped answering",
                  "kicked": "removed", "arch_mismatch": "builds a different model",
                  "stuck": "missed several rounds: its shard was freed"}
-# a row's states while its worker is in the session (those still there at the end count)
-ACTIVE_STATES = ("joining", "loading data", "ready", "training", "done")
 
 
-def listening(s: ProgressState, e: Listening, now: float) -> None:
+def listening(s: ProgressFields, e: Listening, now: float) -> None:
     """The hub is up: where workers reach it, and it waits for them."""
     s.port, s.out_dir, s.addresses = e.port, e.out_dir, list(e.addresses)
     s.phase, s.status = "waiting", "Waiting for workers to join"
@@ -33,17 +27,17 @@ def listening(s: ProgressState, e: Listening, now: float) -> None:
            f"pairing {e.pair_port}); hub key {e.hub_key}")
 
 
-def advertising(s: ProgressState, e: Advertising, now: float) -> None:
+def advertising(s: ProgressFields, e: Advertising, now: float) -> None:
     """Log the name the hub is announced under."""
     s._say(f"Announced on the LAN as “{e.name}”")
 
 
-def log_line(s: ProgressState, e: LogLine, now: float) -> None:
+def log_line(s: ProgressFields, e: LogLine, now: float) -> None:
     """Log a line of the hub's."""
     s._say(e.text)
 
 
-def worker_joined(s: ProgressState, e: WorkerJoined, now: float) -> None:
+def worker_joined(s: ProgressFields, e: WorkerJoined, now: float) -> None:
     """A new row for the worker, loading its data."""
     w = e.worker
     s._forget_earlier_row(w)
@@ -53,7 +47,7 @@ def worker_joined(s: ProgressState, e: WorkerJoined, now: float) -> None:
            f"{s.expected_workers or '?'}")
 
 
-def worker_ready(s: ProgressState, e: WorkerReady, now: float) -> None:
+def worker_ready(s: ProgressFields, e: WorkerReady, now: float) -> None:
     """The worker has its data: ready, or training if the session already is."""
     row = s.workers.get(e.worker.id)
     if row is not None:
@@ -62,7 +56,7 @@ def worker_ready(s: ProgressState, e: WorkerReady, now: float) -> None:
             row.state = "training" if s.phase == "training" else "ready"
 
 
-def worker_left(s: ProgressState, e: WorkerLeft, now: float) -> None:
+def worker_left(s: ProgressFields, e: WorkerLeft, now: float) -> None:
     """The worker's row says why it left; a goodbye after the last round is "done"."""
     w, reason = e.worker, e.reason
     why = LEAVE_REASONS.get(reason, reason)
@@ -74,7 +68,7 @@ def worker_left(s: ProgressState, e: WorkerLeft, now: float) -> None:
         s._say(f"Worker {w.id} ({w.name}) {why}")
 
 
-def state_changed(s: ProgressState, e: StateChanged, now: float) -> None:
+def state_changed(s: ProgressFields, e: StateChanged, now: float) -> None:
     """Training starts the clock; "done" means the hub evaluates and saves."""
     if e.state == "training" and s.phase in ("starting", "waiting"):
         s.phase, s.started_at = "training", now
@@ -86,7 +80,7 @@ def state_changed(s: ProgressState, e: StateChanged, now: float) -> None:
         s._say(s.status)
 
 
-def round_closed(s: ProgressState, e: RoundClosed, now: float) -> None:
+def round_closed(s: ProgressFields, e: RoundClosed, now: float) -> None:
     """A round's loss, traffic and every worker's counters."""
     s._progress(e.version, e.loss, now)
     s.bytes_received += e.bytes_in
@@ -105,31 +99,31 @@ def round_closed(s: ProgressState, e: RoundClosed, now: float) -> None:
                "gradient(s)")
 
 
-def mode_changed(s: ProgressState, e: ModeChanged, now: float) -> None:
+def mode_changed(s: ProgressFields, e: ModeChanged, now: float) -> None:
     """Log the preset the hub switched to, and the measurements behind it."""
     s._say(f"Measured {e.compute_s * 1000:.0f} ms of compute and "
            f"{e.other_s * 1000:.0f} ms of communication a round: now training with "
            f"the “{e.preset}” preset ({e.codec}, {e.local_steps} local steps)")
 
 
-def evaluated(s: ProgressState, e: Evaluated, now: float) -> None:
+def evaluated(s: ProgressFields, e: Evaluated, now: float) -> None:
     """A point on the accuracy curve."""
     s.accuracy.append((e.version, e.accuracy))
     s._say(f"Round {e.version}: test accuracy {percent(e.accuracy)} "
            f"(loss {e.loss:.4f})")
 
 
-def rejected(s: ProgressState, e: Rejected, now: float) -> None:
+def rejected(s: ProgressFields, e: Rejected, now: float) -> None:
     """Count the refusal; ``apply`` logs one summary per batch, not a line each."""
     s._refused[e.code] += 1
 
 
-def pairing_refused(s: ProgressState, e: PairingRefused, now: float) -> None:
+def pairing_refused(s: ProgressFields, e: PairingRefused, now: float) -> None:
     """Log a refused pairing attempt."""
     s._say(f"A pairing attempt was refused ({e.code})")
 
 
-def finished(s: ProgressState, e: Finished, now: float) -> None:
+def finished(s: ProgressFields, e: Finished, now: float) -> None:
     """The final result; the workers still training are done."""
     s.final = FinalResult(e.version, e.accuracy, e.model_path, e.seconds)
     s.phase, s.version = "finished", e.version
@@ -141,7 +135,7 @@ def finished(s: ProgressState, e: Finished, now: float) -> None:
            f"rounds in {e.seconds:.1f} s; model saved to {e.model_path}")
 
 
-def stopped(s: ProgressState, e: Stopped, now: float) -> None:
+def stopped(s: ProgressFields, e: Stopped, now: float) -> None:
     """Stopped early: where the model is saved and how to resume."""
     s.phase, s.status = "stopped", f"Stopped at round {e.version}"
     s.out_dir = e.out_dir
@@ -152,18 +146,18 @@ def stopped(s: ProgressState, e: Stopped, now: float) -> None:
            f"{e.out_dir}")
 
 
-def disk_error(s: ProgressState, e: DiskError, now: float) -> None:
+def disk_error(s: ProgressFields, e: DiskError, now: float) -> None:
     """A warning banner: a write failed but training goes on."""
     s._alert(f"Could not write the {e.what} to disk ({e.error}): training goes "
              "on; free some space or check the output folder", "warning")
 
 
-def failed(s: ProgressState, e: Failed, now: float) -> None:
+def failed(s: ProgressFields, e: Failed, now: float) -> None:
     """The hub failed."""
     s._fail(e.message)
 
 
-def ended(s: ProgressState, e: Ended, now: float) -> None:
+def ended(s: ProgressFields, e: Ended, now: float) -> None:
     """The hub's thread has ended; a session still running counts as stopped."""
     s.closed = True
     if s.phase in ("starting", "waiting", "training"):
@@ -171,11 +165,11 @@ def ended(s: ProgressState, e: Ended, now: float) -> None:
 
 
 # ----------------------------------------------------------------- this host's worker
-def local_joined(s: ProgressState, e: Joined, now: float) -> None:
+def local_joined(s: ProgressFields, e: Joined, now: float) -> None:
     """Log that the host trains too."""
     s._say(f"This machine trains too, on {e.device}")
 
 
-def local_failed(s: ProgressState, e: Failed, now: float) -> None:
+def local_failed(s: ProgressFields, e: Failed, now: float) -> None:
     """Log the host's worker's failure; the hub's session goes on."""
     s._say(f"This machine's worker stopped: {e.message}")

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from ..events import WorkerInfo
 
 RATE_WINDOW_S = 3.0  # samples/s and bandwidth are measured over this much recent history
+# a row's states while its worker is in the session (those still there at the end count)
+ACTIVE_STATES = ("joining", "loading data", "ready", "training", "done")
 
 
 @dataclass(slots=True)

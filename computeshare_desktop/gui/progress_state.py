@@ -9,79 +9,33 @@ A worker's window folds two streams: its own session's events (``source="worker"
 compute time, its pushes) and the hub's, relayed from the hub's event port
 (``source="feed"``): test accuracy, every worker's counters and the final result.
 
-This module holds the state, what the window reads from it and the dispatch table
-(``HANDLERS``); the handlers themselves are plain functions in ``progress_hub`` (a hub's
-window) and ``progress_worker`` (a worker's window, the feed included).
+The fields live in ``progress_fields``; this module adds what the window reads from them
+and the dispatch table (``HANDLERS``). The handlers themselves are plain functions in
+``progress_hub`` (a hub's window) and ``progress_worker`` (a worker's window, the feed
+included), which change a ``ProgressFields`` and so never import this module.
 """
 
 from __future__ import annotations
 
-import time
-from collections import Counter, deque
 from typing import Any, Callable
 
 from ..events import (Advertising, DeviceChosen, DiskError, Ended, Evaluated, Event, Failed,
                       Finished, HubBack, HubLost, HubSilent, HubStopped, Joined, Listening,
                       LogLine, ModeChanged, PairedWith, PairingRefused, PairingWait, Pushed,
                       Rejected, Rejoining, RoundClosed, SessionFull, ShardReceived,
-                      StateChanged, Stopped, WorkerDone, WorkerInfo, WorkerJoined,
-                      WorkerLeft, WorkerReady)
+                      StateChanged, Stopped, WorkerDone, WorkerJoined, WorkerLeft,
+                      WorkerReady)
 from ..service import FEED, Tagged
 from . import progress_hub as hub
 from . import progress_worker as worker
-from .progress_hub import ACTIVE_STATES
-from .progress_rows import RATE_WINDOW_S, FinalResult, WorkerRow
-
-SMOOTHING = 0.1  # weight of the newest loss in the smoothed curve (an EMA, as TensorBoard)
-ETA_ROUNDS = 40  # the ETA uses the pace of the last this-many rounds
+from .progress_fields import ProgressFields
+from .progress_rows import ACTIVE_STATES, RATE_WINDOW_S
 
 
-class ProgressState:
+class ProgressState(ProgressFields):
     """Everything a progress window shows, for a hub (``role="hub"``) or a worker."""
 
-    def __init__(self, role: str, *, total_rounds: int = 0, name: str = "",
-                 expected_workers: int = 0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.role, self.total_rounds, self.name, self.clock = role, total_rounds, name, clock
-        self.expected_workers = expected_workers
-        self.phase = "starting"  # starting, waiting, training, finished, stopped, failed
-        self.status = "Starting…"
-        self.version = 0
-        self.loss: list[tuple[int, float]] = []
-        self.loss_smooth: list[tuple[int, float]] = []
-        self.compute_ms: list[tuple[int, float]] = []  # this worker's time per gradient
-        self.worker_id: int | None = None  # on a worker: its id at the hub
-        self.pushed = self.rejected = 0  # on a worker: its own gradients
-        self._fed = False  # on a worker: the hub's rounds (all workers) have been heard
-        self._hub_final: Finished | None = None
-        self.accuracy: list[tuple[int, float]] = []
-        self.workers: dict[int, WorkerRow] = {}
-        self.bytes_sent = self.bytes_received = 0
-        self.final: FinalResult | None = None
-        self.error: str | None = None
-        self.port: int | None = None
-        self.addresses: list[str] = []  # where workers reach this hub
-        self.out_dir = ""
-        self.closed = False  # the runner's thread has ended
-        self.batch_size = 0
-        self.started_at: float | None = None
-        self.ended_at: float | None = None  # when it stopped making progress (elapsed stops)
-        self._rounds: deque[tuple[float, int]] = deque(maxlen=ETA_ROUNDS)
-        self._round_bytes: deque[int] = deque(maxlen=ETA_ROUNDS)  # both directions, at the hub
-        self.busy: float | None = None  # the workers' mean compute / round time, last round
-        self._traffic: deque[tuple[float, int]] = deque(maxlen=256)
-        self._log: list[str] = []
-        self._refused: Counter[str] = Counter()
-        self._silent = False
-        self._all_done = False  # the hub said every round is done
-        self.banner: tuple[str, str] | None = None  # (level, text) shown above everything
-
     # ----------------------------------------------------------------- reading
-    @property
-    def active(self) -> bool:
-        """True while the session can still make progress."""
-        return self.phase in ("starting", "waiting", "training")
-
     def eta_s(self) -> float | None:
         """Seconds to the last round at the recent pace; None before it is known."""
         if self.phase != "training" or len(self._rounds) < 2 or not self.total_rounds:
@@ -159,42 +113,6 @@ class ProgressState:
     def note(self, line: str) -> None:
         """Add a line to the log (from the window's own actions)."""
         self._say(line)
-
-    # ------------------------------------------- helpers the handler modules share
-    def _say(self, line: str) -> None:
-        self._log.append(line)
-
-    def _fail(self, message: str) -> None:
-        self.error, self.phase, self.status = message, "failed", message
-        self._alert(message, "error")
-        self._say(f"Error: {message}")
-
-    def _alert(self, text: str | None, level: str = "warning") -> None:
-        """The banner at the top of the window (None hides it)."""
-        self.banner = None if text is None else (level, text)
-
-    def _progress(self, version: int, loss: float, now: float) -> None:
-        if self.phase in ("starting", "waiting"):
-            self.phase, self.started_at = "training", self.started_at or now
-        self.version = version
-        self.loss.append((version, loss))
-        last = self.loss_smooth[-1][1] if self.loss_smooth else loss
-        self.loss_smooth.append((version, last + SMOOTHING * (loss - last)))
-        self._rounds.append((now, version))
-        self.status = f"Training: round {version} of {self.total_rounds or '?'}"
-
-    def _forget_earlier_row(self, w: WorkerInfo) -> None:
-        """A machine that rejoins (a new worker id, the same key) keeps one row."""
-        if not w.key:
-            return
-        for wid, row in list(self.workers.items()):
-            if wid != w.id and row.key == w.key:
-                del self.workers[wid]
-
-    def _round_work(self, e: RoundClosed) -> None:
-        """Bytes per round and how busy the devices were (hub round events)."""
-        self._round_bytes.append(e.bytes_in + e.bytes_out)
-        self.busy = e.busy
 
 
 Handler = Callable[[ProgressState, Any, float], None]

@@ -1,8 +1,8 @@
 """A worker's window: how its own session's events, and the hub's feed, change a ProgressState.
 
 Plain functions ``(state, event, now)``, called only through ``progress_state.HANDLERS``.
-They are ProgressState's handlers moved out of the class, so they read and write its
-private fields and helpers (``_say``, ``_progress``...) as its methods did. No Qt.
+They read and write the fields of a ``ProgressFields`` and its helpers (``_say``,
+``_progress``...), as ProgressState's methods did; they never import ``progress_state``. No Qt.
 
 The feed (``feed_*``) is the hub's event port as this worker hears it: every worker's
 counters, the test accuracy and the final result, which its own session does not know.
@@ -10,31 +10,27 @@ counters, the test accuracy and the final result, which its own session does not
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..events import (DeviceChosen, Ended, Evaluated, Failed, Finished, HubBack, HubLost,
                       HubSilent, HubStopped, Joined, PairedWith, PairingWait, Pushed,
                       Rejoining, RoundClosed, SessionFull, ShardReceived, StateChanged,
                       WorkerDone, WorkerJoined, WorkerLeft)
 from . import progress_hub
 from .formatting import percent
-from .progress_rows import FinalResult, WorkerRow
-
-if TYPE_CHECKING:
-    from .progress_state import ProgressState
+from .progress_fields import ProgressFields
+from .progress_rows import ACTIVE_STATES, FinalResult, WorkerRow
 
 
-def device_chosen(s: ProgressState, e: DeviceChosen, now: float) -> None:
+def device_chosen(s: ProgressFields, e: DeviceChosen, now: float) -> None:
     """Log the device this machine trains on."""
     s._say(f"Training device: {e.description}" + (f" ({e.note})" if e.note else ""))
 
 
-def paired_with(s: ProgressState, e: PairedWith, now: float) -> None:
+def paired_with(s: ProgressFields, e: PairedWith, now: float) -> None:
     """Log the hub's key."""
     s._say(f"Paired with the hub (key {e.hub_key})")
 
 
-def joined(s: ProgressState, e: Joined, now: float) -> None:
+def joined(s: ProgressFields, e: Joined, now: float) -> None:
     """This machine's row, under its (possibly new) worker id, loading its data."""
     s.total_rounds, s.batch_size = e.rounds, e.batch_size
     if s.worker_id is not None and s.worker_id != e.worker_id:
@@ -50,7 +46,7 @@ def joined(s: ProgressState, e: Joined, now: float) -> None:
            f"{e.num_shards}, {e.model} on {e.dataset}, {e.rounds} rounds")
 
 
-def shard_received(s: ProgressState, e: ShardReceived, now: float) -> None:
+def shard_received(s: ProgressFields, e: ShardReceived, now: float) -> None:
     """Once the whole shard is in, this machine's row is ready."""
     if e.received >= e.total:
         s._say(f"Received this machine's shard: {e.total} images")
@@ -59,7 +55,7 @@ def shard_received(s: ProgressState, e: ShardReceived, now: float) -> None:
             row.state = "ready"
 
 
-def pushed(s: ProgressState, e: Pushed, now: float) -> None:
+def pushed(s: ProgressFields, e: Pushed, now: float) -> None:
     """This machine's gradient: loss, compute time and its own counters."""
     version = e.version + max(1, e.steps)
     s._progress(version, e.loss, now)
@@ -72,14 +68,14 @@ def pushed(s: ProgressState, e: Pushed, now: float) -> None:
         row.state = "training"
 
 
-def hub_silent(s: ProgressState, e: HubSilent, now: float) -> None:
+def hub_silent(s: ProgressFields, e: HubSilent, now: float) -> None:
     """Log the first of a run of unanswered requests, not each."""
     if not s._silent:
         s._say("The hub is not answering: retrying…")
     s._silent = True
 
 
-def hub_lost(s: ProgressState, e: HubLost, now: float) -> None:
+def hub_lost(s: ProgressFields, e: HubLost, now: float) -> None:
     """A warning banner: the hub has been silent long enough to say so."""
     s._alert(f"The hub has not answered for {e.silent_s:.0f} s: it may have gone "
              f"or the network is down. Still trying for up to "
@@ -87,14 +83,14 @@ def hub_lost(s: ProgressState, e: HubLost, now: float) -> None:
     s._say("The hub stopped answering")
 
 
-def hub_back(s: ProgressState, e: HubBack, now: float) -> None:
+def hub_back(s: ProgressFields, e: HubBack, now: float) -> None:
     """The hub answers again: a warning banner goes (an error stays)."""
     if s.banner is not None and s.banner[0] == "warning":
         s._alert(None)
     s._say("The hub answers again")
 
 
-def hub_stopped(s: ProgressState, e: HubStopped, now: float) -> None:
+def hub_stopped(s: ProgressFields, e: HubStopped, now: float) -> None:
     """The host stopped the session (heard from this worker's session or the feed)."""
     s.phase = "stopped"
     s.status = f"The host stopped the session at round {e.version}"
@@ -103,28 +99,28 @@ def hub_stopped(s: ProgressState, e: HubStopped, now: float) -> None:
     s._say(s.status)
 
 
-def pairing_wait(s: ProgressState, e: PairingWait, now: float) -> None:
+def pairing_wait(s: ProgressFields, e: PairingWait, now: float) -> None:
     """Log how long the hub asked this worker to wait."""
     s._say(f"The hub asked to wait {e.retry_after:.0f} s ({e.code})")
 
 
-def session_full(s: ProgressState, e: SessionFull, now: float) -> None:
+def session_full(s: ProgressFields, e: SessionFull, now: float) -> None:
     """Waiting for a free shard."""
     s.status = "The session is full: waiting for a free shard"
 
 
-def rejoining(s: ProgressState, e: Rejoining, now: float) -> None:
+def rejoining(s: ProgressFields, e: Rejoining, now: float) -> None:
     """Log that this worker joins again."""
     s._say("The hub restarted or forgot this worker: joining again")
 
 
-def worker_done(s: ProgressState, e: WorkerDone, now: float) -> None:
+def worker_done(s: ProgressFields, e: WorkerDone, now: float) -> None:
     """This worker left, or the session finished: its own result."""
     if e.left:
         s.phase, s.status = "stopped", "You left the session"
         s._say(f"Left the session after pushing {e.pushed} gradients")
         for wid, row in s.workers.items():  # this window no longer hears the hub
-            if row.state in progress_hub.ACTIVE_STATES:
+            if row.state in ACTIVE_STATES:
                 row.state = "left" if wid == s.worker_id else "not followed"
     elif s.active:
         s.pushed, s.rejected = e.pushed, e.rejected
@@ -135,19 +131,19 @@ def worker_done(s: ProgressState, e: WorkerDone, now: float) -> None:
                "refused")
 
 
-def failed(s: ProgressState, e: Failed, now: float) -> None:
+def failed(s: ProgressFields, e: Failed, now: float) -> None:
     """This worker failed."""
     s._fail(e.message)
 
 
-def ended(s: ProgressState, e: Ended, now: float) -> None:
+def ended(s: ProgressFields, e: Ended, now: float) -> None:
     """The worker's thread has ended; a session still running counts as stopped."""
     s.closed = True
     if s.active:
         s.phase, s.status = "stopped", "Stopped"
 
 
-def _own_row(s: ProgressState) -> WorkerRow | None:
+def _own_row(s: ProgressFields) -> WorkerRow | None:
     return None if s.worker_id is None else s.workers.get(s.worker_id)
 
 
@@ -155,7 +151,7 @@ def _mine(name: str) -> str:
     return f"{name} (this machine)"
 
 
-def _worker_final(s: ProgressState) -> FinalResult:
+def _worker_final(s: ProgressFields) -> FinalResult:
     """This machine's contribution, with the hub's final accuracy once heard."""
     h = s._hub_final
     if h is None:
@@ -165,7 +161,7 @@ def _worker_final(s: ProgressState) -> FinalResult:
 
 
 # ----------------------------------------------------------------- the hub's feed
-def feed_worker_joined(s: ProgressState, e: WorkerJoined, now: float) -> None:
+def feed_worker_joined(s: ProgressFields, e: WorkerJoined, now: float) -> None:
     """Another worker's row (this machine's own comes from ``joined``)."""
     w = e.worker
     if w.id == s.worker_id:
@@ -176,13 +172,13 @@ def feed_worker_joined(s: ProgressState, e: WorkerJoined, now: float) -> None:
     s._say(f"Worker {w.id} joined: {w.name} ({w.device})")
 
 
-def feed_worker_left(s: ProgressState, e: WorkerLeft, now: float) -> None:
+def feed_worker_left(s: ProgressFields, e: WorkerLeft, now: float) -> None:
     """Another worker left, as the hub's window shows it."""
     if e.worker.id != s.worker_id:
         progress_hub.worker_left(s, e, now)
 
 
-def feed_round_closed(s: ProgressState, e: RoundClosed, now: float) -> None:
+def feed_round_closed(s: ProgressFields, e: RoundClosed, now: float) -> None:
     """Every worker's counters; the loss curve stays this machine's own."""
     s._fed = True
     s._round_work(e)
@@ -200,7 +196,7 @@ def feed_round_closed(s: ProgressState, e: RoundClosed, now: float) -> None:
         row.state = "training" if w.ready else "loading data"
 
 
-def feed_evaluated(s: ProgressState, e: Evaluated, now: float) -> None:
+def feed_evaluated(s: ProgressFields, e: Evaluated, now: float) -> None:
     """A point on the accuracy curve (a repeat of a version replaces it)."""
     if s.accuracy and s.accuracy[-1][0] == e.version:
         s.accuracy[-1] = (e.version, e.accuracy)
@@ -210,7 +206,7 @@ def feed_evaluated(s: ProgressState, e: Evaluated, now: float) -> None:
            + (" (final)" if e.final else ""))
 
 
-def feed_state_changed(s: ProgressState, e: StateChanged, now: float) -> None:
+def feed_state_changed(s: ProgressFields, e: StateChanged, now: float) -> None:
     """All rounds done: the hub evaluates while this worker waits."""
     if e.state == "done":
         s._all_done = True
@@ -218,7 +214,7 @@ def feed_state_changed(s: ProgressState, e: StateChanged, now: float) -> None:
         s.status = "All rounds done: the hub is evaluating the model…"
 
 
-def feed_finished(s: ProgressState, e: Finished, now: float) -> None:
+def feed_finished(s: ProgressFields, e: Finished, now: float) -> None:
     """The hub's final result, folded into this worker's own once it has one."""
     s._hub_final = e
     for row in s.workers.values():

@@ -1,0 +1,101 @@
+"""The fields of a progress window's state and the helpers its handlers share. No Qt.
+
+``ProgressState`` (``progress_state``) adds what the window reads and the dispatch table;
+the handlers (``progress_hub``, ``progress_worker``) change these fields. Both depend on this
+module and it on neither, so the three import no circle.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, deque
+from typing import Callable
+
+from ..events import Finished, RoundClosed, WorkerInfo
+from .progress_rows import FinalResult, WorkerRow
+
+SMOOTHING = 0.1  # weight of the newest loss in the smoothed curve (an EMA, as TensorBoard)
+ETA_ROUNDS = 40  # the ETA uses the pace of the last this-many rounds
+
+
+class ProgressFields:
+    """What a progress window shows, for a hub (``role="hub"``) or a worker: the fields
+    and the helpers the handler modules share."""
+
+    def __init__(self, role: str, *, total_rounds: int = 0, name: str = "",
+                 expected_workers: int = 0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.role, self.total_rounds, self.name, self.clock = role, total_rounds, name, clock
+        self.expected_workers = expected_workers
+        self.phase = "starting"  # starting, waiting, training, finished, stopped, failed
+        self.status = "Starting…"
+        self.version = 0
+        self.loss: list[tuple[int, float]] = []
+        self.loss_smooth: list[tuple[int, float]] = []
+        self.compute_ms: list[tuple[int, float]] = []  # this worker's time per gradient
+        self.worker_id: int | None = None  # on a worker: its id at the hub
+        self.pushed = self.rejected = 0  # on a worker: its own gradients
+        self._fed = False  # on a worker: the hub's rounds (all workers) have been heard
+        self._hub_final: Finished | None = None
+        self.accuracy: list[tuple[int, float]] = []
+        self.workers: dict[int, WorkerRow] = {}
+        self.bytes_sent = self.bytes_received = 0
+        self.final: FinalResult | None = None
+        self.error: str | None = None
+        self.port: int | None = None
+        self.addresses: list[str] = []  # where workers reach this hub
+        self.out_dir = ""
+        self.closed = False  # the runner's thread has ended
+        self.batch_size = 0
+        self.started_at: float | None = None
+        self.ended_at: float | None = None  # when it stopped making progress (elapsed stops)
+        self._rounds: deque[tuple[float, int]] = deque(maxlen=ETA_ROUNDS)
+        self._round_bytes: deque[int] = deque(maxlen=ETA_ROUNDS)  # both directions, at the hub
+        self.busy: float | None = None  # the workers' mean compute / round time, last round
+        self._traffic: deque[tuple[float, int]] = deque(maxlen=256)
+        self._log: list[str] = []
+        self._refused: Counter[str] = Counter()
+        self._silent = False
+        self._all_done = False  # the hub said every round is done
+        self.banner: tuple[str, str] | None = None  # (level, text) shown above everything
+
+    @property
+    def active(self) -> bool:
+        """True while the session can still make progress."""
+        return self.phase in ("starting", "waiting", "training")
+
+    # ------------------------------------------- helpers the handler modules share
+    def _say(self, line: str) -> None:
+        self._log.append(line)
+
+    def _fail(self, message: str) -> None:
+        self.error, self.phase, self.status = message, "failed", message
+        self._alert(message, "error")
+        self._say(f"Error: {message}")
+
+    def _alert(self, text: str | None, level: str = "warning") -> None:
+        """The banner at the top of the window (None hides it)."""
+        self.banner = None if text is None else (level, text)
+
+    def _progress(self, version: int, loss: float, now: float) -> None:
+        if self.phase in ("starting", "waiting"):
+            self.phase, self.started_at = "training", self.started_at or now
+        self.version = version
+        self.loss.append((version, loss))
+        last = self.loss_smooth[-1][1] if self.loss_smooth else loss
+        self.loss_smooth.append((version, last + SMOOTHING * (loss - last)))
+        self._rounds.append((now, version))
+        self.status = f"Training: round {version} of {self.total_rounds or '?'}"
+
+    def _forget_earlier_row(self, w: WorkerInfo) -> None:
+        """A machine that rejoins (a new worker id, the same key) keeps one row."""
+        if not w.key:
+            return
+        for wid, row in list(self.workers.items()):
+            if wid != w.id and row.key == w.key:
+                del self.workers[wid]
+
+    def _round_work(self, e: RoundClosed) -> None:
+        """Bytes per round and how busy the devices were (hub round events)."""
+        self._round_bytes.append(e.bytes_in + e.bytes_out)
+        self.busy = e.busy
