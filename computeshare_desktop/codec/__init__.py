@@ -30,9 +30,8 @@ def get_codec(name: str) -> Codec:
 
 
 def make_codec(name: str, *, topk: float = DEFAULT_FRACTION) -> Codec:
-    """An encoder for ``name`` with its parameters (the top-k fraction)."""
-    codec = get_codec(name)
-    return TopKCodec(topk) if codec.id is CodecId.TOPK else codec
+    """An encoder for ``name`` with its parameters (the fraction a sparse codec keeps)."""
+    return get_codec(name).configured(fraction=topk)
 
 
 __all__ = ["CODECS", "LOSSLESS", "Codec", "CodecId", "DEFAULT_FRACTION", "Encoded",

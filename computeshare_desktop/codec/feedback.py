@@ -36,7 +36,7 @@ class ErrorFeedback:
         """Encode ``flat`` plus the carried residual; the state changes only on ``keep``."""
         flat = flat.detach().reshape(-1).to("cpu", torch.float32)
         target = flat if self.residual is None else flat + self.residual
-        if self.codec.lossless:  # sends everything, an earlier lossy codec's residual too
+        if not self.codec.needs_error_feedback:  # sends everything, an earlier residual too
             return Encoded(self.codec.encode(target), None)
         return Encoded(*self.codec.encode_residual(target))
 

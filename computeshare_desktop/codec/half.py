@@ -32,6 +32,7 @@ class Fp16Codec(Codec):
 
     id = CodecId.FP16
     lossless = False
+    wire_fraction = 0.5
 
     def encode(self, flat: torch.Tensor) -> bytes:
         values = flat.detach().reshape(-1).to("cpu", torch.float32)
@@ -50,6 +51,7 @@ class Bf16Codec(Codec):
 
     id = CodecId.BF16
     lossless = False
+    wire_fraction = 0.5
 
     def encode(self, flat: torch.Tensor) -> bytes:
         values = flat.detach().reshape(-1).to("cpu", torch.float32)

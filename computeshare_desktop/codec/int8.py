@@ -31,6 +31,7 @@ class Int8Codec(Codec):
     id = CodecId.INT8
     lossless = False
     finite = True
+    wire_fraction = 0.26
 
     def encode(self, flat: torch.Tensor) -> bytes:
         values = flat.detach().reshape(-1).to("cpu", torch.float32)

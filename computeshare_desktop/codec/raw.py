@@ -12,6 +12,7 @@ class RawCodec(Codec):
     """Lossless and free to encode; the baseline every other codec is measured against."""
 
     id = CodecId.RAW
+    wire_fraction = 1.0
 
     def encode(self, flat: torch.Tensor) -> bytes:
         return tensor_to_frame(flat.to(torch.float32).reshape(-1))

@@ -65,9 +65,14 @@ class TopKCodec(Codec):
     id = CodecId.TOPK
     lossless = False
     finite = True
+    sparse = True
 
     def __init__(self, fraction: float = DEFAULT_FRACTION) -> None:
         self.fraction = check_fraction(fraction)
+        self.wire_fraction = self.fraction * ENTRY_BYTES / 4  # an (index, value) per value kept
+
+    def configured(self, *, fraction: float) -> TopKCodec:
+        return TopKCodec(fraction)
 
     def k(self, numel: int) -> int:
         """How many values an encoding of ``numel`` values keeps (at most: never zeros)."""

@@ -26,6 +26,7 @@ class ZstdCodec(Codec):
     """Byte shuffle + zstd at a fast level."""
 
     id = CodecId.ZSTD
+    wire_fraction = 0.87
 
     def __init__(self, level: int = 1) -> None:
         self.level = level

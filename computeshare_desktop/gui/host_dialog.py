@@ -10,7 +10,7 @@ from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QComboBox, QDialog,
                                QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox,
                                QVBoxLayout, QWidget)
 
-from ..codec import CODECS
+from ..codec import CODECS, get_codec
 from ..data import DATASETS, download, is_available, needs_download
 from ..errors import ConfigError
 from ..hub.outputs import OutputDir
@@ -275,7 +275,7 @@ class HostDialog(QDialog):
                                  else AUTO_NOTE)
 
     def _codec_changed(self) -> None:
-        self.topk.setEnabled(self.codec.currentText() == "topk")
+        self.topk.setEnabled(get_codec(self.codec.currentText()).sparse)
 
     def accept(self) -> None:
         """Start only with values the hub accepts and a dataset that is on this computer;

@@ -14,6 +14,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from ..codec import make_codec
 from ..errors import ConfigError
 
 
@@ -55,9 +56,6 @@ PROBE_ROUNDS = 4  # rounds measured before ``auto`` decides (the first is not co
 COMM_SHARE = 0.6  # the most of a round's time that may go to everything but compute
 FIXED_OTHER_S = 0.005  # what a round costs outside compute however few bytes it moves
 
-# Bytes a codec puts on the wire per float32 byte (measured on real gradients).
-WIRE_FRACTION = {"raw": 1.0, "zstd": 0.87, "fp16": 0.5, "bf16": 0.5, "int8": 0.26}
-
 
 def resolve(preset: str | None, *, codec: str | None = None, topk: float | None = None,
             local_steps: int | None = None) -> tuple[str, Mode]:
@@ -95,10 +93,9 @@ def topk_density(fraction: float, version: int, warmup: int) -> float:
 
 
 def wire_fraction(mode: Mode) -> float:
-    """Bytes on the wire per float32 byte of the model, for ``mode``'s codec."""
-    if mode.codec == "topk":
-        return mode.topk * 8 / 4  # an (index, value) pair of 8 bytes per value kept
-    return WIRE_FRACTION.get(mode.codec, 1.0)
+    """Bytes on the wire per float32 byte of the model, for ``mode``'s codec (each codec
+    knows its own: see ``Codec.wire_fraction``)."""
+    return make_codec(mode.codec, topk=mode.topk).wire_fraction
 
 
 def choose(*, compute_s: float, other_s: float) -> Preset:

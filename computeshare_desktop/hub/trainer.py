@@ -26,7 +26,7 @@ from typing import Any
 import torch
 from torch.nn.utils import parameters_to_vector
 
-from ..codec import Codec, get_codec, make_codec
+from ..codec import Codec, get_codec
 from ..codec.delta import FULL, apply_delta, make_delta, weights_check
 from .config import HubConfig
 from .presets import Mode
@@ -116,9 +116,9 @@ class ParameterServer:
         in one place (here, or on the workers for top-k). When either changes, it starts
         afresh.
         """
-        sparse = mode.codec == "topk"
+        sparse = get_codec(mode.codec).sparse
         if (mode.local_steps > 0) != (self.mode.local_steps > 0) or \
-                sparse != (self.mode.codec == "topk"):
+                sparse != get_codec(self.mode.codec).sparse:
             self.optimizer.state.clear()
         self.mode, self.outer = mode, outer
         self.worker_momentum = self.momentum if sparse else 0.0
@@ -132,9 +132,9 @@ class ParameterServer:
     def _download(self, topk: float) -> None:
         """The codec of the next deltas. A sparse one must carry what every worker's sparse
         push changed: N times their fraction."""
-        codec = self.mode.codec
-        fraction = min(1.0, topk * (self.workers if codec == "topk" else 1))
-        self.published.codec = make_codec(codec, topk=fraction)
+        codec = get_codec(self.mode.codec)
+        fraction = min(1.0, topk * (self.workers if codec.sparse else 1))
+        self.published.codec = codec.configured(fraction=fraction)
 
     def lr_for(self, samples: int) -> float:
         """The learning rate of a step over ``samples`` samples (the linear scaling rule)."""

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 import torch
 
 from ..codec import Codec, Encoded, ErrorFeedback, make_codec
-from ..codec.topk import TopKCodec
 from ..protocol.messages import Model
 from .compute import Update
 
@@ -67,6 +66,6 @@ class UpdateEncoder:
         if velocity is not None and msg.steps == 0:
             flat = velocity.mul_(msg.momentum).add_(flat)
         encoded = self._feedback.encode(flat)
-        if velocity is not None and msg.steps == 0 and isinstance(codec, TopKCodec):
+        if velocity is not None and msg.steps == 0 and codec.sparse:
             velocity[codec.indices(encoded.payload)] = 0
         return Pending(update, codec, encoded.payload, encoded, velocity, self)
