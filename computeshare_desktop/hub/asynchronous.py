@@ -52,12 +52,15 @@ class AsyncSchedule(Schedule):
         self.started_at: float | None = None
 
     def open(self, now: float, ready: list[Member]) -> None:
-        """The next version: every worker's task is a nominal batch (a faster worker
-        simply pushes more often)."""
+        """The next version (the clock of the watchdog starts with the first)."""
         super().open(now, ready)
-        self.round.plan = {}
         if self.started_at is None:
             self.started_at = now
+
+    def _batches(self, plan: dict[int, int]) -> dict[int, int]:
+        """Every worker's task is a nominal batch (a faster worker simply pushes more
+        often)."""
+        return {}
 
     def accept(self, member: Member, msg: Push, payload: Frame, shard_size: int,
                now: float) -> None:
@@ -78,9 +81,7 @@ class AsyncSchedule(Schedule):
         if task is None or task.version != msg.version:
             raise RemoteProtocolError(RejectCode.STALE,
                                       f"version {msg.version} is not the work handed out")
-        self._add(member, msg, payload, task, now)
-        self.round.staleness = staleness
-        member.pushed_version = msg.version
+        self._add(member, msg, payload, task, now, staleness)
 
     def due(self, now: float, ready: list[Member]) -> bool | None:
         """A version closes on its first update."""

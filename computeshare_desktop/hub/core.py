@@ -93,7 +93,7 @@ class HubCore:
         only keys on the allowlist get past this point (a kicked key is refused at once,
         even on a connection that was open before the kick).
         """
-        self.round.bytes_in += sum(len(f) for f in frames)
+        self.round.received(sum(len(f) for f in frames))
         out: list[Reply] = []
         try:
             if peer_key is None or peer_key not in self.allowlist:
@@ -264,8 +264,7 @@ class HubCore:
             raise RemoteProtocolError(RejectCode.ARCH_MISMATCH,
                                       f"hub model {self.fingerprint}, worker {msg.fingerprint}")
         if not member.ready:
-            member.ready = True
-            member.progress_at = now
+            member.mark_ready(now)
             self._event(WorkerReady(member.info()))
             self._maybe_start(now, out)
         if self.state is SessionState.TRAINING and self.server.version > msg.after:
@@ -281,9 +280,7 @@ class HubCore:
         workers one version behind, the whole model for the others).
         """
         payload = self.server.payload(have)
-        if member.worker_id not in self.round.served:  # once a round: a re-sent pull is extra
-            self.round.served.add(member.worker_id)
-            self.round.payload_bytes += len(payload.data)
+        self.round.served_model(member.worker_id, len(payload.data))
         task = self._task(member)
         mode = self.server.mode
         return (Model(version=payload.version, codec=payload.codec, numel=self.server.numel,
@@ -301,8 +298,8 @@ class HubCore:
         try:
             self._accept(member, msg, body, now)
         except RemoteProtocolError:
-            member.rejected += 1
-            self.round.rejected += 1
+            member.refused()
+            self.round.refused()
             raise
         self._maybe_close(now, out)
         return (Ack(self.server.version),)
@@ -385,7 +382,7 @@ class HubCore:
 
     def _reply(self, peer: bytes, msg: Any, *frames: Frame) -> Reply:
         encoded = encode(msg, frames)
-        self.round.bytes_out += sum(len(f) for f in encoded)
+        self.round.sent(sum(len(f) for f in encoded))
         return Reply(peer, encoded)
 
     def _reject(self, exc: RemoteProtocolError, peer: bytes, now: float,

@@ -14,7 +14,11 @@ log = logging.getLogger(__name__)
 
 @dataclass(slots=True)
 class Member:
-    """One worker as the hub sees it."""
+    """One worker as the hub sees it.
+
+    Its fields change only through the methods below (the hub core, the membership and the
+    schedules call them), so ``grep`` finds every change to a member here.
+    """
 
     worker_id: int
     token: str
@@ -36,6 +40,44 @@ class Member:
     missed: int = 0  # rounds in a row that closed at their deadline without its push
     pushed_version: int = -1  # async: the version of its latest accepted update
     progress_at: float = 0.0  # async: when it last pushed an update (or became ready)
+
+    def seen(self, now: float) -> None:
+        """It sent a request now (heartbeats count)."""
+        self.last_seen = now
+
+    def mark_ready(self, now: float) -> None:
+        """It asked for a model: rounds wait for it from now on."""
+        self.ready = True
+        self.progress_at = now
+
+    def assign(self, task: Task) -> None:
+        """Its work for a round (its share of the batch), sent with the model."""
+        self.task = task
+        self.batch = task.batch
+
+    def credit(self, version: int, samples: int, compute_s: float, bandwidth: float,
+               now: float) -> None:
+        """Its update computed on ``version`` was accepted (``bandwidth`` 0: not measured)."""
+        if bandwidth > 0:
+            self.bandwidth = bandwidth
+        self.pushed += 1
+        self.samples += samples
+        self.compute_s += compute_s
+        self.progress_at = now
+        self.pushed_version = version
+
+    def refused(self) -> None:
+        """One of its pushes was rejected."""
+        self.rejected += 1
+
+    def note_busy(self, busy: float) -> None:
+        """Its compute time / the round time, in the round that just closed."""
+        self.busy = busy
+
+    def closed_round(self, pushed: bool) -> int:
+        """A round closed, with its push or without; the rounds in a row it has missed."""
+        self.missed = 0 if pushed else self.missed + 1
+        return self.missed
 
     def info(self) -> WorkerInfo:
         """What progress events say about this worker."""
@@ -92,7 +134,7 @@ class Membership:
         """The member holding ``token``, marked as seen now; None if unknown."""
         member = self._by_token.get(token)
         if member is not None:
-            member.last_seen = now
+            member.seen(now)
         return member
 
     def get_quiet(self, token: str) -> Member | None:

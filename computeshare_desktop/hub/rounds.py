@@ -45,7 +45,11 @@ class Contribution:
 
 @dataclass(slots=True)
 class Round:
-    """The updates pushed for one model version."""
+    """The updates pushed for one model version.
+
+    Its counters change only through the methods below (the hub core and the schedules
+    call them), so ``grep`` finds every change to a round here.
+    """
 
     version: int
     opened_at: float
@@ -65,11 +69,36 @@ class Round:
     served: set[int] = field(default_factory=set)  # workers sent this round's model
     staleness: int = 0  # async: versions between the update's model and this round's
 
-    def add(self, contribution: Contribution, now: float) -> None:
-        """Record a gradient; callers reject a second one for the same shard before."""
+    def add(self, contribution: Contribution, now: float, nbytes: int = 0,
+            staleness: int = 0) -> None:
+        """Record an update whose payload was ``nbytes`` (``staleness``: async, versions
+        between its model and this round's); callers reject a second one for the same
+        shard before."""
         self.contributions[contribution.shard] = contribution
         if self.first_push_at is None:
             self.first_push_at = now
+        self.largest_push = max(self.largest_push, nbytes)
+        self.payload_bytes += nbytes
+        self.staleness = staleness
+
+    def received(self, nbytes: int) -> None:
+        """A request of ``nbytes`` arrived (a re-sent one counts again)."""
+        self.bytes_in += nbytes
+
+    def sent(self, nbytes: int) -> None:
+        """A reply of ``nbytes`` went out (a re-sent one counts again)."""
+        self.bytes_out += nbytes
+
+    def served_model(self, worker_id: int, nbytes: int) -> None:
+        """A worker was sent this round's model of ``nbytes``: its first download counts
+        as payload, a re-sent pull does not."""
+        if worker_id not in self.served:
+            self.served.add(worker_id)
+            self.payload_bytes += nbytes
+
+    def refused(self) -> None:
+        """A push for this round was rejected."""
+        self.rejected += 1
 
     def complete(self, expected_shards: set[int]) -> bool:
         """True when every expected shard has a gradient (and at least one has)."""

@@ -65,21 +65,26 @@ class Schedule:
         lr = self.server.lr_for(sum(plan.values()) or self.config.batch_size)
         steps = min(self.server.local_steps, max(1, self.config.rounds - version))
         topk = topk_density(self.server.mode.topk, version, self.warmup)
-        self.round = Round(version, now, plan=plan, lr=lr, steps=steps, topk=topk)
+        self.round = Round(version, now, plan=self._batches(plan), lr=lr, steps=steps,
+                           topk=topk)
         self._opened[version] = now
         for old in [v for v in self._opened if v < version - OPENED_HISTORY]:
             del self._opened[old]
 
+    def _batches(self, plan: dict[int, int]) -> dict[int, int]:
+        """The per-step batch of each worker this round (the planner's shares)."""
+        return plan
+
     def task(self, member: Member, shard_size: int) -> Task:
         """This round's work for ``member``: the same for every download of the version."""
-        version = self.server.version
-        if member.task is None or member.task.version != version:
+        version, task = self.server.version, member.task
+        if task is None or task.version != version:
             batch = min(self.round.plan.get(member.worker_id, self.config.batch_size),
                         max(1, shard_size))
-            member.task = Task(version, self.cursors.get(member.shard, 0), batch,
-                               self.round.steps, self.round.lr)
-            member.batch = batch
-        return member.task
+            task = Task(version, self.cursors.get(member.shard, 0), batch, self.round.steps,
+                        self.round.lr)
+            member.assign(task)
+        return task
 
     # ----------------------------------------------------------------- pushes
     def accept(self, member: Member, msg: Push, payload: Frame, shard_size: int,
@@ -99,8 +104,10 @@ class Schedule:
         self._add(member, msg, payload, task, now)
         self.deadlines.observe(member.worker_id, now - self.round.opened_at)
 
-    def _add(self, member: Member, msg: Push, payload: Frame, task: Task, now: float) -> None:
-        """Check and decode a push for ``task`` and add it to the round."""
+    def _add(self, member: Member, msg: Push, payload: Frame, task: Task, now: float,
+             staleness: int = 0) -> None:
+        """Check and decode a push for ``task`` and add it to the round (``staleness``:
+        async, versions between the update's model and this round's)."""
         check_push(msg, task, self.server.numel)
         codec = get_codec(msg.codec)
         update = codec.decode(payload, msg.numel)
@@ -108,16 +115,9 @@ class Schedule:
             raise RemoteProtocolError(RejectCode.NOT_FINITE, "update contains NaN/inf")
         compute_s = min(max(0.0, msg.compute_ms) / 1000, 1e6)
         self.round.add(Contribution(member.worker_id, member.shard, update, msg.samples,
-                                    msg.loss, compute_s), now)
-        self.round.largest_push = max(self.round.largest_push, len(payload))
-        self.round.payload_bytes += len(payload)
+                                    msg.loss, compute_s), now, len(payload), staleness)
         self.planner.observe(member.worker_id, msg.samples, compute_s)
-        if msg.bandwidth > 0:
-            member.bandwidth = msg.bandwidth
-        member.pushed += 1
-        member.samples += msg.samples
-        member.compute_s += compute_s
-        member.progress_at = now
+        member.credit(msg.version, msg.samples, compute_s, msg.bandwidth, now)
 
     def forget(self, worker_id: int) -> None:
         """A worker left: stop waiting for it and drop what was learned about it."""
@@ -157,7 +157,8 @@ class Schedule:
         for c in items:
             self.cursors[c.shard] = self.cursors.get(c.shard, 0) + c.samples
         for m in members:
-            m.busy = busy.get(m.worker_id, m.busy)
+            if m.worker_id in busy:
+                m.note_busy(busy[m.worker_id])
         slowest = max(c.compute_s for c in items)
         event = RoundClosed(
             round=self.server.version, version=self.server.version,
@@ -192,8 +193,7 @@ class Schedule:
         missed max_missed deadlines in a row (alive, but stuck)."""
         out = []
         for member in ready:
-            member.missed = 0 if member.shard in pushed else member.missed + 1
-            if member.missed >= self.config.max_missed:
+            if member.closed_round(member.shard in pushed) >= self.config.max_missed:
                 out.append(member)
         return out
 
