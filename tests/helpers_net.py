@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
-import socket
 import subprocess
 import sys
 import threading
@@ -23,6 +21,7 @@ from computeshare_desktop.protocol.pake import WorkerPairing
 from computeshare_desktop.transport import (EVENT_TOPIC, HubServer, Identity, ReqChannel,
                                             ZmqConnector)
 from computeshare_desktop.worker import WorkerOptions, WorkerSession, pick_device
+from testbed.ports import free_ports  # noqa: F401  (the tests import it from here)
 
 PIN = "246810"
 E = TypeVar("E", bound=Event)
@@ -215,28 +214,6 @@ class EventListener(EventLog):
         self._thread.join(5)
         self._sock.close(0)
         self._ctx.term()
-
-
-# Ports for hubs that a test starts as processes. They come from below every system's
-# ephemeral range (Linux 32768-60999, macOS and Windows 49152-65535): a port the kernel
-# hands out for outgoing connections could be taken by any client in the suite between the
-# check here and the hub's bind ("address in use"; seen once in a full run).
-TEST_PORTS = range(20000, 32000)
-
-
-def free_ports() -> int:
-    """A port P such that P, P+1 and P+2 are free on 127.0.0.1 right now."""
-    rng = random.Random()
-    for _ in range(200):
-        port = rng.randrange(TEST_PORTS.start, TEST_PORTS.stop - 2)
-        try:
-            for extra in (0, 1, 2):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", port + extra))
-        except OSError:
-            continue
-        return port
-    raise RuntimeError("no three free consecutive ports")
 
 
 def cli(*args: str, env: dict[str, str] | None = None, **kwargs: Any) -> subprocess.Popen[str]:

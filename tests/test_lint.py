@@ -16,7 +16,7 @@ def _run(module: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_is_clean() -> None:
-    proc = _run("ruff", "check", "computeshare_desktop", "tests", "benchmarks")
+    proc = _run("ruff", "check", "computeshare_desktop", "tests", "benchmarks", "testbed")
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

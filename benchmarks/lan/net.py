@@ -1,15 +1,12 @@
-"""The benchmark's virtual LAN: the test suite's ``VirtualLan`` (tests/netlab.py), whose
+"""The benchmark's virtual LAN: ``testbed.netlab.VirtualLan`` (the test suite's too), whose
 links are shaped with htb in both directions, plus the link rates the benchmark uses."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-
-from netlab import VirtualLan, netns_available  # noqa: E402
+from testbed.netlab import VirtualLan, netns_available
 
 LINKS: dict[str, str | None] = {"unshaped": None, "1gbit": "1gbit", "100mbit": "100mbit",
                                 "20mbit": "20mbit"}

@@ -31,7 +31,7 @@ from typing import Any, Callable
 import pytest
 import torch
 
-from netlab import VirtualLan, netns_available
+from testbed.netlab import VirtualLan, netns_available
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not netns_available(),

@@ -17,7 +17,7 @@ import pytest
 
 from computeshare_desktop.data import dataset_info
 from computeshare_desktop.models import build_model, flat_parameters
-from netlab import VirtualLan, netns_available
+from testbed.netlab import VirtualLan, netns_available
 
 pytestmark = pytest.mark.slow
 PIN = "583920"

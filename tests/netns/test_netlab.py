@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-import netlab
-from netlab import VirtualLan, list_namespaces, netns_available
+from testbed import netlab
+from testbed.netlab import VirtualLan, list_namespaces, netns_available
 
 pytestmark = pytest.mark.skipif(
     not netns_available(),
@@ -268,7 +268,8 @@ def test_exit_cleans_up_when_the_body_raises():
 
 
 CRASHING_CREATOR = r"""
-import json, netlab, time
+import json, time
+from testbed import netlab
 lan = netlab.VirtualLan(["a", "b"]).__enter__()
 sleeper = lan.popen("a", ["sleep", "60"])
 print(json.dumps({"namespaces": lan.namespaces, "sleeper": sleeper.pid}), flush=True)
@@ -277,7 +278,7 @@ time.sleep(60)
 
 
 def test_namespaces_of_a_crashed_run_are_removed_by_the_next():
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(netlab.__file__))
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(netlab.__file__)))
     creator = subprocess.Popen([PY, "-c", CRASHING_CREATOR], stdout=subprocess.PIPE, text=True,
                                env=env)
     try:

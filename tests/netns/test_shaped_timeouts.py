@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from netlab import VirtualLan, netns_available
+from testbed.netlab import VirtualLan, netns_available
 
 pytestmark = pytest.mark.slow
 CLI = [sys.executable, "-m", "computeshare_desktop.cli"]

@@ -1,4 +1,6 @@
-"""A virtual LAN of Linux network namespaces for tests: hosts, a bridge, and a packet capture.
+"""A virtual LAN of Linux network namespaces: hosts, a bridge, and a packet capture.
+
+The tests (tests/netns) and the shaped-LAN benchmarks (benchmarks/lan) both build on it.
 
 Everything lives in namespaces the LAN creates itself: the root namespace gains no link, no
 address and no route, hosts get no default route, and nothing forwards or NATs. Traffic
