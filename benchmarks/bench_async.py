@@ -10,11 +10,13 @@ async: 3R single-batch updates) and are evaluated every 3 x 32 x E samples:
 * async: each update applied on arrival, staleness-aware learning rate.
 
 Reported per mode, median of --repeats runs interleaved (A B C A B C ...): seconds from
-the first round to 95% test accuracy, final accuracy after the same samples, samples/s,
-and async's staleness histogram.
+the first round to 95% test accuracy (benchmarks/targets.py), final accuracy after the same
+samples, samples/s, and async's staleness histogram.
 
-    .venv/bin/python benchmarks/bench_async.py            # about 3 minutes here
-    .venv/bin/python benchmarks/bench_async.py --repeats 5 --fast 2000
+    .venv/bin/python -m benchmarks.bench_async            # about 3 minutes here
+    .venv/bin/python -m benchmarks.bench_async --repeats 5 --fast 2000
+    .venv/bin/python -m benchmarks.bench_async --repeats 1 --rounds 30 --eval-every 10 \
+        --results /tmp/async.jsonl --report /tmp/async.md      # a quick look
 """
 
 from __future__ import annotations
@@ -22,8 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
-import statistics
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,13 +32,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks._common import CLI, free_ports, home_env, median_known, stop, table
+from benchmarks.targets import ASYNC
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "async.jsonl"
 REPORT = ROOT / "docs" / "BENCHMARKS-ASYNC.md"
 PIN = "135790"
 WORKERS = 3
 BATCH = 32
-TARGET = 0.95
 MODES: dict[str, tuple[str, ...]] = {
     "sync, balanced": ("--mode", "sync"),
     "sync, equal batches": ("--mode", "sync", "--no-balance"),
@@ -45,29 +48,22 @@ MODES: dict[str, tuple[str, ...]] = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def run_one(mode: str, rounds: int, eval_every: int, fast: float, work: Path) -> dict[str, Any]:
     """One session: the hub and three throttled workers; its metrics and timings."""
     asynchronous = "async" in MODES[mode]
     scale = WORKERS if asynchronous else 1  # an async round is one worker's batch
-    port = free_port()
+    port = free_ports()
     out = work / "out"
-    env = {**os.environ, "COMPUTESHARE_HOME": str(work / "home"), "COMPUTESHARE_PIN": PIN}
-    cli = [sys.executable, "-m", "computeshare_desktop.cli"]
+    env = home_env(work / "home", COMPUTESHARE_PIN=PIN)
     hub = subprocess.Popen(
-        [*cli, "host", "--bind", "127.0.0.1", "--port", str(port), "--workers", str(WORKERS),
+        [*CLI, "host", "--bind", "127.0.0.1", "--port", str(port), "--workers", str(WORKERS),
          "--rounds", str(rounds * scale), "--eval-every", str(eval_every * scale),
          "--batch-size", str(BATCH), "--codec", "zstd", "--no-advertise", "--quiet",
          "--out", str(out), *MODES[mode]],
         env=env, stdout=subprocess.DEVNULL, stderr=(work / "hub.err").open("wb"))
     rates = [fast, fast, fast / 3]
     workers = [subprocess.Popen(
-        [*cli, "join", f"127.0.0.1:{port}", "--device", "cpu", "--threads", "1", "--quiet",
+        [*CLI, "join", f"127.0.0.1:{port}", "--device", "cpu", "--threads", "1", "--quiet",
          "--name", f"w{i}", "--max-rate", str(rate), "--wait", "60"],
         env=env, stdout=subprocess.DEVNULL, stderr=(work / f"w{i}.err").open("wb"))
         for i, rate in enumerate(rates)]
@@ -75,10 +71,7 @@ def run_one(mode: str, rounds: int, eval_every: int, fast: float, work: Path) ->
     try:
         hub.wait(timeout=600)
     finally:
-        for proc in [hub, *workers]:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
+        stop([hub, *workers], signal.SIGKILL)
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     return {"mode": mode, "rounds": rounds, "fast": fast, "slow": fast / 3,
             "hub_exit": hub.returncode, "wall_s": time.monotonic() - started,
@@ -91,7 +84,7 @@ def summarize(records: list[dict[str, Any]], scale: int) -> dict[str, Any]:
     evals = [r for r in records if r["type"] == "eval"]
     begin = rounds[0]["elapsed_s"] - rounds[0]["seconds"]  # the first round's opening
     end = rounds[-1]["elapsed_s"]
-    reached = next((e for e in evals if e["accuracy"] >= TARGET), None)
+    reached = next((e for e in evals if e["accuracy"] >= ASYNC.accuracy), None)
     histograms = [r for r in records if r["type"] == "staleness"]
     return {"time_to_target_s": reached["elapsed_s"] - begin if reached else None,
             "samples_to_target": reached["version"] * BATCH * WORKERS // scale
@@ -104,14 +97,9 @@ def summarize(records: list[dict[str, Any]], scale: int) -> dict[str, Any]:
                       for e in evals]}
 
 
-def median(values: list[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return statistics.median(known) if len(known) * 2 > len(values) else None
-
-
 def verdict(results: list[dict[str, Any]], balanced_over_async: float, ages: list[int]) -> str:
     """What the measured ratio means (the sentence follows the numbers, whichever way)."""
-    rates = {mode: median([r["samples_per_s"] for r in results if r["mode"] == mode])
+    rates = {mode: median_known([r["samples_per_s"] for r in results if r["mode"] == mode])
              for mode in MODES}
     sync_rate, async_rate = rates["sync, balanced"], rates["async"]
     rate = (f"sync then moves {sync_rate / async_rate:.2f}x async's samples a second"
@@ -130,10 +118,11 @@ def verdict(results: list[dict[str, Any]], balanced_over_async: float, ages: lis
 
 def report(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
     """The markdown report: medians per mode, and what they mean."""
+    pc = f"{100 * ASYNC.accuracy:.0f}%"
     lines = [
         "# Sync vs async with a straggler",
         "",
-        f"Command: `.venv/bin/python benchmarks/bench_async.py --repeats {args.repeats} "
+        f"Command: `.venv/bin/python -m benchmarks.bench_async --repeats {args.repeats} "
         f"--fast {args.fast:g} --rounds {args.rounds}` (loopback, {os.cpu_count()} cores; "
         f"{time.strftime('%Y-%m-%d')}).",
         "",
@@ -143,26 +132,17 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
         f"{args.rounds} rounds of 3 batches; async: {3 * args.rounds} updates of one). "
         f"Medians of {args.repeats} runs per mode, interleaved.",
         "",
-        "| mode | time to 95% (s) | samples to 95% | final accuracy | samples/s |",
-        "|---|---:|---:|---:|---:|",
+        table(["mode", f"time to {pc} (s)", f"samples to {pc}", "final accuracy", "samples/s"],
+              [mode_row(mode, [r for r in results if r["mode"] == mode]) for mode in MODES],
+              align="lrrrr"),
     ]
-    for mode in MODES:
-        runs = [r for r in results if r["mode"] == mode]
-        t = median([r["time_to_target_s"] for r in runs])
-        n = median([r["samples_to_target"] for r in runs])
-        acc = median([r["final_accuracy"] for r in runs])
-        rate = median([r["samples_per_s"] for r in runs])
-        lines.append(f"| {mode} | {f'{t:.1f}' if t is not None else 'not reached'} | "
-                     f"{f'{n:,.0f}' if n is not None else '-'} | "
-                     f"{100 * acc:.1f}% | {rate:,.0f} |" if acc is not None and rate else
-                     f"| {mode} | - | - | - | - |")
-    times = {mode: median([r["time_to_target_s"] for r in results if r["mode"] == mode])
+    times = {mode: median_known([r["time_to_target_s"] for r in results if r["mode"] == mode])
              for mode in MODES}
     a, b, e = times["async"], times["sync, balanced"], times["sync, equal batches"]
     hist = [r["staleness"] for r in results if r["staleness"]]
     ages = sorted({int(k) for h in hist for k in h["counts"]})
     if a and b and e and ages:
-        lines += ["", f"Time to 95%: async is {e / a:.2f}x as fast as sync with equal batches "
+        lines += ["", f"Time to {pc}: async is {e / a:.2f}x as fast as sync with equal batches "
                       f"(every round waits for the straggler) and {b / a:.2f}x sync with "
                       "balanced batches. " + verdict(results, b / a, ages)]
     if hist:
@@ -172,6 +152,18 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
                       + ", ".join(f"{k}: {v}" for k, v in last["counts"].items())
                       + f"; refused {last['refused']}."]
     return "\n".join(lines) + "\n"
+
+
+def mode_row(mode: str, runs: list[dict[str, Any]]) -> list[str]:
+    """A mode's medians: time and samples to the target, final accuracy, samples/s."""
+    t = median_known([r["time_to_target_s"] for r in runs])
+    n = median_known([r["samples_to_target"] for r in runs])
+    acc = median_known([r["final_accuracy"] for r in runs])
+    rate = median_known([r["samples_per_s"] for r in runs])
+    if acc is None or not rate:
+        return [mode, "-", "-", "-", "-"]
+    return [mode, f"{t:.1f}" if t is not None else "not reached",
+            f"{n:,.0f}" if n is not None else "-", f"{100 * acc:.1f}%", f"{rate:,.0f}"]
 
 
 def main() -> int:
@@ -198,7 +190,7 @@ def main() -> int:
             result["repeat"] = repeat
             results.append(result)
             t = result["time_to_target_s"]
-            print(f"{mode:22s} run {repeat + 1}: to 95% "
+            print(f"{mode:22s} run {repeat + 1}: to {100 * ASYNC.accuracy:.0f}% "
                   f"{f'{t:.1f} s' if t is not None else 'not reached'}, final "
                   f"{100 * result['final_accuracy']:.1f}%, "
                   f"{result['samples_per_s']:,.0f} samples/s", flush=True)

@@ -8,21 +8,25 @@ until the last worker holds the payload (on loopback also the hub thread's CPU t
 encoding is done once per version in both (that is what the shared payload buys over
 per-worker encoding); what differs is how the bytes leave.
 
-    sudo .venv/bin/python benchmarks/bench_fanout.py --out docs/BENCHMARKS-FANOUT.md
+    sudo .venv/bin/python -m benchmarks.bench_fanout --out docs/BENCHMARKS-FANOUT.md
+    .venv/bin/python -m benchmarks.bench_fanout --no-lan --versions 3   # a quick look
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import zmq
+
+from benchmarks._common import median, table, table_row
+from benchmarks.lan.net import ShapedLan
 
 SIZES = {"simplenet zstd delta (52 kB)": 52_000, "ResNet-18 top-k 2% delta (1.8 MB)": 1_800_000,
          "ResNet-18 int8 delta (11.5 MB)": 11_500_000}
@@ -49,6 +53,14 @@ def client_socket(ctx: zmq.Context, kind: int, server_public: bytes) -> zmq.Sock
     return sock
 
 
+def started(target: Callable[[], None], n: int) -> list[threading.Thread]:
+    """``n`` threads running ``target``, started."""
+    threads = [threading.Thread(target=target) for _ in range(n)]
+    for t in threads:
+        t.start()
+    return threads
+
+
 def run_reqrep(n: int, size: int, versions: int) -> tuple[list[float], list[float]]:
     """Workers park a request (a long-poll); the hub answers all of them with one payload."""
     ctx = zmq.Context()
@@ -72,9 +84,7 @@ def run_reqrep(n: int, size: int, versions: int) -> tuple[list[float], list[floa
         finally:
             req.close(0)
 
-    threads = [threading.Thread(target=worker) for _ in range(n)]
-    for t in threads:
-        t.start()
+    threads = started(worker, n)
     payload = bytes(size)
     wall, cpu = [], []
     try:
@@ -122,9 +132,7 @@ def run_pubsub(n: int, size: int, versions: int) -> tuple[list[float], list[floa
         finally:
             sub.close(0)
 
-    threads = [threading.Thread(target=worker) for _ in range(n)]
-    for t in threads:
-        t.start()
+    threads = started(worker, n)
     while ready.n_waiting < n:
         pub.send(b"probe")
         time.sleep(0.05)
@@ -151,9 +159,6 @@ LAN_RATE = "100mbit"
 
 def run_lan(mode: str, n: int, size: int, versions: int) -> list[float]:
     """The same fan-out between namespaces on a LAN shaped to LAN_RATE (needs root)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from benchmarks.lan.net import ShapedLan
-
     node = [sys.executable, str(Path(__file__).resolve().parent / "lan" / "fanout_node.py")]
     port = 47600
     with ShapedLan(["hub", *(f"w{i}" for i in range(n))]) as lan:
@@ -171,31 +176,29 @@ def run_lan(mode: str, n: int, size: int, versions: int) -> list[float]:
 
 
 def loopback_table(versions: int) -> str:
-    rows = ["| payload | workers | request/reply ms (median) | PUB/SUB ms (median) | "
-            "request/reply hub CPU ms | PUB/SUB hub CPU ms |", "|---|---|---|---|---|---|"]
+    rows = []
     for name, size in SIZES.items():
         for n in WORKERS:
-            (rw, rc), (pw, pc) = (
-                tuple(statistics.median(x[1:]) for x in fn(n, size, versions))
-                for fn in (run_reqrep, run_pubsub))
-            rows.append(f"| {name} | {n} | {1000 * rw:.2f} | {1000 * pw:.2f} | "
-                        f"{1000 * rc:.3f} | {1000 * pc:.3f} |")
-            print(rows[-1], flush=True)
-    return "\n".join(rows) + "\n"
+            (rw, rc), (pw, pc) = (tuple(median(x[1:]) for x in fn(n, size, versions))
+                                  for fn in (run_reqrep, run_pubsub))
+            rows.append([name, n, f"{1000 * rw:.2f}", f"{1000 * pw:.2f}", f"{1000 * rc:.3f}",
+                         f"{1000 * pc:.3f}"])
+            print(table_row(rows[-1]), flush=True)
+    return table(["payload", "workers", "request/reply ms (median)", "PUB/SUB ms (median)",
+                  "request/reply hub CPU ms", "PUB/SUB hub CPU ms"], rows) + "\n"
 
 
 def lan_table(versions: int) -> str:
-    rows = [f"| payload | workers | request/reply ms (median) | PUB/SUB ms (median) | "
-            f"payload x workers at {LAN_RATE}, ms |", "|---|---|---|---|---|"]
+    rows = []
     for name, size in list(SIZES.items())[1:]:
         for n in (2, 4):
-            rr = statistics.median(run_lan("reqrep", n, size, versions)[1:])
-            ps = statistics.median(run_lan("pubsub", n, size, versions)[1:])
+            rr = median(run_lan("reqrep", n, size, versions)[1:])
+            ps = median(run_lan("pubsub", n, size, versions)[1:])
             wire = n * size * 8 / 100e6
-            rows.append(f"| {name} | {n} | {1000 * rr:.1f} | {1000 * ps:.1f} | "
-                        f"{1000 * wire:.1f} |")
-            print(rows[-1], flush=True)
-    return "\n".join(rows) + "\n"
+            rows.append([name, n, f"{1000 * rr:.1f}", f"{1000 * ps:.1f}", f"{1000 * wire:.1f}"])
+            print(table_row(rows[-1]), flush=True)
+    return table(["payload", "workers", "request/reply ms (median)", "PUB/SUB ms (median)",
+                  f"payload x workers at {LAN_RATE}, ms"], rows) + "\n"
 
 
 def main() -> int:
@@ -214,7 +217,7 @@ def main() -> int:
 REPORT = """\
 # Fan-out of a model version: shared payload over request/reply, or PUB/SUB
 
-Generated by `python benchmarks/bench_fanout.py --out docs/BENCHMARKS-FANOUT.md` (the LAN
+Generated by `python -m benchmarks.bench_fanout --out docs/BENCHMARKS-FANOUT.md` (the LAN
 part as root). The hub encodes each version once in both; the question is how the same
 bytes best reach N workers. Both use CURVE, as the real sockets do.
 

@@ -6,9 +6,9 @@ processes on it: a `computeshare host` machine plus 1, 2 or 4 `computeshare join
 or 1, 2 or 4 DDP ranks on the same worker machines, model, data and per-worker batch (32).
 Every process uses one torch thread; all share this machine's cores.
 
-    sudo .venv/bin/python benchmarks/bench_lan.py                 # everything (hours)
-    sudo .venv/bin/python benchmarks/bench_lan.py --plan targets  # what the targets need
-    sudo .venv/bin/python benchmarks/bench_lan.py --plan quick    # a smoke run
+    sudo .venv/bin/python -m benchmarks.bench_lan                 # everything (hours)
+    sudo .venv/bin/python -m benchmarks.bench_lan --plan targets  # what the targets need
+    sudo .venv/bin/python -m benchmarks.bench_lan --plan quick    # a smoke run
 
 Each finished run is appended to --results (JSON lines) and skipped when the benchmark is
 run again (--fresh starts over), so an interrupted run resumes. The report is rewritten
@@ -26,13 +26,11 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.lan import evaluate, report
+from benchmarks.lan.net import LINKS, ShapedLan, netns_available
+from benchmarks.lan.report import LOSSLESS
+from benchmarks.lan.runs import Spec, run_cs, run_ddp, summarize
 
-from benchmarks.lan import evaluate, report  # noqa: E402
-from benchmarks.lan.net import LINKS, ShapedLan, netns_available  # noqa: E402
-from benchmarks.lan.runs import Spec, run_cs, run_ddp, summarize  # noqa: E402
-
-LOSSLESS = "lossless sync"
 MODES: dict[str, tuple[str, ...]] = {
     LOSSLESS: ("--codec", "zstd", "--local-steps", "0"),  # = preset lan
     "fp16": ("--codec", "fp16", "--local-steps", "0"),

@@ -13,11 +13,13 @@ Every ``--sample-every`` seconds it reads the hub's VmRSS and open file descript
 at its end and at the end of the run the churn pauses until all workers train again and
 no departed connection lingers, and the hub is measured in that same quiet state. It fails
 (exit 1) when RSS grew by ``--max-growth`` % or more between the two, when the hub holds
-more descriptors at the end than after warm-up (``--fd-slack``, default 0), when a worker
+more descriptors at the end than after warm-up plus ``--fd-slack`` (both defaults from
+``benchmarks/targets.py``), when a worker
 met an unexpected error, or when the rounds or the churn stalled.
 
-    .venv/bin/python benchmarks/soak.py                      # 10 minutes
-    .venv/bin/python benchmarks/soak.py --minutes 1 --report -   # a quick look
+    .venv/bin/python -m benchmarks.soak                      # 10 minutes
+    .venv/bin/python -m benchmarks.soak --minutes 1 --report - \
+        --results /tmp/soak.jsonl                            # a quick look
 
 Each run appends one JSON line to --results; --report writes the markdown section
 (docs/BENCHMARKS-SOAK.md) from that run.
@@ -43,10 +45,10 @@ from typing import Any, Callable
 
 import zmq
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.soak_report import latest, machine, mb, render  # noqa: E402
-from benchmarks.soak_worker import Leave, Phase, SimWorker, Tally  # noqa: E402
+from benchmarks._common import CLI, exit_on_signal, home_env, machine, stop, write_text
+from benchmarks.soak_report import latest, mb, render
+from benchmarks.soak_worker import Leave, Phase, SimWorker, Tally
+from benchmarks.targets import SOAK
 
 REPO = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
@@ -54,7 +56,6 @@ PIN = "482916"
 CHURN = (Leave.BYE, Leave.REJOIN, Leave.VANISH, Leave.BYE, Leave.REJOIN, Leave.STALL)
 LINGER_S = 2.0  # after settling: the hub closes a departed peer's connection by then
 READINGS = 5  # readings at a quiet point, 0.2 s apart (see quiet_point)
-
 
 
 # ----------------------------------------------------------------------------- the hub
@@ -65,8 +66,8 @@ class Hub:
         self.root = root
         self.out = root / "session"
         self.stdout, self.stderr = root / "hub.out", root / "hub.err"
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "COMPUTESHARE_HOME": str(root / "home")}
-        cmd = [sys.executable, "-m", "computeshare_desktop.cli", "host", "--pin", PIN,
+        env = home_env(root / "home", PYTHONUNBUFFERED="1")
+        cmd = [*CLI, "host", "--pin", PIN,
                "--workers", str(workers), "--rounds", str(10**9),
                "--eval-every", str(eval_every),
                "--codec", codec, "--local-steps", "0", "--bind", HOST, "--port", "0",
@@ -94,15 +95,7 @@ class Hub:
 
     def stop(self, timeout_s: float = 60.0) -> int | None:
         """SIGTERM (a stop that saves), then SIGKILL; the exit code (None if killed)."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                return self.proc.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                return None
-        return self.proc.returncode
+        return None if stop([self.proc], signal.SIGTERM, timeout_s) else self.proc.returncode
 
     def log_counts(self) -> dict[str, int]:
         """What the hub's log says happened (it runs with -v)."""
@@ -363,8 +356,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--codec", default="zstd", help="how pushes travel (default %(default)s)")
     p.add_argument("--eval-every", type=int, default=0, help="rounds between the hub's test "
                    "evaluations (default 0: none; see soak_report.EVAL_NOTE)")
-    p.add_argument("--max-growth", type=float, default=5.0, help="RSS growth limit in %%")
-    p.add_argument("--fd-slack", type=int, default=0, help="descriptors the hub may gain")
+    p.add_argument("--max-growth", type=float, default=SOAK.rss_growth_pct,
+                   help="RSS growth limit in %% (default %(default)s: benchmarks/targets.py)")
+    p.add_argument("--fd-slack", type=int, default=SOAK.fd_growth,
+                   help="descriptors the hub may gain (default %(default)s)")
     p.add_argument("--settle-timeout", type=float, default=120.0, help="seconds to wait for "
                    "the workers to settle before a measurement")
     p.add_argument("--results", type=Path, default=REPO / "benchmarks/results/soak.jsonl")
@@ -376,29 +371,26 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def _exit_on_signal(signum: int, frame: Any) -> None:
-    raise SystemExit(128 + signum)  # unwinds through the finally blocks: the hub is stopped
-
-
 def report_only(args: argparse.Namespace) -> int:
     """Re-render the report of the latest recorded run labelled ``args.label``."""
     record = latest(args.results, args.label)
     if record is None:
         print(f"no run labelled {args.label!r} in {args.results}", file=sys.stderr)
         return 2
-    text = render(record, defaults=vars(parse([])), linger_s=LINGER_S, readings=READINGS)
-    if args.report and args.report != "-":
-        Path(args.report).write_text(text, encoding="utf-8")
-    else:
-        print(text)
+    write_text(report(record), args.report or "-")
     return 0
+
+
+def report(record: dict[str, Any]) -> str:
+    """The markdown of one recorded run."""
+    return render(record, defaults=vars(parse([])), linger_s=LINGER_S, readings=READINGS)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     if args.report_only:
         return report_only(args)
-    signal.signal(signal.SIGTERM, _exit_on_signal)
+    signal.signal(signal.SIGTERM, exit_on_signal)  # the finally blocks stop the hub
     root = Path(tempfile.mkdtemp(prefix="computeshare-soak-"))
     date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     try:
@@ -414,11 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     args.results.parent.mkdir(parents=True, exist_ok=True)
     with open(args.results, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(record) + "\n")
-    text = render(record, defaults=vars(parse([])), linger_s=LINGER_S, readings=READINGS)
-    if args.report == "-":
-        print(text)
-    elif args.report:
-        Path(args.report).write_text(text, encoding="utf-8")
+    write_text(report(record), args.report)
     for name, ok in record["checks"].items():
         print(f"{'PASS' if ok else 'FAIL'}: {name}")
     print(f"RSS {mb(record['warm']['rss_kb'])} after warm-up -> {mb(record['end']['rss_kb'])} "

@@ -3,26 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
-import platform
 from pathlib import Path
 from typing import Any
 
-import zmq
+from benchmarks._common import table
 
 REPO = Path(__file__).resolve().parents[1]
 # Why the soak does not evaluate by default (--eval-every turns it on).
 EVAL_NOTE = ("each evaluation's 500-image batches make glibc keep or give back tens of MB, "
              "so the hub's RSS jumps by up to ±5% for seconds at a time, which would drown "
              "a leak; runs with evaluations are in the table below")
-
-
-def machine() -> dict[str, str]:
-    cpu = next((line.split(":", 1)[1].strip() for line in
-                Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")),
-               platform.processor())
-    return {"cpus": str(os.cpu_count()), "cpu": cpu, "python": platform.python_version(),
-            "pyzmq": zmq.__version__, "libzmq": zmq.zmq_version(), "os": platform.platform()}
 
 
 def latest(results: Path, label: str) -> dict[str, Any] | None:
@@ -109,7 +99,7 @@ def rerun(a: dict[str, Any], defaults: dict[str, Any]) -> str:
             "eval_every", "label")
     extra = " ".join(f"--{k.replace('_', '-')} {a[k]!r}" if isinstance(a[k], str) else
                      f"--{k.replace('_', '-')} {a[k]:g}" for k in keep if a[k] != defaults[k])
-    return f".venv/bin/python benchmarks/soak.py {extra} --report docs/BENCHMARKS-SOAK.md" \
+    return f".venv/bin/python -m benchmarks.soak {extra} --report docs/BENCHMARKS-SOAK.md" \
         .replace("  ", " ")
 
 
@@ -126,8 +116,7 @@ def points_table(record: dict[str, Any]) -> str:
             ["RssAnon (heap)", *(mb(p["anon_kb"]) for p in points), mb(record["anon_max_kb"])],
             ["open descriptors", *(str(p["fds"]) for p in points), str(record["fd_max"])],
             ["threads", *(str(p["threads"]) for p in points), ""]]
-    head = "| | hub start | end of warm-up | end | max |\n|---|---|---|---|---|\n"
-    return head + "\n".join("| " + " | ".join(row) + " |" for row in rows)
+    return table(["", "hub start", "end of warm-up", "end", "max"], rows)
 
 
 def history(record: dict[str, Any]) -> str:
@@ -135,19 +124,18 @@ def history(record: dict[str, Any]) -> str:
     path = Path(record["args"]["results"])
     runs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
             if line.strip()] if path.exists() else []
-    rows = [f"| {r['date']} | {r['label']} | {r['args']['minutes']:g} | "
-            f"{r['args']['workers']} | {r['args']['churn_every']:g} | {r['metrics']['rounds']} | "
-            f"{mb(r['warm']['rss_kb'])} → {mb(r['end']['rss_kb'])} | {r['rss_growth_pct']:+.2f}% | "
-            f"{r['warm']['fds']} → {r['end']['fds']} | {'PASS' if r['passed'] else 'FAIL'} |"
-            for r in runs]
+    rows = [[r["date"], r["label"], f"{r['args']['minutes']:g}", r["args"]["workers"],
+             f"{r['args']['churn_every']:g}", r["metrics"]["rounds"],
+             f"{mb(r['warm']['rss_kb'])} → {mb(r['end']['rss_kb'])}",
+             f"{r['rss_growth_pct']:+.2f}%", f"{r['warm']['fds']} → {r['end']['fds']}",
+             "PASS" if r["passed"] else "FAIL"] for r in runs]
     shown = path.relative_to(REPO) if path.is_relative_to(REPO) else path
     failed = any(not r["passed"] for r in runs)
     note = " Runs that failed are kept: each is a finding, which its label names." if failed \
         else ""
     return (f"Every run recorded in `{shown}`.{note}\n\n"
-            "| date | label | minutes | workers | churn every s | rounds | RSS warm-up → end | "
-            "growth | descriptors | result |\n|---|---|---|---|---|---|---|---|---|---|\n"
-            + "\n".join(rows))
+            + table(["date", "label", "minutes", "workers", "churn every s", "rounds",
+                     "RSS warm-up → end", "growth", "descriptors", "result"], rows))
 
 
 def refusals(counts: dict[str, int]) -> str:

@@ -8,15 +8,15 @@ step count or time budget, and returns plain numbers (a dict that goes to JSON a
 from __future__ import annotations
 
 import json
-import os
 import signal
-import statistics
 import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from benchmarks._common import CLI, home_env, median, stop
 
 from .net import ShapedLan
 
@@ -97,8 +97,8 @@ class Lines:
 
 
 def _env(home: Path) -> dict[str, str]:
-    return {**os.environ, "COMPUTESHARE_HOME": str(home), "OMP_NUM_THREADS": "1",
-            "PYTHONPATH": str(REPO), "COMPUTESHARE_PIN": PIN, "GLOO_SOCKET_IFNAME": "eth0"}
+    return home_env(home, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO), COMPUTESHARE_PIN=PIN,
+                    GLOO_SOCKET_IFNAME="eth0")
 
 
 def _tail(path: Path, size: int = 2000) -> str:
@@ -109,24 +109,10 @@ def _tail(path: Path, size: int = 2000) -> str:
         return ""
 
 
-def _stop(procs: list[subprocess.Popen[bytes]], first_signal: int) -> None:
-    for proc in procs:
-        if proc.poll() is None:
-            proc.send_signal(first_signal)
-    deadline = time.monotonic() + 30
-    for proc in procs:
-        try:
-            proc.wait(max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 def run_cs(lan: ShapedLan, spec: Spec, work: Path) -> dict[str, Any]:
     """A hub in namespace "hub" and ``spec.workers`` CLI workers; the measured rounds."""
     out, env = work / "out", _env(work / "home")
-    cli = [sys.executable, "-m", "computeshare_desktop.cli"]
-    hub = lan.popen("hub", [*cli, "host", "--bind", "0.0.0.0", "--port", str(PORT),
+    hub = lan.popen("hub", [*CLI, "host", "--bind", "0.0.0.0", "--port", str(PORT),
                             "--workers", str(spec.workers), "--rounds", str(spec.steps),
                             "--model", spec.model, "--batch-size", str(spec.batch),
                             "--pin", PIN, "--no-advertise", "--out", str(out),
@@ -136,7 +122,7 @@ def run_cs(lan: ShapedLan, spec: Spec, work: Path) -> dict[str, Any]:
     started = time.monotonic()
     while not (out / "session.json").exists() and hub.poll() is None:
         time.sleep(POLL_S)
-    workers = [lan.popen(f"w{i}", [*cli, "join", f"{lan.address('hub')}:{PORT}", "--device",
+    workers = [lan.popen(f"w{i}", [*CLI, "join", f"{lan.address('hub')}:{PORT}", "--device",
                                    "cpu", "--threads", "1", "--quiet", "--name", f"w{i}",
                                    "--wait", "60"],
                          env=env, stdout=subprocess.DEVNULL,
@@ -156,7 +142,7 @@ def run_cs(lan: ShapedLan, spec: Spec, work: Path) -> dict[str, Any]:
             stopped_early = True
             break
         time.sleep(POLL_S)
-    _stop([hub, *workers], signal.SIGTERM)  # (SIGINT is ignored when run in the background)
+    stop([hub, *workers], signal.SIGTERM)  # (SIGINT is ignored when run in the background)
     counter.close()
     err = _tail(work / "hub.err")
     records = Lines(out / "metrics.jsonl").read()
@@ -200,7 +186,7 @@ def run_ddp(lan: ShapedLan, spec: Spec, work: Path) -> dict[str, Any]:
         steps = sum(1 for r in log.read() if "step" in r)
         watch.mark(steps, lan.all_tx_bytes())  # no hub: what every rank sent
         time.sleep(4 * POLL_S)
-    _stop(procs, signal.SIGTERM)
+    stop(procs, signal.SIGTERM)
     err = _tail(work / "rank0.err")
     return {"spec": asdict(spec), "key": spec.key, "records": log.read(),
             "marks": watch.marks, "rank0_exit": procs[0].returncode, "stderr": err,
@@ -230,12 +216,12 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
         wire_ratio = wire / app_window if app_window else None
     mode = next((r for r in records if r.get("type") == "mode"), None)
     return {
-        "rounds": len(steady), "round_s": statistics.median(seconds),
-        "compute_s": statistics.median(compute),
-        "comm_s": statistics.median(s - c for s, c in zip(seconds, compute, strict=True)),
+        "rounds": len(steady), "round_s": median(seconds),
+        "compute_s": median(compute),
+        "comm_s": median(s - c for s, c in zip(seconds, compute, strict=True)),
         "samples_per_s": samples / sum(seconds),
-        "steps_per_round": statistics.median(r.get("steps", 1) for r in steady),
-        "bytes_per_round": statistics.median(r["bytes_in"] + r["bytes_out"] for r in steady),
+        "steps_per_round": median(r.get("steps", 1) for r in steady),
+        "bytes_per_round": median(r["bytes_in"] + r["bytes_out"] for r in steady),
         "bytes_per_step": app / max(1, sum(r.get("steps", 1) for r in steady)),
         "wire_over_app": wire_ratio,
         "resent": result.get("resent"),  # requests sent again after a timeout (None: not counted)
@@ -244,7 +230,7 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
         "app_over_payload": (app / payload) if (payload := sum(
             r.get("payload_bytes", 0) for r in steady)) else None,
         "app_bytes_per_round": app / len(steady),
-        "busy": statistics.median(r["busy"] for r in steady),
+        "busy": median(r["busy"] for r in steady),
         "mode": mode, "final": next((r for r in records if r.get("type") == "eval"
                                      and r.get("final")), None),
     }
@@ -257,7 +243,7 @@ def _summarize_ddp(result: dict[str, Any]) -> dict[str, Any]:
     if not steady:
         return {"error": "no steady steps", "stderr": result.get("stderr", "")}
     seconds = [r["seconds"] for r in steady]
-    step_s = statistics.median(seconds)
+    step_s = median(seconds)
     compute = probe["compute_probe_s"] if probe else None
     window = Watch(result["marks"]).between(2, len(steps))
     per_step = window[0] / (window[2] - window[1]) if window else None

@@ -1,8 +1,8 @@
 """Soak, short: a real hub with 32 simulated workers and churn keeps its memory and descriptors.
 
-The same script as the 10-minute soak (``benchmarks/soak.py``, see docs/BENCHMARKS-SOAK.md),
-run for 60 s: a ``computeshare host`` process on 127.0.0.1, workers that pair, join, pull
-and push, and goodbyes, rejoins, vanished and stalled workers all along.
+The same script as the 10-minute soak (``python -m benchmarks.soak``, see
+docs/BENCHMARKS-SOAK.md), run for 60 s: a ``computeshare host`` process on 127.0.0.1, workers
+that pair, join, pull and push, and goodbyes, rejoins, vanished and stalled workers all along.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not sys.platform.startswith("linux"),
                                  reason="the soak reads the hub's memory and descriptors from "
                                         "/proc and ties it to its parent with prctl (Linux)")]
-SOAK = Path(__file__).resolve().parents[2] / "benchmarks" / "soak.py"
+REPO = Path(__file__).resolve().parents[2]  # `benchmarks` is a package there
 
 
 def run_soak(results: Path, *args: str, timeout_s: float) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.Popen([sys.executable, str(SOAK), "--results", str(results), *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "benchmarks.soak", "--results", str(results),
+                             *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
     try:
         out, err = proc.communicate(timeout=timeout_s)
     finally:
