@@ -8,25 +8,54 @@ turns each of them into one clear line and an exit code.
 
 from __future__ import annotations
 
+from enum import IntEnum
 from typing import Any
+
+
+class ExitCode(IntEnum):
+    """What the ``computeshare`` command's exit status means (``--help`` and the README's
+    table are made from, or checked against, these)."""
+
+    meaning: str  # one line for people
+
+    def __new__(cls, value: int, meaning: str) -> ExitCode:
+        member = int.__new__(cls, value)
+        member._value_ = value
+        member.meaning = meaning
+        return member
+
+    OK = 0, "success"
+    BUG = 1, "unexpected error (a bug: please report it with -vv output)"
+    USAGE = 2, "bad arguments or settings"
+    UNREACHABLE = 3, "hub unreachable (wrong address, hub not running, firewall)"
+    PORT_IN_USE = 4, "port already in use"
+    REFUSED = 5, "refused by the hub (wrong PIN, session full or finished, different model)"
+    DATASET_OFFLINE = 6, "dataset not available offline"
+    HUB_STOPPED = 7, "the hub stopped the session before its end (it can resume it later)"
+    INTERRUPTED = 130, "interrupted (Ctrl-C)"
+
+
+def exit_codes_text() -> str:
+    """The exit codes as ``--help`` lists them."""
+    return "exit codes:\n" + "\n".join(f"  {code.value:<2} {code.meaning}" for code in ExitCode)
 
 
 class ComputeShareError(Exception):
     """Base class of every error ComputeShare raises on purpose."""
 
-    exit_code = 1
+    exit_code = ExitCode.BUG
 
 
 class ConfigError(ComputeShareError):
     """A setting or argument is invalid (unknown dataset or model, bad number...)."""
 
-    exit_code = 2
+    exit_code = ExitCode.USAGE
 
 
 class DatasetUnavailableError(ComputeShareError):
     """A dataset is neither cached nor downloadable; the message names the way out."""
 
-    exit_code = 6
+    exit_code = ExitCode.DATASET_OFFLINE
 
 
 class CodedError(ComputeShareError):
@@ -56,23 +85,23 @@ class LocalProtocolError(ProtocolError):
 class HubUnreachableError(ComputeShareError):
     """The hub did not answer within the retry budget."""
 
-    exit_code = 3
+    exit_code = ExitCode.UNREACHABLE
 
 
 class PortInUseError(ComputeShareError):
     """The hub could not bind its port."""
 
-    exit_code = 4
+    exit_code = ExitCode.PORT_IN_USE
 
 
 class RejectedError(CodedError):
     """The hub refused us with a reject code (wrong PIN, session full, mismatch...)."""
 
-    exit_code = 5
+    exit_code = ExitCode.REFUSED
     prefix = "hub refused: "
 
 
 class HubStoppedError(ComputeShareError):
     """The hub's user stopped the session before its end (it can be resumed)."""
 
-    exit_code = 7
+    exit_code = ExitCode.HUB_STOPPED

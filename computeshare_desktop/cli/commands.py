@@ -13,51 +13,36 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 
 from ..discovery import SessionBrowser, describe, discover, pick_session
 from ..discovery.hub_advert import resolve_interface
-from ..errors import ConfigError
+from ..errors import ConfigError, ExitCode
 from ..evaluation import evaluate_file
 from ..events import Listening
-from ..hub import HubConfig
-from ..hub.presets import resolve
+from ..hub.config import MODE_OPTIONS, SessionOptions
+from ..join_options import JoinOptions
+from ..protocol.auth import typed_pin
+from ..schema import check, default, defaults, from_args
 from ..selftest import self_test as run_self_test
 from ..service import (HostPlan, HostService, JoinPlan, JoinService, JoinTarget, Tagged,
                        remembers)
 from ..service.host import PIN_ENV
-from ..service.options import worker_name
+from ..service.options import AppConfig, HostOptions, worker_name
 from ..worker import pick_device
 from .progress import HubView, WorkerView
 from .terminal import is_terminal
 
-DEFAULT_ROUNDS = 600  # a sync session's; an async round is one worker's batch
-INTERRUPTED = 130  # the exit code of a hub stopped by Ctrl-C or SIGTERM (its model is saved)
 
-
-def _config(args: argparse.Namespace, workers: int) -> HubConfig:
-    asynchronous = args.mode == "async"
-    preset, mode = resolve(args.preset, codec=args.codec, topk=args.topk,
-                           local_steps=args.local_steps)
-    if asynchronous and preset == "auto":  # auto tunes rounds; async has none to measure
-        preset = "lan"
-    rounds = args.rounds if args.rounds is not None else \
-        DEFAULT_ROUNDS * (workers if asynchronous else 1)
-    return HubConfig(dataset=args.dataset, model=args.model, workers=workers,
-                     rounds=rounds, batch_size=args.batch_size, lr=args.lr,
-                     updates=args.mode, max_staleness=args.max_staleness,
-                     aggregation=args.aggregate,
-                     seed=args.seed, eval_every=args.eval_every, preset=preset,
-                     codec=mode.codec, topk=mode.topk, topk_warmup=args.topk_warmup,
-                     local_steps=mode.local_steps,
-                     outer=args.outer, outer_lr=args.outer_lr, balance=not args.no_balance,
-                     snapshot_every=args.snapshot_every)
+def _options(cls: type, args: argparse.Namespace) -> dict[str, Any]:
+    """``cls``'s options on this command: its defaults, then the flags given."""
+    return {**defaults(cls, args.command), **from_args(cls, args, args.command)}
 
 
 def _interfaces(args: argparse.Namespace) -> list[str] | None:
-    chosen = getattr(args, "interface", None)
+    chosen = AppConfig(**_options(AppConfig, args)).interfaces
     return [resolve_interface(i) for i in chosen] if chosen else None
 
 
@@ -103,18 +88,22 @@ def _run_until_done(service: HostService | JoinService) -> None:
         raise service.error
 
 
-def _host_plan(args: argparse.Namespace, *, out: str, bind: str, port: int | None,
-               advertise: bool, pin: str = "") -> HostPlan:
-    return HostPlan(_config(args, args.workers), Path(out), resume=getattr(args, "resume", False),
-                    pin=pin, port=port, bind=bind,
-                    interfaces=tuple(_interfaces(args) or ()) or None, advertise=advertise,
-                    name=getattr(args, "name", None) or "")
+def _host_plan(args: argparse.Namespace) -> HostPlan:
+    """The plan of ``host`` or ``demo`` (the demo's fixed values are its defaults in the
+    schema: loopback, any free port, not advertised)."""
+    values = _options(HostOptions, args)
+    explicit = [name for name in MODE_OPTIONS if values[name] is not None]  # else the preset's
+    options = HostOptions(**{k: v for k, v in values.items() if v is not None})
+    app = AppConfig(**_options(AppConfig, args))
+    return HostPlan(options.config(explicit), Path(options.out_dir), resume=options.resume,
+                    pin=options.pin, port=options.port, bind=app.bind,
+                    interfaces=tuple(_interfaces(args) or ()) or None,
+                    advertise=options.advertise, name=options.name)
 
 
 def host(args: argparse.Namespace) -> int:
     """Run a hub until done."""
-    plan = _host_plan(args, out=args.out or "computeshare-run", bind=args.bind,
-                      port=args.port, advertise=not args.no_advertise, pin=args.pin or "")
+    plan = _host_plan(args)
     view = HubView(quiet=args.quiet)
     service = HostService(plan, on_event=view.on)
     view.service = service
@@ -122,14 +111,15 @@ def host(args: argparse.Namespace) -> int:
         _run_until_done(service.start())
     finally:
         view.close()
-    return 0 if service.result is not None else INTERRUPTED
+    return ExitCode.OK if service.result is not None else ExitCode.INTERRUPTED
 
 
 def sessions(args: argparse.Namespace) -> int:
     """List the sessions on the LAN, once or live."""
     interfaces = _interfaces(args)
+    scan = JoinOptions(**_options(JoinOptions, args)).scan
     if not args.watch:
-        found = discover(args.scan, interfaces=interfaces)
+        found = discover(scan, interfaces=interfaces)
         for session in found:
             _print_session(session, args.json)
         if not found and not args.json:
@@ -162,15 +152,15 @@ def _print_session(session, as_json: bool) -> None:
         print(describe(session), flush=True)
 
 
-def _worker_pin(args: argparse.Namespace, required: bool = True) -> str:
+def _worker_pin(given: str, required: bool = True) -> str:
     """The PIN from ``--pin``, the environment or a prompt (kept out of ``ps``); not asked
     for when the hub's key is remembered (``required`` false): it may not be needed."""
-    pin = args.pin or os.environ.get(PIN_ENV)
+    pin = typed_pin(given or os.environ.get(PIN_ENV, ""))
     if not pin and not required:
         return ""
     if not pin and is_terminal(sys.stdin):
         try:
-            pin = getpass.getpass("session PIN (shown on the hub): ").strip()
+            pin = typed_pin(getpass.getpass("session PIN (shown on the hub): "))
         except EOFError:
             pin = ""
     if not pin:
@@ -178,31 +168,33 @@ def _worker_pin(args: argparse.Namespace, required: bool = True) -> str:
     return pin
 
 
-def _join_target(args: argparse.Namespace) -> JoinTarget:
-    """The hub of ``args.address``, else the session found on the LAN."""
-    if args.address:
-        return JoinTarget.from_address(args.address)
-    found = pick_session(discover(args.scan, interfaces=_interfaces(args)), args.session)
+def _join_target(options: JoinOptions, args: argparse.Namespace) -> JoinTarget:
+    """The hub of ``options.address``, else the session found on the LAN."""
+    if options.address:
+        return JoinTarget.from_address(options.address)
+    found = pick_session(discover(options.scan, interfaces=_interfaces(args)),
+                         options.session or None)
     print(f"joining {describe(found)}", flush=True)
     return JoinTarget.from_session(found)
 
 
 def join(args: argparse.Namespace) -> int:
     """Run a worker until the hub says the session is done."""
-    name = args.name or worker_name()
-    target = _join_target(args)
-    pin = _worker_pin(args, required=not remembers(target, name))
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
-    device = pick_device(args.device)
+    options = JoinOptions(**_options(JoinOptions, args))
+    check(options)
+    name = options.name or worker_name()
+    target = _join_target(options, args)
+    pin = _worker_pin(options.pin, required=not remembers(target, name))
+    if options.threads > 0:
+        torch.set_num_threads(options.threads)
+    device = pick_device(options.device)
     if device.note:
         print(f"note: {device.note}", file=sys.stderr)
-    if args.max_rate < 0:
-        raise ConfigError("--max-rate must be positive (or 0: no limit)")
     view = WorkerView(quiet=args.quiet)
-    service = JoinService(JoinPlan(target, pin=pin, name=name, label=args.name or "", device=device,
-                                   give_up_s=args.give_up, max_rate=args.max_rate,
-                                   follow_hub=False, wait_s=max(0.0, args.wait)),
+    service = JoinService(JoinPlan(target, pin=pin, name=name, label=options.name,
+                                   device=device, give_up_s=options.give_up_s,
+                                   max_rate=options.max_rate, follow_hub=False,
+                                   wait_s=max(0.0, options.wait_s)),
                           on_event=view.on)
     try:
         _run_until_done(service.start())
@@ -210,16 +202,15 @@ def join(args: argparse.Namespace) -> int:
         view.close()
     result = service.result
     if result is None:
-        return INTERRUPTED
+        return ExitCode.INTERRUPTED
     print(f"session finished: {result.pushed} gradients pushed, {result.rejected} refused, "
           f"on {device.description}")
-    return 0
+    return ExitCode.OK
 
 
 def demo(args: argparse.Namespace) -> int:
     """A hub plus ``--workers`` local worker processes on loopback."""
-    plan = _host_plan(args, out=args.out or "computeshare-demo", bind="127.0.0.1", port=0,
-                      advertise=False)
+    plan = _host_plan(args)
     view = HubView(quiet=args.quiet, show_pin=False)
     procs: list[subprocess.Popen[bytes]] = []
     threads = max(1, (os.cpu_count() or 1) // max(1, args.workers))
@@ -242,7 +233,7 @@ def demo(args: argparse.Namespace) -> int:
     finally:
         view.close()
         _reap(procs)
-    return 0 if service.result is not None else INTERRUPTED
+    return ExitCode.OK if service.result is not None else ExitCode.INTERRUPTED
 
 
 def _reap(procs: list[subprocess.Popen[bytes]], timeout_s: float = 10.0) -> None:
@@ -260,8 +251,8 @@ def evaluate(args: argparse.Namespace) -> int:
     path = Path(args.model_file)
     meta = path.parent / "session.json"
     saved = json.loads(meta.read_text(encoding="utf-8")).get("config", {}) if meta.exists() else {}
-    dataset = args.dataset or saved.get("dataset", "mnist-sample")
-    model_name = args.model or saved.get("model", "simplenet")
+    dataset = args.dataset or saved.get("dataset", default(SessionOptions, "dataset"))
+    model_name = args.model or saved.get("model", default(SessionOptions, "model"))
     score = evaluate_file(path, model_name, dataset)
     if args.json:
         print(json.dumps({"accuracy": score.accuracy, "loss": score.loss, "dataset": dataset,

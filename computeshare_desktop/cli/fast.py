@@ -10,15 +10,18 @@ from __future__ import annotations
 import sys
 from typing import Sequence
 
-from ..defaults import DEFAULT_PORT
-from ..errors import HubUnreachableError
+from ..addresses import parse_address
+from ..app_options import AppConfig
+from ..errors import ConfigError, ExitCode, HubUnreachableError
+from ..join_options import JoinOptions
 from ..reach import probe_hub
+from ..schema import spec, valued_flags
 from .terminal import make_printable
 
 # join's options that take a value (the address is the first argument that is not one)
-VALUED = {"--session", "--interface", "--scan", "--pin", "--device", "--name", "--threads",
-          "--give-up", "--max-rate", "--wait"}
-UNREACHABLE = 3
+VALUED = valued_flags(JoinOptions, "join") | valued_flags(AppConfig, "join")
+WAIT = spec(JoinOptions, "wait_s").flag
+UNREACHABLE = ExitCode.UNREACHABLE
 
 
 def join_address(argv: Sequence[str]) -> tuple[str, int] | None:
@@ -28,7 +31,7 @@ def join_address(argv: Sequence[str]) -> tuple[str, int] | None:
     if not argv or argv[0] != "join":
         return None
     args = list(argv[1:])
-    if any(a in ("-h", "--help") or a == "--wait" or a.startswith("--wait=") for a in args):
+    if any(a in ("-h", "--help") or a == WAIT or a.startswith(f"{WAIT}=") for a in args):
         return None
     address, skip = None, False
     for arg in args:
@@ -41,13 +44,10 @@ def join_address(argv: Sequence[str]) -> tuple[str, int] | None:
             break
     if address is None:
         return None
-    rest = address.split("://", 1)[1] if "://" in address else address
-    host, sep, port = rest.rpartition(":")
-    if not sep:
-        host, port = rest, str(DEFAULT_PORT)
-    if not host or not port.isdigit() or not 0 < int(port) < 65534:
+    try:
+        return parse_address(address)
+    except ConfigError:
         return None
-    return host, int(port)
 
 
 def precheck(argv: Sequence[str]) -> int | None:

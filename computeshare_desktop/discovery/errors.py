@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import ComputeShareError, ConfigError
+from ..errors import ComputeShareError, ConfigError, ExitCode
 
 
 class AdvertError(ComputeShareError):
@@ -12,7 +12,7 @@ class AdvertError(ComputeShareError):
 class DiscoveryError(ComputeShareError):
     """No session, or no single session, could be found on the LAN (hub unreachable family)."""
 
-    exit_code = 3
+    exit_code = ExitCode.UNREACHABLE
 
 
 class SessionNotFoundError(ConfigError):

@@ -1,69 +1,56 @@
-"""The Host dialog: what to train, with whom and where to save it. Produces HostOptions."""
+"""The Host dialog: what to train, with whom and where to save it. Produces HostOptions.
+
+Its fields are the schema's (see ``schema`` and ``gui.fields``): each option with a dialog
+label gets a widget in its group, with the option's range, labels and tool tip; Start
+validates through the same checks as the command line.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
 
-from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QComboBox, QDialog,
-                               QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox,
-                               QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDoubleSpinBox, QFileDialog,
+                               QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLayout,
+                               QLineEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
-from ..codec import CODECS, get_codec
+from .. import schema
+from ..codec import get_codec
 from ..data import DATASETS, download, is_available, needs_download
 from ..errors import ConfigError
+from ..hub.config import MODE_OPTIONS, async_rounds
 from ..hub.outputs import OutputDir
 from ..hub.presets import PRESETS, resolve
-from ..models import MODELS
 from ..service.options import HostOptions
 from .download_dialog import Downloader, run_download
+from .fields import Editor, editors
 
 LABEL_WIDTH = 170
-PRESET_LABELS = {"auto": "Automatic (measure the link)",
-                 **{name: preset.label for name, preset in PRESETS.items()}}
-UPDATE_LABELS = {"sync": "Synchronous rounds (every worker, every round)",
-                 "async": "Asynchronous (apply each update as it arrives)"}
-AGGREGATION_LABELS = {"mean": "Mean (trusted workers)",
-                      "trimmed-mean": "Robust: clipped, trimmed mean",
-                      "median": "Robust: clipped, coordinate median"}
 AUTO_NOTE = ("Starts with lossless gradients, measures the first rounds, then picks Fast LAN, "
              "Wi-Fi or Slow link.")
+Row = tuple[str, QWidget | QLayout]
 
 
-def _spin(low: int, high: int, value: int, step: int = 1) -> QSpinBox:
-    spin = QSpinBox()
-    spin.setRange(low, high)
-    spin.setSingleStep(step)
-    spin.setValue(value)
-    spin.setGroupSeparatorShown(True)
-    _pad(spin)
-    return spin
-
-
-def _pad(spin: QAbstractSpinBox) -> None:
-    # Qt ignores a style sheet's padding-left inside spin boxes; the line edit's margin works.
-    line = spin.findChild(QLineEdit)
-    if line is not None:
-        line.setTextMargins(8, 0, 0, 0)
-
-
-def _form(*rows: tuple[str, QWidget | QHBoxLayout]) -> QFormLayout:
-    """A form whose labels share one width, so the fields of every group line up."""
+def _form(rows: list[Row]) -> QFormLayout:
+    """A form whose labels share one width, so the fields of every group line up; a row
+    without a widget label spans the form (a group box)."""
     form = QFormLayout()
     for text, field in rows:
+        if isinstance(field, QGroupBox):
+            form.addRow(field)
+            continue
         label = QLabel(text)
         label.setMinimumWidth(LABEL_WIDTH)
         form.addRow(label, field)
     return form
 
 
-def _combo(items: tuple[str, ...], current: str) -> QComboBox:
-    combo = QComboBox()
-    combo.addItems(list(items))
-    if current in items:
-        combo.setCurrentText(current)
-    return combo
+def _line(*widgets: QWidget, stretch: int = 0) -> QHBoxLayout:
+    """``widgets`` side by side, the one at ``stretch`` taking the room."""
+    line = QHBoxLayout()
+    for index, widget in enumerate(widgets):
+        line.addWidget(widget, 1 if index == stretch else 0)
+    return line
 
 
 def dataset_labels() -> dict[str, str]:
@@ -72,17 +59,23 @@ def dataset_labels() -> dict[str, str]:
             for name in DATASETS}
 
 
-def _data_combo(labels: dict[str, str], current: str) -> QComboBox:
-    """A combo box showing ``labels``' values, whose data are its keys."""
-    combo = QComboBox()
-    for name, label in labels.items():
-        combo.addItem(label, name)
-    combo.setCurrentIndex(max(0, combo.findData(current)))
-    return combo
-
-
 class HostDialog(QDialog):
     """Fields for every HostOptions value; Start validates through the core's own checks."""
+
+    # The fields this dialog's behaviour reads (every option's widget is an attribute too).
+    dataset: QComboBox
+    rounds: QSpinBox
+    workers: QSpinBox
+    updates: QComboBox
+    max_staleness: QSpinBox
+    train_here: QCheckBox
+    out_dir: QLineEdit
+    name: QLineEdit
+    port: QSpinBox
+    preset: QComboBox
+    advanced: QGroupBox
+    codec: QComboBox
+    topk: QDoubleSpinBox
 
     def __init__(self, initial: HostOptions, parent: QWidget | None = None,
                  downloader: Downloader = download) -> None:
@@ -92,77 +85,29 @@ class HostDialog(QDialog):
         self.setMinimumWidth(620)
         self._initial = initial
         self._downloader = downloader
-        self.dataset = _data_combo(dataset_labels(), initial.dataset)
-        self.dataset.setAccessibleName("Dataset")
+        self.editors: dict[str, Editor] = editors(HostOptions, initial)
+        for name, editor in self.editors.items():
+            setattr(self, name, editor.widget)
         self.download_button = QPushButton("Download…")
         self.download_button.setToolTip("Fetch this dataset from the internet into the cache "
                                         "folder (once)")
         self.download_button.clicked.connect(self.download_dataset)
         self.dataset.currentIndexChanged.connect(self._dataset_changed)
-        self.model = _combo(MODELS, initial.model)
-        self.rounds = _spin(1, 1_000_000, initial.rounds, 100)
-        self.batch_size = _spin(1, 4096, initial.batch_size, 8)
-        self.lr = QDoubleSpinBox()
-        self.lr.setDecimals(4)
-        self.lr.setRange(0.0001, 10.0)
-        self.lr.setSingleStep(0.005)
-        self.lr.setValue(initial.lr)
-        _pad(self.lr)
-        self.eval_every = _spin(0, 1_000_000, initial.eval_every, 50)
-        self.eval_every.setSpecialValueText("only at the end")
-        self.workers = _spin(1, 256, initial.workers)
-        self.updates = _data_combo(UPDATE_LABELS, initial.updates)
-        self.updates.setToolTip("Synchronous rounds average every worker's gradient, so a "
-                                "slow machine sets the pace. Asynchronous updates never wait: "
-                                "a round is then one worker's batch, and older updates count "
-                                "less.")
-        self.max_staleness = _spin(0, 1024, initial.max_staleness)
-        self.max_staleness.setToolTip("Asynchronous: an update computed on a model more than "
-                                      "this many versions old is refused.")
-        self.aggregation = _data_combo(AGGREGATION_LABELS, initial.aggregation)
-        self.aggregation.setToolTip("Robust rules clip oversized updates and outvote one "
-                                    "faulty or hostile worker per round (with 3 workers or "
-                                    "more).")
         self.updates.currentIndexChanged.connect(self._updates_changed)
         self._updates_changed()
-        self.train_here = QCheckBox("Also train on this machine")
-        self.train_here.setChecked(initial.train_here)
-        self.train_here.setToolTip("Runs a worker here too: it pairs with the PIN like any "
-                                   "other and counts as one of the expected workers.")
-        self.out_dir = QLineEdit(initial.out_dir)
         self.browse = QPushButton("Browse…")
         self.browse.clicked.connect(self._choose_folder)
-        self.name = QLineEdit(initial.name)
         self.name.setPlaceholderText(initial.session_name() if not initial.name else "")
-        self.port = _spin(0, 65533, initial.port)
-        self.port.setGroupSeparatorShown(False)
-        self.port.setSpecialValueText("any free port")
-        self.preset = _data_combo(PRESET_LABELS, initial.preset)
         self.preset_note = QLabel()
         self.preset_note.setProperty("role", "muted")
         self.preset_note.setWordWrap(True)
-        self.advanced = QGroupBox("Advanced: choose the codec and local steps yourself")
-        self.advanced.setCheckable(True)
-        self.advanced.setChecked(initial.advanced)
-        self.codec = _combo(CODECS, initial.codec)
-        self.codec.setToolTip("How gradients (or weight changes) and model updates travel. "
-                              "raw and zstd are lossless; fp16, bf16, int8 and topk are lossy "
-                              "with error feedback.")
-        self.topk = QDoubleSpinBox()
-        self.topk.setDecimals(3)
-        self.topk.setRange(0.001, 1.0)
-        self.topk.setSingleStep(0.005)
-        self.topk.setValue(initial.topk)
-        _pad(self.topk)
-        self.local_steps = _spin(0, 1024, initial.local_steps)
-        self.local_steps.setSpecialValueText("off (a gradient per round)")
         self.preset.currentIndexChanged.connect(self._preset_changed)
         self.codec.currentTextChanged.connect(self._codec_changed)
         if not initial.advanced:
             self._preset_changed()
         self._describe()
         self._codec_changed()
-        self._dataset_changed()
+        self._relabel()
         self.error = QLabel()
         self.error.setObjectName("Error")
         self.error.setWordWrap(True)
@@ -184,28 +129,28 @@ class HostDialog(QDialog):
         self._build()
         self._folder_changed()
 
+    def _rows(self, group: str) -> list[Row]:
+        """The form rows of ``group``'s options, in the schema's order."""
+        rows: list[Row] = []
+        for name, editor in self.editors.items():
+            option, widget = editor.option, editor.widget
+            if option.group != group:
+                continue
+            if option.section:
+                widget.setLayout(_form(self._rows(option.section)))
+                rows.append(("", widget))
+            elif name == "dataset":
+                rows.append((option.label, _line(widget, self.download_button)))
+            elif name == "out_dir":
+                rows += [(option.label, _line(widget, self.browse)),
+                         ("", _line(self.resume_note, self.resume_button))]
+            elif name == "preset":
+                rows += [(option.label, widget), ("", self.preset_note)]
+            else:
+                rows.append(("" if isinstance(widget, QCheckBox) else option.label, widget))
+        return rows
+
     def _build(self) -> None:
-        dataset = QHBoxLayout()
-        dataset.addWidget(self.dataset, 1)
-        dataset.addWidget(self.download_button)
-        training = _form(("Dataset", dataset), ("Model", self.model),
-                         ("Rounds", self.rounds), ("Batch size per worker", self.batch_size),
-                         ("Learning rate", self.lr), ("Evaluate every", self.eval_every),
-                         ("Updates", self.updates), ("Staleness bound", self.max_staleness),
-                         ("Aggregation", self.aggregation))
-        folder = QHBoxLayout()
-        folder.addWidget(self.out_dir, 1)
-        folder.addWidget(self.browse)
-        resume = QHBoxLayout()
-        resume.addWidget(self.resume_note, 1)
-        resume.addWidget(self.resume_button)
-        people = _form(("Expected workers", self.workers), ("", self.train_here),
-                       ("Output folder", folder), ("", resume))
-        self.advanced.setLayout(_form(("Codec", self.codec), ("Top-k fraction", self.topk),
-                                      ("Local steps", self.local_steps)))
-        link = _form(("Network between machines", self.preset), ("", self.preset_note))
-        link.addRow(self.advanced)
-        network = _form(("Session name", self.name), ("Port", self.port))
         buttons = QHBoxLayout()
         buttons.addStretch(1)
         buttons.addWidget(self.cancel_button)
@@ -220,11 +165,13 @@ class HostDialog(QDialog):
         hint.setWordWrap(True)
         layout.addWidget(title)
         layout.addWidget(hint)
-        for caption, form in (("Training", training), ("Workers and results", people),
-                              ("Speed on your network", link), ("Network", network)):
-            group = QGroupBox(caption)
-            group.setLayout(form)
-            layout.addWidget(group)
+        sections = {e.option.section for e in self.editors.values()}
+        for group, caption in schema.GROUPS.items():
+            if group in sections:
+                continue  # inside its section's box
+            box = QGroupBox(caption)
+            box.setLayout(_form(self._rows(group)))
+            layout.addWidget(box)
         layout.addWidget(self.error)
         layout.addLayout(buttons)
 
@@ -235,17 +182,8 @@ class HostDialog(QDialog):
                                        train_here=self.train_here.isChecked(),
                                        port=self.port.value(), name=self.name.text().strip(),
                                        advertise=self._initial.advertise)
-        return dataclasses.replace(
-            self._initial, dataset=self.dataset.currentData(), model=self.model.currentText(),
-            rounds=self.rounds.value(), batch_size=self.batch_size.value(),
-            lr=round(self.lr.value(), 6), eval_every=self.eval_every.value(),
-            workers=self.workers.value(), train_here=self.train_here.isChecked(),
-            out_dir=self.out_dir.text().strip(), name=self.name.text().strip(),
-            port=self.port.value(), preset=self.preset.currentData(),
-            advanced=self.advanced.isChecked(), codec=self.codec.currentText(),
-            topk=round(self.topk.value(), 6), local_steps=self.local_steps.value(),
-            updates=self.updates.currentData(), max_staleness=self.max_staleness.value(),
-            aggregation=self.aggregation.currentData())
+        return dataclasses.replace(self._initial, **{name: editor.value() for name, editor
+                                                     in self.editors.items()})
 
     def _updates_changed(self) -> None:
         """An async round is one worker's batch: keep the data trained the same by scaling
@@ -257,7 +195,8 @@ class HostDialog(QDialog):
         if asynchronous != previous:
             workers = max(1, self.workers.value())
             rounds = self.rounds.value()
-            self.rounds.setValue(rounds * workers if asynchronous else max(1, rounds // workers))
+            self.rounds.setValue(async_rounds({"updates": "async", "workers": workers}, rounds)
+                                 if asynchronous else max(1, rounds // workers))
 
     def _preset_changed(self) -> None:
         """Show what the chosen preset means in the advanced fields (unless overridden)."""
@@ -265,9 +204,8 @@ class HostDialog(QDialog):
         if self.advanced.isChecked():
             return
         _, mode = resolve(self.preset.currentData())
-        self.codec.setCurrentText(mode.codec)
-        self.topk.setValue(mode.topk)
-        self.local_steps.setValue(mode.local_steps)
+        for name in MODE_OPTIONS:
+            self.editors[name].set_value(getattr(mode, name))
 
     def _describe(self) -> None:
         name = self.preset.currentData()

@@ -16,10 +16,22 @@ from PySide6.QtWidgets import (QDialog, QFormLayout, QHBoxLayout, QLabel, QLineE
 
 from ..errors import ConfigError
 from ..events import Ended, Failed, Joined, PairedWith, PairingWait
+from ..join_options import JoinOptions
+from ..protocol.auth import typed_pin
+from ..schema import Option, spec
 from ..service import JoinService, JoinTarget, Tagged
 from ..service.messages import refusal_message
 
 RunnerFactory = Callable[[JoinTarget, str], JoinService]
+PIN_MAX_LENGTH = 32  # characters the PIN field takes (a pasted PIN may carry spaces)
+
+
+def _line(option: Option) -> QLineEdit:
+    """A line edit for a join option: its label as the accessible name, its placeholder."""
+    line = QLineEdit()
+    line.setPlaceholderText(option.placeholder)
+    line.setAccessibleName(option.label)
+    return line
 
 
 class JoinDialog(QDialog):
@@ -40,15 +52,11 @@ class JoinDialog(QDialog):
         self._failure_code = ""
         self.setWindowTitle("Join a session" if target else "Connect to a hub")
         self.setMinimumWidth(440)
-        self.address_edit = QLineEdit()
-        self.address_edit.setPlaceholderText("192.168.1.20:7341")
-        self.pin_edit = QLineEdit()
+        self.address_edit = _line(spec(JoinOptions, "address"))
+        self.pin_edit = _line(spec(JoinOptions, "pin"))
         self.pin_edit.setObjectName("PinEntry")
-        self.pin_edit.setPlaceholderText("000 000")
-        self.pin_edit.setMaxLength(32)
+        self.pin_edit.setMaxLength(PIN_MAX_LENGTH)
         self.pin_edit.setMinimumHeight(self.pin_edit.sizeHint().height())
-        self.pin_edit.setAccessibleName("PIN")
-        self.address_edit.setAccessibleName("Hub address")
         self.pin_edit.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.message = QLabel()
         self.message.setWordWrap(True)
@@ -80,8 +88,8 @@ class JoinDialog(QDialog):
         where.setWordWrap(True)
         form = QFormLayout()
         if t is None:
-            form.addRow("Hub address", self.address_edit)
-        form.addRow("PIN", self.pin_edit)
+            form.addRow(self.address_edit.accessibleName(), self.address_edit)
+        form.addRow(self.pin_edit.accessibleName(), self.pin_edit)
         hint = QLabel("The PIN is shown in large digits on the machine that hosts the session.")
         if t is not None and self._remembered(t):
             hint.setText("This machine has joined this hub before: Join works without the "
@@ -115,7 +123,7 @@ class JoinDialog(QDialog):
         except ConfigError as exc:
             self._show(str(exc), "error")
             return
-        pin = "".join(self.pin_edit.text().split())
+        pin = typed_pin(self.pin_edit.text())
         if not pin and not self._remembered(target):
             self._show("Type the PIN the hub shows.", "error")
             return

@@ -18,6 +18,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QFrame, QHBoxLayout, QHeaderVi
 
 from ..discovery import DiscoveredSession
 from ..errors import ComputeShareError
+from ..join_options import JoinOptions
+from ..schema import default
 from ..service import HostService, JoinPlan, JoinService, remembers
 from .assets import app_icon
 from .host_dialog import HostDialog
@@ -269,7 +271,9 @@ class MainWindow(QMainWindow):
 
     def _new_worker(self, target: JoinTarget, pin: str) -> JoinService:
         runner = JoinService(JoinPlan(target, pin=pin, name=worker_name(),
-                                      device=self.probe.result, first_contact_s=10.0))
+                                      device=self.probe.result,
+                                      first_contact_s=default(JoinOptions, "first_contact_s",
+                                                              "app")))
         self.runners.append(runner)
         return runner
 

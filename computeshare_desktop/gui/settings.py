@@ -8,7 +8,6 @@ error: the app starts with defaults and says so in the log.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import os
@@ -17,20 +16,16 @@ from typing import Any
 
 import platformdirs
 
-from ..files import atomic_write
+from .. import schema
 from ..defaults import HOME_ENV
+from ..files import atomic_write
 from ..service.options import HostOptions
 
 log = logging.getLogger(__name__)
 
 SETTINGS_VERSION = 1
 SETTINGS_FILE = "settings.json"
-# Host dialog values worth remembering; the output folder is remembered as its parent so
-# every new session gets a fresh run folder.
 MAX_RECENT = 10  # recent sessions listed in the main window
-HOST_KEYS = ("dataset", "model", "rounds", "batch_size", "workers", "lr", "train_here",
-             "eval_every", "name", "port", "preset", "advanced", "codec", "topk", "local_steps",
-             "updates", "max_staleness", "aggregation")
 
 
 def settings_path() -> Path:
@@ -71,18 +66,9 @@ class Settings:
 
     # ----------------------------------------------------------------- host dialog
     def host_options(self) -> HostOptions:
-        """The last Host dialog values (defaults for anything missing or invalid)."""
-        saved = self._section("host")
-        defaults = HostOptions()
-        values: dict[str, Any] = {}
-        for key in HOST_KEYS:
-            wanted = type(getattr(defaults, key))
-            value = saved.get(key)
-            if wanted is float and isinstance(value, int) and not isinstance(value, bool):
-                value = float(value)
-            if isinstance(value, wanted) and (wanted is bool or not isinstance(value, bool)):
-                values[key] = value
-        return dataclasses.replace(defaults, **values)
+        """The last Host dialog values (defaults for anything missing or invalid); the
+        options kept are those the schema marks ``saved``."""
+        return HostOptions(**schema.restore(HostOptions, self._section("host")))
 
     def output_parent(self) -> str | None:
         """The folder the last run folder was made in, if any."""
@@ -92,10 +78,8 @@ class Settings:
     def remember_host(self, options: HostOptions) -> None:
         """Keep the Host dialog values for next time, and the folder among recent sessions."""
         folder = str(Path(options.out_dir).expanduser())
-        if not options.resume:
-            host = {key: getattr(options, key) for key in HOST_KEYS}
-            host["out_parent"] = str(Path(folder).parent)
-            self.data["host"] = host
+        if not options.resume:  # the folder as its parent: each session gets a fresh one
+            self.data["host"] = {**schema.saved(options), "out_parent": str(Path(folder).parent)}
         recent = [f for f in self.recent_sessions() if f != folder]
         self.data["recent"] = [folder, *recent][:MAX_RECENT]
 

@@ -1,95 +1,199 @@
-"""The configuration of one hub session."""
+"""The configuration of one hub session, and the schema of every training option.
+
+Each option is declared once, here (see ``schema``): the command line's flags, the Host
+dialog's fields, the settings file and the checks are derived from these declarations.
+``SessionOptions`` holds what a user chooses; ``HubConfig`` adds the hub's own tuning and
+is what session.json keeps.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..codec import CODECS, DEFAULT_FRACTION
+from ..data import DATASETS
 from ..errors import ConfigError
-from .presets import PRESET_CHOICES, Mode
+from ..models import MODELS
+from ..schema import ADVANCED, LINK, TRAINING, WORKERS, Rule, check, option
+from .presets import AUTO, PRESET_CHOICES, PRESETS, Mode, resolve
 
 
 OUTER_OPTIMIZERS = ("auto", "sgd", "nesterov")
 UPDATE_MODES = ("sync", "async")
 AGGREGATIONS = ("mean", "trimmed-mean", "median")
+SESSION = ("host", "demo")  # the commands that start a session
+MODE_OPTIONS = ("codec", "topk", "local_steps")  # what a preset sets; explicit values win
+
+
+def async_rounds(values: Mapping[str, Any], rounds: int) -> int:
+    """The rounds that train as much data as ``rounds`` synchronous ones: an async round is
+    one worker's batch, so that is ``rounds`` times the workers."""
+    return rounds * values["workers"] if values["updates"] == "async" else rounds
+
+
+def _preset_help() -> str:
+    links = "; ".join(f"{p.name}: {p.summary}" for p in PRESETS.values())
+    return f"the link: {links}; auto (default): measure the first rounds, then pick one"
 
 
 @dataclass(frozen=True, slots=True)
-class HubConfig:
-    """Everything that defines a training session; saved as session.json."""
+class SessionOptions:
+    """What a user chooses for a training session (the command line, the Host dialog)."""
 
-    dataset: str = "mnist-sample"
-    model: str = "simplenet"
-    workers: int = 2  # number of shards = workers expected before training starts
-    rounds: int = 600  # global batches (model versions) to train
-    batch_size: int = 32  # per worker and round
-    lr: float = 0.01  # for batch_size samples; a round steps with lr * its samples / batch_size
-    momentum: float = 0.9
-    seed: int = 0  # initial weights, shard split and batch order
-    codec: str = "zstd"  # how workers encode pushes; model deltas use it too (see codec.delta)
-    topk: float = DEFAULT_FRACTION  # the fraction of values a top-k encoding keeps
-    topk_warmup: int = -1  # rounds of top-k warm-up (from 25% down); -1: a tenth of the
-    # session, one epoch at most; 0: none (benchmarks of the steady state)
-    local_steps: int = 0  # 0: push a gradient per round; H >= 1: H local SGD steps, push the change
-    outer: str = "auto"  # outer optimizer of local steps: sgd, nesterov; auto: nesterov if H > 1
-    outer_lr: float = 0.7  # the Nesterov outer learning rate (DiLoCo's)
-    balance: bool = True  # size each worker's batch to its speed so that all finish together
-    preset: str = "custom"  # lan/wifi/slow: where these settings came from; auto: tune them
-    eval_every: int = 100  # rounds between test-set evaluations (0: only at the end)
-    checkpoint_every: int = 50  # rounds between resumable checkpoints (0: never)
-    snapshot_every: int = 0  # rounds between copies of the weights kept in snapshots/ (0: none)
-    heartbeat_timeout_s: float = 6.0  # silence after which a worker is declared dead
-    deadline_floor_s: float = 2.0  # a round never closes early for a missing worker before this
-    deadline_factor: float = 4.0  # ... nor before this many times the median full round
-    deadline_cap_s: float = 60.0  # ... but a round waits at most this (plus bytes on the wire)
-    max_missed: int = 3  # a worker that misses this many deadlines in a row loses its shard
-    long_poll_ms: int = 2000  # the longest a PULL is held before WAITING
-    updates: str = "sync"  # sync: rounds of every worker's update; async: each update is
-    # applied as it arrives (a round, and a version, is then one worker's batch)
-    max_staleness: int = 8  # async: an update computed this many versions back still counts
-    aggregation: str = "mean"  # sync rounds: mean; trimmed-mean or median (robust, with
-    # norm clipping, against faulty or poisoned workers; async clips norms only)
-
-    def __post_init__(self) -> None:
-        checks = [
-            (self.workers >= 1, "workers must be at least 1"),
-            (self.rounds >= 1, "rounds must be at least 1"),
-            (self.batch_size >= 1, "batch size must be at least 1"),
-            (self.lr > 0, "learning rate must be positive"),
-            (0 <= self.momentum < 1, "momentum must be in [0, 1)"),
-            (self.codec in CODECS, f"codec must be one of {', '.join(CODECS)}"),
-            (0 < self.topk <= 1, "the top-k fraction must be in (0, 1]"),
-            (self.topk_warmup >= -1, "the top-k warm-up must be -1 (automatic), 0 or more"),
-            (self.local_steps >= 0, "local steps must be >= 0"),
-            (self.outer in OUTER_OPTIMIZERS,
-             f"the outer optimizer must be one of {', '.join(OUTER_OPTIMIZERS)}"),
-            (self.outer_lr > 0, "the outer learning rate must be positive"),
-            (self.preset in (*PRESET_CHOICES, "custom"),
-             f"preset must be one of {', '.join(PRESET_CHOICES)}"),
-            (min(self.eval_every, self.checkpoint_every, self.snapshot_every) >= 0,
-             "intervals must be >= 0"),
-            (self.heartbeat_timeout_s > 0 and self.deadline_floor_s > 0, "timeouts must be > 0"),
-            (self.deadline_cap_s > 0, "the deadline cap must be positive"),
-            (self.max_missed >= 1, "max missed deadlines must be at least 1"),
-            (self.updates in UPDATE_MODES, f"updates must be one of {', '.join(UPDATE_MODES)}"),
-            (self.max_staleness >= 0, "the staleness bound must be >= 0"),
-            (self.aggregation in AGGREGATIONS,
-             f"aggregation must be one of {', '.join(AGGREGATIONS)}"),
-            (not self.asynchronous or self.local_steps == 0,
-             "async mode applies gradients: local steps need sync rounds"),
-            (not self.asynchronous or self.preset not in ("auto", "slow"),
-             "async mode applies gradients as they arrive: choose the lan or wifi preset, or "
-             "a codec"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ConfigError(message)
+    dataset: str = option(
+        "mnist-sample", "default {default} (bundled, offline)", flag="--dataset",
+        commands=SESSION, choices=DATASETS, error=f"dataset must be one of {', '.join(DATASETS)}",
+        saved=True, label="Dataset", group=TRAINING)
+    model: str = option(
+        "simplenet", "default {default}", flag="--model", commands=SESSION, choices=MODELS,
+        error=f"model must be one of {', '.join(MODELS)}", saved=True, label="Model",
+        group=TRAINING)
+    workers: int = option(
+        2, "number of shards = workers expected (default {default})", flag="--workers",
+        commands=SESSION, help_for={"demo": "local worker processes (default {default})"},
+        ge=1, error="workers must be at least 1", saved=True, label="Expected workers",
+        group=WORKERS, maximum=256)  # the number of shards = workers expected to start
+    rounds: int = option(
+        600, "global batches to train (default {default}; async: a round is one worker's "
+        "batch, and the default is {default} times the workers)", flag="--rounds",
+        commands=SESSION, auto=async_rounds, ge=1, error="rounds must be at least 1",
+        saved=True, label="Rounds", group=TRAINING, step=100, maximum=1_000_000)
+    batch_size: int = option(
+        32, "samples per worker and round (default {default})", flag="--batch-size",
+        commands=SESSION, ge=1, error="batch size must be at least 1", saved=True,
+        label="Batch size per worker", group=TRAINING, step=8, maximum=4096)
+    lr: float = option(
+        0.01, "base learning rate, scaled by the number of workers (default {default})",
+        flag="--lr", commands=SESSION, gt=0, error="learning rate must be positive",
+        saved=True, label="Learning rate", group=TRAINING, step=0.005, decimals=4,
+        minimum=0.0001, maximum=10.0)  # for batch_size samples; a round steps with
+    # lr * its samples / batch_size
+    seed: int = option(0, "initial weights and data order (default {default})",
+                       flag="--seed", commands=SESSION)  # and the shard split and batch order
+    codec: str = option(
+        "zstd", "how updates and model deltas travel (overrides the preset); lossy codecs use "
+        "error feedback", flag="--codec", commands=SESSION, fronts={"host": None, "demo": None},
+        choices=CODECS, error=f"codec must be one of {', '.join(CODECS)}", saved=True,
+        label="Codec", group=ADVANCED,
+        tip="How gradients (or weight changes) and model updates travel. raw and zstd are "
+            "lossless; fp16, bf16, int8 and topk are lossy with error feedback.")
+    topk: float = option(
+        DEFAULT_FRACTION, f"the fraction of values the topk codec sends (default "
+        f"{DEFAULT_FRACTION})", flag="--topk", commands=SESSION, metavar="FRACTION",
+        fronts={"host": None, "demo": None}, gt=0, le=1,
+        error="the top-k fraction must be in (0, 1]", saved=True, label="Top-k fraction",
+        group=ADVANCED, step=0.005, decimals=3, minimum=0.001)
+    topk_warmup: int = option(
+        -1, "rounds over which top-k falls from 25% to its fraction (default: a tenth of the "
+        "session, one epoch at most; 0: none)", flag="--topk-warmup", commands=SESSION,
+        metavar="ROUNDS", ge=-1, error="the top-k warm-up must be -1 (automatic), 0 or more")
+    local_steps: int = option(
+        0, "0: a gradient per round (synchronous SGD); H: H local SGD steps per round, then "
+        "push the change (overrides the preset)", flag="--local-steps", commands=SESSION,
+        metavar="H", fronts={"host": None, "demo": None}, ge=0,
+        error="local steps must be >= 0", saved=True, label="Local steps", group=ADVANCED,
+        maximum=1024, special="off (a gradient per round)")
+    outer: str = option(
+        "auto", "outer optimizer of local steps: sgd (momentum), nesterov (DiLoCo); auto: "
+        "nesterov when H > 1", flag="--outer", commands=SESSION, choices=OUTER_OPTIMIZERS,
+        error=f"the outer optimizer must be one of {', '.join(OUTER_OPTIMIZERS)}")
+    outer_lr: float = option(
+        0.7, "learning rate of the Nesterov outer step (default {default})",
+        flag="--outer-lr", commands=SESSION, gt=0,
+        error="the outer learning rate must be positive")  # DiLoCo's
+    balance: bool = option(
+        True, "equal batches for every worker, whatever its speed", flag="--no-balance",
+        commands=SESSION)  # size each worker's batch to its speed so all finish together
+    preset: str = option(
+        "custom", _preset_help(), flag="--preset", commands=SESSION,
+        fronts={"host": AUTO, "demo": AUTO, "app": AUTO}, choices=PRESET_CHOICES,
+        valid=lambda name: name in (*PRESET_CHOICES, "custom"),
+        error=f"preset must be one of {', '.join(PRESET_CHOICES)}", saved=True,
+        label="Network between machines", group=LINK,
+        labels={AUTO: "Automatic (measure the link)",
+                **{name: p.label for name, p in PRESETS.items()}})
+    # lan/wifi/slow: where these settings came from; auto: tune them; custom: as given
+    eval_every: int = option(
+        100, "rounds between test evaluations (default {default})", flag="--eval-every",
+        commands=SESSION, ge=0, error="intervals must be >= 0", saved=True,
+        label="Evaluate every", group=TRAINING, step=50, maximum=1_000_000,
+        special="only at the end")  # 0: only at the end
+    snapshot_every: int = option(
+        0, "keep a copy of the weights every R rounds in OUT/snapshots (default: none)",
+        flag="--snapshot-every", commands=SESSION, metavar="R", ge=0,
+        error="intervals must be >= 0")
+    updates: str = option(
+        "sync", "sync (default): rounds that average every worker's update; async: apply "
+        "each update as it arrives, so no worker waits for a slower one", flag="--mode",
+        commands=SESSION, choices=UPDATE_MODES,
+        error=f"updates must be one of {', '.join(UPDATE_MODES)}", saved=True,
+        label="Updates", group=TRAINING,
+        labels={"sync": "Synchronous rounds (every worker, every round)",
+                "async": "Asynchronous (apply each update as it arrives)"},
+        tip="Synchronous rounds average every worker's gradient, so a slow machine sets the "
+            "pace. Asynchronous updates never wait: a round is then one worker's batch, and "
+            "older updates count less.")
+    max_staleness: int = option(
+        8, "async: refuse updates computed more than S versions back (default {default}); "
+        "older ones also get a smaller learning rate", flag="--max-staleness",
+        commands=SESSION, metavar="S", ge=0, error="the staleness bound must be >= 0",
+        saved=True, label="Staleness bound", group=TRAINING, maximum=1024,
+        tip="Asynchronous: an update computed on a model more than this many versions old "
+            "is refused.")
+    aggregation: str = option(
+        "mean", "mean (default); trimmed-mean or median: clip update norms and outvote a "
+        "faulty or hostile worker (needs 3 or more workers to outvote one)",
+        flag="--aggregate", commands=SESSION, choices=AGGREGATIONS,
+        error=f"aggregation must be one of {', '.join(AGGREGATIONS)}", saved=True,
+        label="Aggregation", group=TRAINING,
+        labels={"mean": "Mean (trusted workers)",
+                "trimmed-mean": "Robust: clipped, trimmed mean",
+                "median": "Robust: clipped, coordinate median"},
+        tip="Robust rules clip oversized updates and outvote one faulty or hostile worker "
+            "per round (with 3 workers or more).")  # async clips norms only
 
     @property
     def asynchronous(self) -> bool:
         """Updates are applied as they arrive, not in rounds."""
         return self.updates == "async"
+
+
+RULES = (
+    Rule(lambda c: not c.asynchronous or c.local_steps == 0,
+         "async mode applies gradients: local steps need sync rounds"),
+    Rule(lambda c: not c.asynchronous or c.preset not in ("auto", "slow"),
+         "async mode applies gradients as they arrive: choose the lan or wifi preset, or "
+         "a codec"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class HubConfig(SessionOptions):
+    """Everything that defines a training session; saved as session.json."""
+
+    momentum: float = option(0.9, "the hub's SGD momentum", ge=0, lt=1,
+                             error="momentum must be in [0, 1)")
+    checkpoint_every: int = option(50, "rounds between resumable checkpoints (0: never)",
+                                   ge=0, error="intervals must be >= 0")
+    heartbeat_timeout_s: float = option(6.0, "silence after which a worker is declared dead",
+                                        gt=0, error="timeouts must be > 0")
+    deadline_floor_s: float = option(
+        2.0, "a round never closes early for a missing worker before this", gt=0,
+        error="timeouts must be > 0")
+    deadline_factor: float = option(4.0, "... nor before this many times the median full "
+                                    "round")
+    deadline_cap_s: float = option(
+        60.0, "... but a round waits at most this (plus bytes on the wire)", gt=0,
+        error="the deadline cap must be positive")
+    max_missed: int = option(3, "a worker that misses this many deadlines in a row loses its "
+                             "shard", ge=1, error="max missed deadlines must be at least 1")
+    long_poll_ms: int = option(2000, "the longest a PULL is held before WAITING")
+
+    def __post_init__(self) -> None:
+        check(self, RULES)
 
     @property
     def mode(self) -> Mode:
@@ -108,9 +212,25 @@ class HubConfig:
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> "HubConfig":
-        """Inverse of ``to_json``; unknown keys are a ConfigError."""
+        """Inverse of ``to_json``; unknown keys are a ConfigError (a missing one takes its
+        default: session.json written before the option existed)."""
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - names
         if unknown:
             raise ConfigError(f"unknown session settings: {', '.join(sorted(unknown))}")
         return cls(**data)  # type: ignore[arg-type]
+
+
+def session_config(options: SessionOptions, explicit: Iterable[str] = ()) -> HubConfig:
+    """The HubConfig a front end asks for (ConfigError on a bad value).
+
+    ``options.preset`` gives the codec, top-k fraction and local steps, except those named
+    in ``explicit``, which are taken as chosen. Async updates have no rounds for ``auto``
+    to measure: it means ``lan`` there.
+    """
+    values = {f.name: getattr(options, f.name) for f in dataclasses.fields(SessionOptions)}
+    preset, mode = resolve(options.preset, **{name: values[name] for name in explicit})
+    if options.asynchronous and preset == AUTO:
+        preset = PRESETS["lan"].name
+    values.update(preset=preset, codec=mode.codec, topk=mode.topk, local_steps=mode.local_steps)
+    return HubConfig(**values)

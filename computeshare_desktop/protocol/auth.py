@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import secrets
 
+from ..errors import ConfigError
+
 NONCE_BYTES = 16
+PIN_DIGITS = 6  # a random PIN's
+PIN_MIN_LENGTH = 4  # a PIN the user chose: anything shorter is too easy to guess
 
 
 def new_nonce() -> str:
@@ -17,9 +21,22 @@ def new_token() -> str:
     return secrets.token_hex(16)
 
 
-def new_pin(digits: int = 6) -> str:
+def new_pin(digits: int = PIN_DIGITS) -> str:
     """A random numeric PIN."""
     return f"{secrets.randbelow(10**digits):0{digits}d}"
+
+
+def typed_pin(text: str) -> str:
+    """A PIN as people type or paste it ("428 913"): without its spaces."""
+    return "".join(text.split())
+
+
+def check_pin(pin: str) -> str:
+    """The session PIN ``pin`` (as typed); ConfigError when it is too short to be one."""
+    pin = typed_pin(pin)
+    if len(pin) < PIN_MIN_LENGTH:
+        raise ConfigError(f"the PIN must have at least {PIN_MIN_LENGTH} characters")
+    return pin
 
 
 class Lockout:

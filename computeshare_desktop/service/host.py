@@ -25,10 +25,10 @@ from typing import Callable
 from ..discovery import DiscoveryError
 from ..discovery.advertiser import advertised_addresses
 from ..discovery.hub_advert import HubAdvertising
-from ..errors import ComputeShareError, ConfigError, PortInUseError
+from ..errors import ComputeShareError, PortInUseError
 from ..events import Advertising, Ended, Event, Failed, Listening, LogLine
 from ..hub import HubResult, HubSession
-from ..protocol.auth import new_pin
+from ..protocol.auth import check_pin, new_pin
 from ..protocol.pake import key_fingerprint
 from ..transport import DEFAULT_PORT, HubServer, Identity, identity_path, load_or_create
 from .join import JoinPlan, JoinService
@@ -43,10 +43,7 @@ LOCAL_WORKER_GRACE_S = 10.0  # a stopping local worker's last pull is answered w
 
 def choose_pin(given: str = "") -> str:
     """The session PIN: ``given``, else COMPUTESHARE_PIN, else a random 6-digit one."""
-    pin = (given or os.environ.get(PIN_ENV) or new_pin()).strip()
-    if len(pin) < 4:
-        raise ConfigError("the PIN must have at least 4 characters")
-    return pin
+    return check_pin(given or os.environ.get(PIN_ENV) or new_pin())
 
 
 class HostService(ServiceThread):

@@ -26,8 +26,10 @@ from typing import Callable
 
 from ..errors import ComputeShareError, HubStoppedError, HubUnreachableError, RejectedError
 from ..events import DeviceChosen, Ended, Event, Failed, Finished, HubStopped, Joined
+from ..join_options import JoinOptions
 from ..protocol.pake import key_fingerprint
 from ..protocol.ports import HubPorts
+from ..schema import default
 from ..transport import (EventSubscriber, KnownHubs, ZmqConnector, first_reachable,
                          identity_path, load_or_create, probe_hub)
 from ..worker import DeviceChoice, WorkerOptions, WorkerResult, WorkerSession, pick_device
@@ -46,17 +48,18 @@ class JoinPlan:
     """Which hub to join, and how this worker behaves."""
 
     target: JoinTarget
-    pin: str = ""  # "" works for a hub this machine joined before
+    pin: str = default(JoinOptions, "pin")  # "" works for a hub this machine joined before
     name: str = "worker"  # the machine: one key (and one list of known hubs) per name
     label: str = ""  # shown on the hub; "": the name and the device ("vm · CPU")
     role: str = ""  # "host": the host's own worker, "vm · CPU (host)", with its own key
     device: DeviceChoice | None = None  # None: the best one
-    first_contact_s: float = 15.0  # give up this soon if the hub never answered at all
-    give_up_s: float = 120.0  # give up after this long without any answer
-    max_rate: float = 0.0  # samples per second at most (0: no limit)
+    first_contact_s: float = default(JoinOptions, "first_contact_s")  # give up this soon if
+    # the hub never answered at all
+    give_up_s: float = default(JoinOptions, "give_up_s")  # after this long without an answer
+    max_rate: float = default(JoinOptions, "max_rate")  # samples per second (0: no limit)
     follow_hub: bool = True  # relay the hub's events too (a host's own worker has them)
-    wait_s: float = 0.0  # keep trying a hub that does not listen yet, this long (scripts
-    # that start the hub and its workers together); 0: say why at once
+    wait_s: float = default(JoinOptions, "wait_s")  # keep trying a hub that does not listen
+    # yet, this long (scripts that start the hub and its workers together); 0: say why now
     hub_key: str | None = None  # the hub's key, when the hub already allows this worker's
     # (the host's own worker): it joins at once, without pairing
 

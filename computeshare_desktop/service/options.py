@@ -1,76 +1,70 @@
 """What a session is started with (the Host and Join dialogs and the command line fill
-these in): plain, frozen dataclasses. No Qt."""
+these in): plain, frozen dataclasses whose options are declared in the schema (see
+``schema`` and ``hub.config``). No Qt."""
 
 from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import platformdirs
 
+from ..addresses import parse_address
+from ..app_options import AppConfig
+from ..defaults import DEFAULT_PORT
 from ..discovery import DiscoveredSession
 from ..errors import ConfigError
 from ..hub import HubConfig
+from ..hub.config import MODE_OPTIONS, SESSION, SessionOptions, session_config
 from ..hub.outputs import OutputDir
-from ..hub.presets import resolve
-from ..defaults import DEFAULT_PORT
+from ..protocol.auth import PIN_DIGITS
+from ..protocol.ports import HubPorts
+from ..schema import (ADVANCED, GROUPS, LINK, NETWORK, WORKERS, check, default, front_field,
+                      option)
 from ..worker import DeviceChoice
 
 
 @dataclass(frozen=True, slots=True)
-class AppConfig:
-    """How the app talks to the network; filled from the command line (tests use loopback)."""
+class HostOptions(SessionOptions):
+    """Everything the Host dialog asks; ``config()`` turns it into the core's HubConfig.
+    The training options are SessionOptions'; these are where and how to host."""
 
-    interfaces: tuple[str, ...] | None = None  # mDNS browse/advertise here (None: all)
-    bind: str = "0.0.0.0"  # the hub listens here
-    refresh_ms: int = 100  # how often windows drain their event queues
-
-
-@dataclass(frozen=True, slots=True)
-class HostPlan:
-    """What to host, and where."""
-
-    config: HubConfig  # on a resume, the folder's own configuration wins
-    out_dir: Path
-    resume: bool = False
-    pin: str = ""  # "": COMPUTESHARE_PIN, else a random PIN
-    port: int | None = None  # None: the default port, or any free one when it is busy
-    bind: str = "0.0.0.0"
-    interfaces: tuple[str, ...] | None = None  # advertise on these (None: all)
-    advertise: bool = True
-    name: str = ""  # session name on the LAN ("": HOST — DATASET)
-    train_here: bool = False  # a worker on this machine too
-    device: DeviceChoice | None = None  # the local worker's (None: the best one)
-    linger_s: float = 5.0  # after the last round, how long to wait for workers to hear it
-
-
-@dataclass(frozen=True, slots=True)
-class HostOptions:
-    """Everything the Host dialog asks; ``config()`` turns it into the core's HubConfig."""
-
-    dataset: str = "mnist-sample"
-    model: str = "simplenet"
-    rounds: int = 600
-    batch_size: int = 32
-    workers: int = 2  # this machine (train_here) plus one more
-    lr: float = 0.01
-    out_dir: str = ""
-    train_here: bool = True
-    eval_every: int = 100
-    name: str = ""  # session name on the LAN ("" : HOST — DATASET)
-    port: int = DEFAULT_PORT  # 0: any free port; a busy default falls back to any free port
-    advertise: bool = True
-    preset: str = "auto"  # the network: auto, lan, wifi, slow (see hub.presets)
-    advanced: bool = False  # the codec, top-k fraction and local steps below override it
-    codec: str = "zstd"
-    topk: float = 0.01
-    local_steps: int = 0
-    resume: bool = False  # continue the stopped session in out_dir (its own configuration)
-    updates: str = "sync"  # sync rounds, or async: each update applied as it arrives
-    max_staleness: int = 8  # async: the oldest update (in versions) that still counts
-    aggregation: str = "mean"  # mean, or robust: trimmed-mean, median
+    preset: str = front_field(SessionOptions, "preset", "app")  # the network: auto, lan...
+    train_here: bool = option(
+        True, "a worker on this machine too", fronts={"host": False, "demo": False},
+        saved=True, label="Also train on this machine", group=WORKERS,
+        tip="Runs a worker here too: it pairs with the PIN like any other and counts as one "
+            "of the expected workers.")  # the command line trains in other processes
+    out_dir: str = option(
+        "", "output folder (default ./{default})", flag="--out", commands=SESSION,
+        fronts={"host": "computeshare-run", "demo": "computeshare-demo"},
+        label="Output folder", group=WORKERS)  # the app fills in a fresh run folder
+    advanced: bool = option(
+        False, "the codec, top-k fraction and local steps below override the preset",
+        saved=True, label=GROUPS[ADVANCED], group=LINK, section=ADVANCED)
+    name: str = option(
+        "", "session name shown on the LAN (default: HOST — DATASET)", flag="--name",
+        commands=("host",), saved=True, label="Session name", group=NETWORK)
+    port: int = option(
+        DEFAULT_PORT, f"request port; the hub uses {HubPorts.LAYOUT} (default {{default}})",
+        flag="--port", commands=("host",), fronts={"demo": 0}, ge=0, le=HubPorts.MAX_REQUEST,
+        error=f"the port must be 0 (any free port) to {HubPorts.MAX_REQUEST}", saved=True,
+        label="Port", group=NETWORK, special="any free port", plain=True)
+    # 0: any free port; a busy default falls back to any free port
+    advertise: bool = option(
+        True, "do not announce the session on the LAN (workers then need the address)",
+        flag="--no-advertise", commands=("host",), fronts={"demo": False})
+    resume: bool = option(
+        False, "continue the session saved in --out from its last checkpoint",
+        flag="--resume", commands=("host",))  # in out_dir, with its own configuration
+    pin: str = option(
+        "", f"session PIN workers must type (default: COMPUTESHARE_PIN, else a random "
+        f"{PIN_DIGITS}-digit PIN, printed); on a shared machine prefer COMPUTESHARE_PIN: "
+        "other users can see command lines", flag="--pin", commands=("host",))
+    # "": COMPUTESHARE_PIN, else a random PIN
 
     @classmethod
     def resuming(cls, folder: str | Path) -> "HostOptions":
@@ -83,25 +77,18 @@ class HostOptions:
                    batch_size=c["batch_size"], workers=c["workers"], lr=c["lr"],
                    eval_every=c["eval_every"], out_dir=str(folder), resume=True)
 
-    def config(self) -> HubConfig:
-        """The hub configuration (raises ConfigError on a bad value)."""
-        if self.advanced:
-            preset, mode = resolve(self.preset, codec=self.codec, topk=self.topk,
-                                   local_steps=self.local_steps)
-        else:
-            preset, mode = resolve(self.preset)
-        if self.updates == "async" and preset == "auto":  # nothing to measure: no rounds
-            preset = "lan"
-        return HubConfig(dataset=self.dataset, model=self.model, workers=self.workers,
-                         rounds=self.rounds, batch_size=self.batch_size, lr=self.lr,
-                         eval_every=self.eval_every, preset=preset, codec=mode.codec,
-                         topk=mode.topk, local_steps=mode.local_steps, updates=self.updates,
-                         max_staleness=self.max_staleness, aggregation=self.aggregation)
+    def config(self, explicit: Iterable[str] | None = None) -> HubConfig:
+        """The hub configuration (raises ConfigError on a bad value): the preset decides
+        the codec, top-k fraction and local steps, but for those in ``explicit`` (None: all
+        three when ``advanced``, else none)."""
+        check(self)
+        chosen = (MODE_OPTIONS if self.advanced else ()) if explicit is None else explicit
+        return session_config(self, chosen)
 
     def plan(self, app: AppConfig, device: DeviceChoice | None = None) -> HostPlan:
         """The HostPlan of these options (ConfigError on a bad value); ``device``: the
         local worker's (None: the best one)."""
-        return HostPlan(self.config(), self.output_path(), resume=self.resume,
+        return HostPlan(self.config(), self.output_path(), resume=self.resume, pin=self.pin,
                         port=None if self.port == DEFAULT_PORT else self.port,
                         bind=app.bind, interfaces=app.interfaces, advertise=self.advertise,
                         name=self.name, train_here=self.train_here, device=device)
@@ -116,6 +103,24 @@ class HostOptions:
         if not self.out_dir.strip():
             raise ConfigError("choose an output folder")
         return check_output_folder(Path(self.out_dir).expanduser(), self.resume)
+
+
+@dataclass(frozen=True, slots=True)
+class HostPlan:
+    """What to host, and where (the command line's defaults: see HostOptions)."""
+
+    config: HubConfig  # on a resume, the folder's own configuration wins
+    out_dir: Path
+    resume: bool = default(HostOptions, "resume", "host")
+    pin: str = default(HostOptions, "pin", "host")  # "": COMPUTESHARE_PIN, else a random PIN
+    port: int | None = None  # None: the default port, or any free one when it is busy
+    bind: str = default(AppConfig, "bind", "host")
+    interfaces: tuple[str, ...] | None = None  # advertise on these (None: all)
+    advertise: bool = default(HostOptions, "advertise", "host")
+    name: str = default(HostOptions, "name", "host")  # session name ("": HOST — DATASET)
+    train_here: bool = default(HostOptions, "train_here", "host")  # a worker here too
+    device: DeviceChoice | None = None  # the local worker's (None: the best one)
+    linger_s: float = 5.0  # after the last round, how long to wait for workers to hear it
 
 
 def check_output_folder(path: Path, resume: bool) -> Path:
@@ -160,15 +165,8 @@ class JoinTarget:
         Raises:
             ConfigError: the text is not an address.
         """
-        text = text.strip()
-        rest = text.split("://", 1)[1] if "://" in text else text
-        host, sep, port = rest.rpartition(":")
-        if not sep:
-            host, port = rest, str(DEFAULT_PORT)
-        if not host or not port.isdigit() or not 0 < int(port) < 65534 or " " in host:
-            raise ConfigError(f"“{text}” is not a hub address: use HOST, HOST:PORT or "
-                              "tcp://HOST:PORT")
-        return cls(host=host, port=int(port), label=f"{host}:{port}")
+        host, port = parse_address(text)
+        return cls(host=host, port=port, label=f"{host}:{port}")
 
 
 def default_output_folder(parent: str | None = None) -> str:

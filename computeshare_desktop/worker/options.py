@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
 
+from ..join_options import JoinOptions
 from ..protocol.wire import Frame
+from ..schema import default
 
 
 class Channel(Protocol):
@@ -40,12 +42,14 @@ class WorkerOptions:
     pin: str
     name: str
     request_timeout_s: float = 5.0  # plus the transfer time of its bytes (see LinkMeter)
-    first_contact_s: float = 15.0  # give up this soon if the hub never answered at all
-    give_up_s: float = 120.0  # give up after this long without any answer
+    first_contact_s: float = default(JoinOptions, "first_contact_s")  # give up this soon if
+    # the hub never answered at all
+    give_up_s: float = default(JoinOptions, "give_up_s")  # after this long without an answer
     lost_after_s: float = 6.0  # report the hub lost (and keep trying) after this much silence
     heartbeat_s: float = 1.0
     pull_wait_ms: int = 2000
-    max_rate: float = 0.0  # samples per second this worker computes at most (0: no limit)
+    max_rate: float = default(JoinOptions, "max_rate")  # samples per second this worker
+    # computes at most (0: no limit)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,64 @@
+"""The schema of joining a session as a worker: each option declared once (see ``schema``).
+
+``computeshare join``'s flags, the Join dialog's fields and the defaults of ``JoinPlan``
+and ``WorkerOptions`` are derived from ``JoinOptions``. Light to import: the command line
+reads join's flags before torch loads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .defaults import DEFAULT_PORT
+from .schema import option
+
+JOIN = ("join",)
+
+
+def _device_choices() -> tuple[str, ...]:
+    from .worker.device import DEVICE_CHOICES  # torch comes with it: only when asked
+
+    return DEVICE_CHOICES
+
+
+@dataclass(frozen=True, slots=True)
+class JoinOptions:
+    """How a worker finds its hub and behaves (the command line, the Join dialog)."""
+
+    address: str = option(
+        "", "hub address: HOST, HOST:PORT or tcp://HOST:PORT (default: find the session on "
+        "the LAN)", flag="address", positional=True, commands=JOIN, label="Hub address",
+        placeholder=f"192.168.1.20:{DEFAULT_PORT}")
+    session: str = option(
+        "", "with no address: the session name or id to join when there are several",
+        flag="--session", commands=JOIN)
+    scan: float = option(
+        3.0, "seconds to look for sessions (default {default})", flag="--scan",
+        commands=("join", "sessions"), help_for={"sessions": "seconds to look (default "
+                                                             "{default})"})
+    pin: str = option(
+        "", "the PIN the hub shows; without it: COMPUTESHARE_PIN, else a prompt (other users "
+        "can see command lines, not prompts)", flag="--pin", commands=JOIN, label="PIN",
+        placeholder="000 000")  # "": COMPUTESHARE_PIN, a prompt, or a hub that knows us
+    device: str = option(
+        "auto", "default {default}: CUDA, then MPS, then CPU", flag="--device", commands=JOIN,
+        choices=_device_choices, error="unknown device")
+    name: str = option(
+        "", "worker name shown on the hub (default: this machine's name and device, e.g. "
+        "\"vm · CPU\")", flag="--name", commands=JOIN)
+    threads: int = option(0, "CPU threads for torch (default: torch's choice)",
+                          flag="--threads", commands=JOIN)  # 0 or less: torch's choice
+    max_rate: float = option(
+        0.0, "compute at most this many samples per second, to share this machine politely "
+        "(default: no limit)", flag="--max-rate", commands=JOIN, metavar="SAMPLES_PER_S",
+        ge=0, error="--max-rate must be positive (or 0: no limit)")
+    wait_s: float = option(
+        0.0, "keep trying a hub that does not listen yet for this long (scripts that start "
+        "the hub and its workers together; default: say why at once)", flag="--wait",
+        commands=JOIN, metavar="SECONDS")  # negative: 0
+    give_up_s: float = option(
+        120.0, "seconds without an answer before giving up (default {default})",
+        flag="--give-up", commands=JOIN)
+    first_contact_s: float = option(
+        15.0, "give up this soon if the hub never answered at all",
+        fronts={"app": 10.0})  # the app's Join dialog shows the failure sooner
