@@ -1,9 +1,12 @@
-"""The worker core: device choice, gradient computation and the protocol loop (no zmq)."""
+"""The worker: its protocol core (no I/O), the driver that runs it, device choice and compute."""
 
-from .compute import GradientComputer
+from .compute import BuiltinFactory, Compute, ComputeFactory, GradientComputer
+from .core import WorkerCore
 from .device import DEVICE_CHOICES, DeviceChoice, pick_device
+from .driver import WorkerDriver
 from .options import Channel, WorkerOptions, WorkerResult
 from .session import WorkerSession
 
-__all__ = ["Channel", "DEVICE_CHOICES", "DeviceChoice", "GradientComputer", "WorkerOptions",
+__all__ = ["BuiltinFactory", "Channel", "Compute", "ComputeFactory", "DEVICE_CHOICES",
+           "DeviceChoice", "GradientComputer", "WorkerCore", "WorkerDriver", "WorkerOptions",
            "WorkerResult", "WorkerSession", "pick_device"]

@@ -1,15 +1,26 @@
-"""One worker's round: a gradient of one batch, or H local SGD steps and their weight change."""
+"""One worker's round: a gradient of one batch, or H local SGD steps and their weight change.
+
+The worker core never computes: it asks its driver to, through the ``Compute`` protocol,
+and a ``ComputeFactory`` builds the compute for a session from its Welcome and shard. The
+built-in models are one factory (``BuiltinFactory``: the model from the registry, checked
+against the hub's fingerprint); others (a checked graph sent by the hub) plug in the same way.
+"""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
-from ..data import DatasetInfo
+from ..data import DatasetInfo, dataset_info
+from ..errors import RejectedError
 from ..evaluation import batch_loss
+from ..models import build_model, fingerprint
+from ..protocol import RejectCode
+from ..protocol.messages import Welcome
 from ..sampling import stream_positions
 
 
@@ -21,6 +32,64 @@ class Update:
     loss: float  # mean training loss over the batches
     samples: int  # all steps together
     seconds: float  # compute time, weight loading included
+
+
+class Compute(Protocol):
+    """What a worker computes with: a session's model and shard on one device."""
+
+    @property
+    def numel(self) -> int:
+        """Values in the flat weight vector."""
+        ...
+
+    @property
+    def device(self) -> torch.device:
+        """Where local steps (and their velocity) run."""
+        ...
+
+    def gradient(self, weights: torch.Tensor, start: int, batch: int) -> Update: ...
+
+    def local_steps(self, weights: torch.Tensor, start: int, batch: int, steps: int,
+                    lr: float, *, momentum: float = 0.0,
+                    velocity: torch.Tensor | None = None) -> Update: ...
+
+
+class ComputeFactory(Protocol):
+    """Builds the compute of a session."""
+
+    def check(self, welcome: Welcome) -> None:
+        """Raise RejectedError(ARCH_MISMATCH) when this machine cannot compute the
+        session's model (called before the shard is downloaded)."""
+        ...
+
+    def build(self, welcome: Welcome, images: torch.Tensor, labels: torch.Tensor) -> Compute:
+        """The compute for the session, holding its shard."""
+        ...
+
+
+class BuiltinFactory:
+    """Models from the registry, on one device: the hub's fingerprint must match ours."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self._checked: tuple[Welcome, torch.nn.Module] | None = None  # built by check()
+
+    def check(self, welcome: Welcome) -> None:
+        model = build_model(welcome.model, dataset_info(welcome.dataset))
+        if fingerprint(model) != welcome.fingerprint:
+            raise RejectedError(RejectCode.ARCH_MISMATCH,
+                                "this machine builds a different model: update ComputeShare")
+        self._checked = (welcome, model)
+
+    def build(self, welcome: Welcome, images: torch.Tensor,
+              labels: torch.Tensor) -> GradientComputer:
+        if self._checked is None or self._checked[0] is not welcome:
+            self.check(welcome)
+        assert self._checked is not None
+        model, self._checked = self._checked[1], None
+        info = dataset_info(welcome.dataset)
+        return GradientComputer(model, info, self.device, images, labels,
+                                shard=welcome.shard, seed=welcome.seed)
 
 
 class GradientComputer:

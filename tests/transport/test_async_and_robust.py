@@ -62,8 +62,8 @@ class Poisoned(WorkerSession):
     attack = "scale"
 
     def encode_gradient(self, codec: Any, payload: bytes, version: int) -> bytes:
-        assert self._computer is not None
-        numel = self._computer.numel
+        assert self.compute is not None
+        numel = self.compute.numel
         honest = codec.decode(payload, numel)
         bad = honest * 100 if self.attack == "scale" else torch.randn(numel)
         return codec.encode(bad)

@@ -76,8 +76,7 @@ class FromAddress(ZmqConnector):
 def pair_time(port: int, connector: ZmqConnector) -> float:
     session = WorkerSession(connector, WorkerOptions(pin=PIN, name="real"), pick_device("cpu"))
     began = time.monotonic()
-    session._pair()  # the pairing phase alone
-    session.channel.close()
+    session.pair()  # the pairing phase alone
     return time.monotonic() - began
 
 

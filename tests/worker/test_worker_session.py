@@ -9,7 +9,7 @@ import pytest
 from computeshare_desktop.errors import HubUnreachableError, RejectedError
 from computeshare_desktop.events import HubLost, HubSilent, SessionFull
 from computeshare_desktop.protocol import RejectCode
-from computeshare_desktop.worker import session as worker_session
+from computeshare_desktop.worker import compute as worker_compute
 from helpers_net import RunningHub, WorkerThread, wait_for
 
 
@@ -60,8 +60,8 @@ def test_vanished_hub_makes_worker_give_up(hub):
 
 
 def test_worker_building_another_architecture_stops_with_arch_mismatch(hub, monkeypatch):
-    real_build = worker_session.build_model
-    monkeypatch.setattr(worker_session, "build_model",
+    real_build = worker_compute.build_model
+    monkeypatch.setattr(worker_compute, "build_model",
                         lambda name, info, **kw: real_build("mlp", info, **kw))
     worker = WorkerThread(hub.port, "odd")
     worker.join(30)
