@@ -31,7 +31,7 @@ from ..service import (HostPlan, HostService, JoinPlan, JoinService, JoinTarget,
                        remembers)
 from ..service.host import PIN_ENV
 from ..service.options import AppConfig, HostOptions, worker_name
-from ..worker import pick_device
+from ..worker import DeviceChoice, pick_device
 from .progress import HubView, WorkerView
 from .terminal import is_terminal
 
@@ -88,14 +88,21 @@ def _run_until_done(service: HostService | JoinService) -> None:
         raise service.error
 
 
+def host_options(args: argparse.Namespace) -> HostOptions:
+    """The HostOptions of ``host`` or ``demo``'s flags (as the Host dialog would hold them:
+    a ``--codec``, ``--topk`` or ``--local-steps`` given is an advanced choice)."""
+    values = _options(HostOptions, args)
+    chosen = {name: values.pop(name) for name in MODE_OPTIONS}
+    return HostOptions(**values).overriding(
+        **{name: value for name, value in chosen.items() if value is not None})
+
+
 def _host_plan(args: argparse.Namespace) -> HostPlan:
     """The plan of ``host`` or ``demo`` (the demo's fixed values are its defaults in the
     schema: loopback, any free port, not advertised)."""
-    values = _options(HostOptions, args)
-    explicit = [name for name in MODE_OPTIONS if values[name] is not None]  # else the preset's
-    options = HostOptions(**{k: v for k, v in values.items() if v is not None})
+    options = host_options(args)
     app = AppConfig(**_options(AppConfig, args))
-    return HostPlan(options.config(explicit), Path(options.out_dir), resume=options.resume,
+    return HostPlan(options.config(), Path(options.out_dir), resume=options.resume,
                     pin=options.pin, port=options.port, bind=app.bind,
                     interfaces=tuple(_interfaces(args) or ()) or None,
                     advertise=options.advertise, name=options.name)
@@ -178,10 +185,25 @@ def _join_target(options: JoinOptions, args: argparse.Namespace) -> JoinTarget:
     return JoinTarget.from_session(found)
 
 
-def join(args: argparse.Namespace) -> int:
-    """Run a worker until the hub says the session is done."""
+def join_options(args: argparse.Namespace) -> JoinOptions:
+    """The JoinOptions of ``join``'s flags (ConfigError on a bad value)."""
     options = JoinOptions(**_options(JoinOptions, args))
     check(options)
+    return options
+
+
+def join_plan(options: JoinOptions, target: JoinTarget, pin: str,
+              device: DeviceChoice) -> JoinPlan:
+    """How this command line's worker joins ``target`` (it shows the hub's events itself:
+    it does not follow them)."""
+    return JoinPlan(target, pin=pin, name=options.name or worker_name(), label=options.name,
+                    device=device, give_up_s=options.give_up_s, max_rate=options.max_rate,
+                    follow_hub=False, wait_s=max(0.0, options.wait_s))
+
+
+def join(args: argparse.Namespace) -> int:
+    """Run a worker until the hub says the session is done."""
+    options = join_options(args)
     name = options.name or worker_name()
     target = _join_target(options, args)
     pin = _worker_pin(options.pin, required=not remembers(target, name))
@@ -191,11 +213,7 @@ def join(args: argparse.Namespace) -> int:
     if device.note:
         print(f"note: {device.note}", file=sys.stderr)
     view = WorkerView(quiet=args.quiet)
-    service = JoinService(JoinPlan(target, pin=pin, name=name, label=options.name,
-                                   device=device, give_up_s=options.give_up_s,
-                                   max_rate=options.max_rate, follow_hub=False,
-                                   wait_s=max(0.0, options.wait_s)),
-                          on_event=view.on)
+    service = JoinService(join_plan(options, target, pin, device), on_event=view.on)
     try:
         _run_until_done(service.start())
     finally:

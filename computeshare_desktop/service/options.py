@@ -4,10 +4,11 @@ these in): plain, frozen dataclasses whose options are declared in the schema (s
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 
 import platformdirs
@@ -20,6 +21,7 @@ from ..errors import ConfigError
 from ..hub import HubConfig
 from ..hub.config import MODE_OPTIONS, SESSION, SessionOptions, session_config
 from ..hub.outputs import OutputDir
+from ..hub.presets import resolve
 from ..protocol.auth import PIN_DIGITS
 from ..protocol.ports import HubPorts
 from ..schema import (ADVANCED, GROUPS, LINK, NETWORK, WORKERS, check, default, front_field,
@@ -77,13 +79,21 @@ class HostOptions(SessionOptions):
                    batch_size=c["batch_size"], workers=c["workers"], lr=c["lr"],
                    eval_every=c["eval_every"], out_dir=str(folder), resume=True)
 
-    def config(self, explicit: Iterable[str] | None = None) -> HubConfig:
+    def overriding(self, **chosen: Any) -> "HostOptions":
+        """These options with some of the preset's codec, top-k fraction and local steps
+        chosen (the command line's ``--codec``...): the advanced fields, the rest filled in
+        from the preset, as the Host dialog shows them."""
+        if not chosen:
+            return self
+        _, mode = resolve(self.preset, **chosen)
+        return dataclasses.replace(self, advanced=True, codec=mode.codec, topk=mode.topk,
+                                   local_steps=mode.local_steps)
+
+    def config(self) -> HubConfig:
         """The hub configuration (raises ConfigError on a bad value): the preset decides
-        the codec, top-k fraction and local steps, but for those in ``explicit`` (None: all
-        three when ``advanced``, else none)."""
+        the codec, top-k fraction and local steps, unless ``advanced``."""
         check(self)
-        chosen = (MODE_OPTIONS if self.advanced else ()) if explicit is None else explicit
-        return session_config(self, chosen)
+        return session_config(self, MODE_OPTIONS if self.advanced else ())
 
     def plan(self, app: AppConfig, device: DeviceChoice | None = None) -> HostPlan:
         """The HostPlan of these options (ConfigError on a bad value); ``device``: the
