@@ -1,8 +1,9 @@
 """A hub session: the protocol core plus evaluation, metrics, checkpoints and the model file.
 
 Still no sockets: the transport feeds ``handle``/``tick`` and sends what they return.
-Evaluation of the test split runs on a background thread (torch releases the GIL), so a
-slow evaluation never holds up the rounds or the replies.
+Evaluation of the test split runs on a background thread (torch releases the GIL), and so
+do checkpoint writes (``writer``: the state is copied here, written there), so neither a
+slow evaluation nor a slow disk holds up the rounds or the replies.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from .endpoint import EventSink, HubResult, SessionStatus
 from .outputs import OutputDir
 from .presets import Mode
 from .trainer import ParameterServer
+from .writer import CheckpointWriter, copy_tensors
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +85,7 @@ class HubSession:
         self._pool = ThreadPoolExecutor(  # named after its session's thread (log scopes)
             max_workers=1, thread_name_prefix=f"{threading.current_thread().name}/eval")
         self._evals: list[tuple[int, Future[tuple[float, float]]]] = []
+        self._checkpoints = CheckpointWriter(f"{threading.current_thread().name}/checkpoint")
         self.started = time.monotonic()
         self.training_since: float | None = None  # when the rounds started (not the wait)
         self.last_eval: tuple[int, float, float] | None = None
@@ -102,11 +105,20 @@ class HubSession:
         return {int(k): int(v) for k, v in state.get("cursors", {}).items()}
 
     def save_checkpoint(self) -> bool:
-        """Write checkpoint.pt: weights, optimizer state, version, data positions.
+        """Write checkpoint.pt (weights, optimizer state, version, data positions) and
+        return once it and every write before it are on disk.
 
         False when the disk refused it (a warning and a ``disk_error`` event say so)."""
-        return self._write("checkpoint", self.out.save_checkpoint, self.core.checkpoint()) \
-            is not None
+        version = self._queue_checkpoint()
+        return all(v != version for v in self._collect_writes(block=True))
+
+    def _queue_checkpoint(self) -> int:
+        """Copy the state now, on the thread that drives the session (never between an
+        optimizer step and its version); the writer's thread writes it. Its version."""
+        version = self.server.version
+        self._checkpoints.submit(version, self.out.save_checkpoint,
+                                 copy_tensors(self.core.checkpoint()))
+        return version
 
     def save_stopped(self) -> Path | None:
         """What every early stop writes: the checkpoint and the current weights.
@@ -161,6 +173,7 @@ class HubSession:
         replies = self.core.tick(now)
         self._after()
         self._collect_evals(block=False)
+        self._collect_writes(block=False)
         return replies
 
     def tell_stopping(self) -> list[Reply]:
@@ -209,11 +222,13 @@ class HubSession:
         result = HubResult(accuracy, loss, version, path, time.monotonic() - began)
         self._emit(Finished(accuracy, loss, version, str(path), result.seconds))
         self._pool.shutdown(wait=True)
+        self._close_writer()
         return result
 
     def close(self) -> None:
-        """Stop the evaluation thread (idempotent)."""
+        """Stop the evaluation thread, finish the checkpoint writes (idempotent)."""
         self._pool.shutdown(wait=True, cancel_futures=True)
+        self._close_writer()
 
     # ----------------------------------------------------------------- internals
     def _after(self) -> None:
@@ -251,7 +266,7 @@ class HubSession:
             snapshot = copy.deepcopy(self.server.model)
             self._evals.append((version, self._pool.submit(evaluate, snapshot, self.test_set)))
         if due(c.checkpoint_every):
-            self.save_checkpoint()
+            self._queue_checkpoint()
         if due(c.snapshot_every):
             self._write("snapshot", self.out.save_snapshot, version,
                         self.server.model.state_dict(), self._elapsed())
@@ -269,6 +284,17 @@ class HubSession:
         log.info("[hub v%d] test accuracy %.2f%%", version, 100 * accuracy)
         self._emit(Evaluated(version, accuracy, loss, final))
 
+    def _collect_writes(self, block: bool) -> list[int]:
+        """Report the checkpoint writes that failed (see ``_write``); their versions."""
+        failed = self._checkpoints.collect(block)
+        for _, exc in failed:
+            self._disk_error("checkpoint", exc)
+        return [v for v, _ in failed]
+
+    def _close_writer(self) -> None:
+        for _, exc in self._checkpoints.close():
+            self._disk_error("checkpoint", exc)
+
     def _metric(self, record: dict[str, Any]) -> None:
         self._write("metrics", self.out.append_metric, record)
 
@@ -278,10 +304,13 @@ class HubSession:
         try:
             return write(*args)
         except OSError as exc:
-            self.disk_errors += 1
-            log.warning("could not write the %s to %s: %s", what, self.out.path, exc)
-            self._emit(DiskError(what, str(exc)))
+            self._disk_error(what, exc)
             return None
+
+    def _disk_error(self, what: str, exc: OSError) -> None:
+        self.disk_errors += 1
+        log.warning("could not write the %s to %s: %s", what, self.out.path, exc)
+        self._emit(DiskError(what, str(exc)))
 
     def _elapsed(self) -> float:
         return round(time.monotonic() - self.started, 4)
