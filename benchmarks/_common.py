@@ -130,14 +130,10 @@ def stop(procs: Sequence[subprocess.Popen[Any]], first: int = signal.SIGTERM,
         if proc.poll() is None:
             proc.send_signal(first)
     deadline = time.monotonic() + grace_s
-    killed = []
-    for proc in procs:
-        try:
-            proc.wait(max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            killed.append(proc)
+    killed = [proc for proc in procs if not _ended(proc, deadline)]
+    for proc in killed:
+        proc.kill()
+        proc.wait()
     return killed
 
 
@@ -145,12 +141,19 @@ def wait_all(procs: Sequence[subprocess.Popen[Any]], timeout_s: float, what: str
     """Wait for every process to exit with 0; RuntimeError naming ``what`` otherwise."""
     deadline = time.monotonic() + timeout_s
     for proc in procs:
-        try:
-            proc.wait(max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            raise RuntimeError(f"{what}: timed out after {timeout_s:.0f} s") from None
+        if not _ended(proc, deadline):
+            raise RuntimeError(f"{what}: timed out after {timeout_s:.0f} s")
         if proc.returncode != 0:
             raise RuntimeError(f"{what}: {proc.args!r} exited with {proc.returncode}")
+
+
+def _ended(proc: subprocess.Popen[Any], deadline: float) -> bool:
+    """Whether ``proc`` exits by ``deadline`` (a moment's wait at least)."""
+    try:
+        proc.wait(max(0.1, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        return False
+    return True
 
 
 def exit_on_signal(signum: int, frame: Any) -> None:
