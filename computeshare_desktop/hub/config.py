@@ -154,6 +154,12 @@ class SessionOptions:
                 "median": "Robust: clipped, coordinate median"},
         tip="Robust rules clip oversized updates and outvote one faulty or hostile worker "
             "per round (with 3 workers or more).")  # async clips norms only
+    weight_decay: float = option(
+        0.0, "L2 weight decay of the hub's SGD step (default {default}: none)",
+        flag="--weight-decay", commands=SESSION, metavar="WD", ge=0,
+        error="weight decay must be >= 0", saved=True, label="Weight decay", group=TRAINING,
+        step=0.0001, decimals=5, maximum=1.0,
+        tip="Pulls the weights toward zero a little at every step (L2 regularisation).")
 
     @property
     def asynchronous(self) -> bool:

@@ -83,7 +83,7 @@ class ParameterServer:
 
     def __init__(self, model: torch.nn.Module, *, base_lr: float, momentum: float,
                  mode: Mode, outer: str = "sgd", outer_lr: float = 0.7, batch_size: int = 1,
-                 workers: int = 1, version: int = 0) -> None:
+                 workers: int = 1, version: int = 0, weight_decay: float = 0.0) -> None:
         self.model = model.cpu().float()
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.numel = sum(p.numel() for p in self.params)
@@ -92,7 +92,8 @@ class ParameterServer:
         self.momentum = momentum
         self.workers = workers
         self.worker_momentum = 0.0  # momentum the workers keep (top-k); 0: the hub keeps it
-        self.optimizer = torch.optim.SGD(self.params, lr=base_lr, momentum=momentum)
+        self.optimizer = torch.optim.SGD(self.params, lr=base_lr, momentum=momentum,
+                                         weight_decay=weight_decay)
         self.version = version
         self.published = Publisher(self.flat(), version, get_codec("zstd"))
         self.mode, self.outer, self.outer_lr = mode, outer, outer_lr
@@ -103,7 +104,8 @@ class ParameterServer:
         """The server a session with ``config`` trains ``model`` with."""
         return cls(model, base_lr=config.lr, momentum=config.momentum, mode=config.mode,
                    outer=config.outer_for(config.local_steps), outer_lr=config.outer_lr,
-                   batch_size=config.batch_size, workers=config.workers)
+                   batch_size=config.batch_size, workers=config.workers,
+                   weight_decay=config.weight_decay)
 
     @property
     def local_steps(self) -> int:
