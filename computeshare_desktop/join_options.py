@@ -9,15 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .defaults import DEFAULT_PORT
+from .defaults import DEFAULT_PORT, DEVICE_CHOICES
 from .schema import option
 
 JOIN = ("join",)
 
 
 def _device_choices() -> tuple[str, ...]:
-    from .worker.device import DEVICE_CHOICES  # torch comes with it: only when asked
-
     return DEVICE_CHOICES
 
 

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 
 import torch
 
+from ..defaults import DEVICE_CHOICES
 from ..errors import ConfigError
 
 log = logging.getLogger(__name__)
-
-DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
 
 
 @dataclass(frozen=True, slots=True)
