@@ -1,24 +1,26 @@
-"""The house rules of the package layout, checked on the source (an import-linter in brief).
+"""The house rules that import-linter cannot say, and a check that its contracts bite.
 
-One package per side effect: zmq only in transport/, zeroconf only in discovery/, PySide6
-only in gui/; nothing on the network path may unpickle. The layers, bottom up:
-
-    events, defaults, protocol, codec, data, models   pure
-    hub, worker                                       the cores: no sockets, no UI
-    transport, discovery                              sockets; the hub only through hub.endpoint
-    service                                           threads and policy: hosting, joining
-    cli, gui, selftest                                views: they drive the service
+The layers (views, service, transports, cores, pure code), the one package for each
+side-effect library and the absence of import circles are import-linter contracts in
+pyproject.toml, run by ``tests/test_import_contracts.py``. What stays here reads calls, not
+imports: nothing on the network path may unpickle, and ``torch.load`` reads only files the
+user chose. The last tests break each kind of contract in a copy of the package and check
+that lint-imports says so.
 """
 
 from __future__ import annotations
 
 import ast
+import shutil
 from pathlib import Path
 
+import pytest
+
 import computeshare_desktop
+from test_import_contracts import ROOT as PROJECT
+from test_import_contracts import lint_imports
 
 ROOT = Path(computeshare_desktop.__file__).parent
-ONLY_IN = {"zmq": "transport", "zeroconf": "discovery", "PySide6": "gui", "pyqtgraph": "gui"}
 NEVER = {"pickle", "dill", "cloudpickle", "marshal", "shelve"}
 # files the user chose (or the hub wrote), never peers
 TORCH_LOAD_ALLOWED = {"hub/outputs.py", "evaluation.py"}
@@ -39,12 +41,6 @@ def _imports(tree: ast.Module) -> set[str]:
     return names
 
 
-def test_side_effect_libraries_stay_in_their_package():
-    offenders = [(rel, lib) for rel, tree in _modules() for lib in _imports(tree)
-                 if lib in ONLY_IN and rel.split("/")[0] != ONLY_IN[lib]]
-    assert offenders == []
-
-
 def test_nothing_unpickles():
     offenders = [(rel, lib) for rel, tree in _modules() for lib in _imports(tree) & NEVER]
     calls = [rel for rel, tree in _modules() for node in ast.walk(tree)
@@ -60,75 +56,67 @@ def test_torch_load_only_reads_files_the_user_chose():
     assert users <= TORCH_LOAD_ALLOWED
 
 
-def _relative_imports(tree: ast.Module, rel: str) -> set[str]:
-    """The package modules a module imports, as dotted paths from the package root."""
-    here = rel.split("/")[:-1]
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level >= 1:
-            base = here[:len(here) - (node.level - 1)] if node.level > 1 else here
-            target = ".".join([*base, *(node.module.split(".") if node.module else [])])
-            found.add(target)
-            found.update(f"{target}.{a.name}" for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and \
-                node.module.startswith("computeshare_desktop."):
-            found.add(node.module.removeprefix("computeshare_desktop."))
-    return found
-
-
-# Who may not import whom (by the first part of the dotted path, or a whole module).
-FORBIDDEN = {
-    "events": ("protocol", "codec", "hub", "worker", "transport", "discovery", "service",
-               "cli", "gui"),
-    "protocol": ("hub", "worker", "transport", "discovery", "service", "cli", "gui"),
-    "codec": ("hub", "worker", "transport", "discovery", "service", "cli", "gui"),
-    "data": ("hub", "worker", "transport", "discovery", "service", "cli", "gui"),
-    "models": ("hub", "worker", "transport", "discovery", "service", "cli", "gui"),
-    "hub": ("worker", "transport", "discovery", "service", "cli", "gui"),
-    "worker": ("hub", "transport", "discovery", "service", "cli", "gui"),
-    "transport": ("hub.core", "hub.session", "hub.schedule", "hub.trainer", "discovery",
-                  "service", "cli", "gui"),
-    "discovery": ("hub.core", "hub.session", "hub.schedule", "hub.trainer", "transport",
-                  "service", "cli", "gui"),
-    "service": ("cli", "gui"),
-    "cli": ("gui", "transport", "hub.core", "hub.session", "worker.session"),
-    "gui": ("cli", "transport", "hub.core", "hub.session", "worker.session"),
-    # the self-test drives what the app runs: the service, discovery and (lazily) gui.app
-    "selftest": ("cli", "transport", "hub.core", "hub.session", "worker.session"),
-}
-
-
-def test_each_layer_imports_only_the_layers_below_it():
-    offenders = []
-    for rel, tree in _modules():
-        layer = rel.removesuffix(".py").split("/")[0]
-        for target in _relative_imports(tree, rel):
-            for banned in FORBIDDEN.get(layer, ()):
-                if target == banned or target.startswith(banned + "."):
-                    offenders.append((rel, target))
-    assert offenders == []
-
-
-def test_the_rules_catch_a_view_that_reaches_past_the_service():
-    """The check itself works: a GUI module importing the transport is caught."""
-    tree = ast.parse("from ..transport import HubServer\nfrom ..service import HostService")
-    assert "transport" in _relative_imports(tree, "gui/x.py")
-    assert "service.HostService" in _relative_imports(tree, "gui/x.py")
-
-
 def test_the_torch_floor_is_past_the_known_weights_only_bypasses():
     """Checkpoints and models are read with torch.load(weights_only=True); versions up to
     2.9.1 could be made to run code that way (CVE-2025-32434, CVE-2026-24747)."""
     import re
     import tomllib
-    from pathlib import Path
 
     import torch
 
-    pyproject = Path(__file__).parents[1] / "pyproject.toml"
+    pyproject = PROJECT / "pyproject.toml"
     project = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     floor = next(d for d in project["project"]["dependencies"] if d.startswith("torch>="))
     version = tuple(int(x) for x in re.findall(r"\d+", floor.split(">=")[1])[:2])
     assert version >= (2, 10), floor
     installed = tuple(int(x) for x in re.findall(r"\d+", torch.__version__)[:2])
     assert installed >= version
+
+
+# ----------------------------------------------------------------- the contracts bite
+@pytest.fixture(scope="module")
+def copy_of_the_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The package and pyproject.toml in a folder of their own (lint-imports reads the
+    package it finds there first)."""
+    project = tmp_path_factory.mktemp("project")
+    shutil.copy2(PROJECT / "pyproject.toml", project / "pyproject.toml")
+    shutil.copytree(ROOT, project / "computeshare_desktop",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return project
+
+
+# (module to change, the line added, the contract that must break)
+VIOLATIONS = [
+    ("gui/formatting.py", "from ..transport import HubServer", "Views use the service"),
+    ("cli/terminal.py", "from ..gui import formatting", "Views drive the service"),
+    ("hub/rounds.py", "from ..worker import options", "Views drive the service"),
+    ("protocol/brand_new.py", "from ..hub import HubConfig", "Views drive the service"),
+    ("discovery/advert.py", "from ..hub import core", "through its narrow interface"),
+    ("hub/presets.py", "import zmq", "zmq only in transport/"),
+    ("service/threads.py", "from PySide6 import QtCore", "Qt (PySide6, pyqtgraph) only in gui/"),
+    ("codec/base.py", "from . import raw", "No import circles"),
+]
+
+
+@pytest.mark.parametrize("module, line, contract", VIOLATIONS,
+                         ids=[f"{m}: {line}" for m, line, _ in VIOLATIONS])
+def test_each_kind_of_contract_catches_a_violation(copy_of_the_project, module, line, contract):
+    path = copy_of_the_project / "computeshare_desktop" / module
+    before = path.read_text(encoding="utf-8") if path.exists() else None
+    path.write_text(f"{line}  # noqa\n{before or ''}", encoding="utf-8")
+    try:
+        proc = lint_imports(copy_of_the_project)
+    finally:
+        if before is None:
+            path.unlink()
+        else:
+            path.write_text(before, encoding="utf-8")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    broken = proc.stdout.split("Broken contracts", 1)[-1]
+    assert contract in broken, proc.stdout
+
+
+def test_the_untouched_copy_keeps_every_contract(copy_of_the_project):
+    """So the failures above come from the line each one added."""
+    proc = lint_imports(copy_of_the_project)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

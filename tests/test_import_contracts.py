@@ -1,0 +1,35 @@
+"""The layer rules of the package are import-linter contracts (pyproject.toml,
+``[tool.importlinter]``); the suite runs them, as CI would run ``lint-imports``.
+
+The contracts, by package: views (cli, gui, the self-test) drive the service, the service
+the transports (transport, discovery), the transports the cores (hub, worker), and the
+cores stand on pure code (codec, models, data, protocol, events); the views never reach a
+socket or a core's engine; the transports reach a hub only through ``hub.endpoint``; zmq,
+zeroconf and Qt each stay in their one package; and no package's modules or subpackages
+import each other in a circle. ``tests/test_architecture.py`` checks that they catch a
+violation.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# The console script `lint-imports`, run by the interpreter that runs the tests (portable:
+# no PATH, no Scripts/ vs bin/).
+LINT = "import sys; from importlinter.cli import lint_imports_command; " \
+       "sys.exit(lint_imports_command())"
+
+
+def lint_imports(project: Path) -> subprocess.CompletedProcess[str]:
+    """Run lint-imports on ``project`` (a folder holding pyproject.toml and the package)."""
+    return subprocess.run([sys.executable, "-c", LINT, "--no-cache", "--no-logo"],
+                          cwd=project, capture_output=True, text=True, timeout=120)
+
+
+def test_the_package_keeps_every_import_contract():
+    proc = lint_imports(ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 broken" in proc.stdout
