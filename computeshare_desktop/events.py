@@ -1,10 +1,10 @@
-"""Every event the cores and the session service report: a closed set of frozen dataclasses.
+"""Every event the cores and the session service report: a closed set of frozen Structs.
 
 No Qt, no sockets. The hub core and HubSession emit the hub's events; the transport also
 publishes them to the workers on the event port, as JSON (``to_wire`` / ``from_wire``,
-which checks every field's type: the wire is input like any other). WorkerSession emits a
-worker's; the session service adds its own (listening, advertising, log lines, failures,
-the end of a thread).
+where msgspec checks every field's type: the wire is input like any other). WorkerSession
+emits a worker's; the session service adds its own (listening, advertising, log lines,
+failures, the end of a thread).
 
 Views handle them explicitly: ``Handlers`` maps each event class to one method, so
 ``grep`` finds where an event is handled, and an event no table names is simply not
@@ -13,18 +13,16 @@ shown.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import types
-import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Iterable, TypeVar, Union
+from typing import Any, Callable, ClassVar, Iterable, TypeVar
+
+import msgspec
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class WorkerInfo:
+class WorkerInfo(msgspec.Struct, frozen=True):
     """A worker as the hub's events describe it."""
 
     id: int
@@ -41,43 +39,31 @@ class WorkerInfo:
     key: str = ""  # its key's fingerprint: the same machine across rejoins
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
-    """The base of every event; ``kind`` names it on the wire and in logs."""
+class Event(msgspec.Struct, frozen=True):
+    """The base of every event; ``kind`` names it on the wire and in logs. Unknown fields
+    are ignored when read (a newer hub may add some)."""
 
     kind: ClassVar[str] = ""
 
     def to_wire(self) -> dict[str, Any]:
         """A JSON-ready dict: the kind and every field."""
-        data = {"kind": self.kind}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, WorkerInfo):
-                value = dataclasses.asdict(value)
-            elif isinstance(value, tuple):
-                value = [dataclasses.asdict(v) if isinstance(v, WorkerInfo) else v
-                         for v in value]
-            data[f.name] = value
-        return data
+        return {"kind": self.kind, **msgspec.to_builtins(self)}
 
 
 # ----------------------------------------------------------------- the hub's events
-@dataclass(frozen=True, slots=True)
-class WorkerJoined(Event):
+class WorkerJoined(Event, frozen=True):
     kind: ClassVar[str] = "worker_joined"
     worker: WorkerInfo
 
 
-@dataclass(frozen=True, slots=True)
-class WorkerReady(Event):
+class WorkerReady(Event, frozen=True):
     """A worker has its shard and asked for the model: rounds wait for it from now on."""
 
     kind: ClassVar[str] = "worker_ready"
     worker: WorkerInfo
 
 
-@dataclass(frozen=True, slots=True)
-class WorkerLeft(Event):
+class WorkerLeft(Event, frozen=True):
     """``reason``: left, silent, kicked, arch_mismatch or stuck."""
 
     kind: ClassVar[str] = "worker_left"
@@ -85,16 +71,14 @@ class WorkerLeft(Event):
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class StateChanged(Event):
+class StateChanged(Event, frozen=True):
     """The session's state: waiting, training, done or stopped."""
 
     kind: ClassVar[str] = "state"
     state: str
 
 
-@dataclass(frozen=True, slots=True)
-class RoundClosed(Event):
+class RoundClosed(Event, frozen=True):
     """A round ended with an optimizer step (async mode: one update)."""
 
     kind: ClassVar[str] = "round"
@@ -118,8 +102,7 @@ class RoundClosed(Event):
     staleness_histogram: dict[str, Any] | None = None  # async: every eval_every versions
 
 
-@dataclass(frozen=True, slots=True)
-class ModeChanged(Event):
+class ModeChanged(Event, frozen=True):
     """Preset "auto" measured the link and chose a mode."""
 
     kind: ClassVar[str] = "mode"
@@ -132,8 +115,7 @@ class ModeChanged(Event):
     bandwidth: float
 
 
-@dataclass(frozen=True, slots=True)
-class Evaluated(Event):
+class Evaluated(Event, frozen=True):
     kind: ClassVar[str] = "eval"
     version: int
     accuracy: float
@@ -141,8 +123,7 @@ class Evaluated(Event):
     final: bool
 
 
-@dataclass(frozen=True, slots=True)
-class Rejected(Event):
+class Rejected(Event, frozen=True):
     """A request was refused (its code; the detail is for logs)."""
 
     kind: ClassVar[str] = "rejected"
@@ -150,16 +131,14 @@ class Rejected(Event):
     detail: str
 
 
-@dataclass(frozen=True, slots=True)
-class PairingRefused(Event):
+class PairingRefused(Event, frozen=True):
     kind: ClassVar[str] = "pairing_refused"
     code: str
     failures: int
     retry_after: float
 
 
-@dataclass(frozen=True, slots=True)
-class Finished(Event):
+class Finished(Event, frozen=True):
     """Every round is done; the model is saved."""
 
     kind: ClassVar[str] = "finished"
@@ -170,8 +149,7 @@ class Finished(Event):
     seconds: float
 
 
-@dataclass(frozen=True, slots=True)
-class Stopped(Event):
+class Stopped(Event, frozen=True):
     """The session stopped before its end; the model and a checkpoint were saved."""
 
     kind: ClassVar[str] = "stopped"
@@ -180,8 +158,7 @@ class Stopped(Event):
     model_path: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class DiskError(Event):
+class DiskError(Event, frozen=True):
     """A write was skipped (a full disk, a locked file); training goes on."""
 
     kind: ClassVar[str] = "disk_error"
@@ -189,13 +166,11 @@ class DiskError(Event):
     error: str
 
 
-@dataclass(frozen=True, slots=True)
-class PinChanged(Event):
+class PinChanged(Event, frozen=True):
     kind: ClassVar[str] = "pin_changed"
 
 
-@dataclass(frozen=True, slots=True)
-class HubStopped(Event):
+class HubStopped(Event, frozen=True):
     """The hub stopped the session early (the hub's last word to its workers; a worker
     reports it too when it learns it)."""
 
@@ -204,15 +179,13 @@ class HubStopped(Event):
 
 
 # ----------------------------------------------------------------- a worker's events
-@dataclass(frozen=True, slots=True)
-class PairedWith(Event):
+class PairedWith(Event, frozen=True):
     kind: ClassVar[str] = "paired"
     session_id: str
     hub_key: str  # its fingerprint
 
 
-@dataclass(frozen=True, slots=True)
-class Joined(Event):
+class Joined(Event, frozen=True):
     kind: ClassVar[str] = "joined"
     worker_id: int
     shard: int
@@ -225,15 +198,13 @@ class Joined(Event):
     state: str = "waiting"  # the session's, when it joined (training: it takes over a shard)
 
 
-@dataclass(frozen=True, slots=True)
-class ShardReceived(Event):
+class ShardReceived(Event, frozen=True):
     kind: ClassVar[str] = "shard"
     received: int
     total: int
 
 
-@dataclass(frozen=True, slots=True)
-class Pushed(Event):
+class Pushed(Event, frozen=True):
     """The worker pushed its update for ``version`` (``accepted``: the hub took it)."""
 
     kind: ClassVar[str] = "pushed"
@@ -247,49 +218,41 @@ class Pushed(Event):
     rejected: int
 
 
-@dataclass(frozen=True, slots=True)
-class HubSilent(Event):
+class HubSilent(Event, frozen=True):
     kind: ClassVar[str] = "hub_silent"
     retry_in: float
 
 
-@dataclass(frozen=True, slots=True)
-class HubLost(Event):
+class HubLost(Event, frozen=True):
     kind: ClassVar[str] = "hub_lost"
     silent_s: float
     give_up_s: float
 
 
-@dataclass(frozen=True, slots=True)
-class HubBack(Event):
+class HubBack(Event, frozen=True):
     kind: ClassVar[str] = "hub_back"
 
 
-@dataclass(frozen=True, slots=True)
-class PairingWait(Event):
+class PairingWait(Event, frozen=True):
     kind: ClassVar[str] = "pairing_wait"
     code: str
     retry_after: float
 
 
-@dataclass(frozen=True, slots=True)
-class SessionFull(Event):
+class SessionFull(Event, frozen=True):
     kind: ClassVar[str] = "session_full"
 
 
-@dataclass(frozen=True, slots=True)
-class Rejoining(Event):
+class Rejoining(Event, frozen=True):
     kind: ClassVar[str] = "rejoin"
 
 
-@dataclass(frozen=True, slots=True)
-class Resync(Event):
+class Resync(Event, frozen=True):
     kind: ClassVar[str] = "resync"
     version: int
 
 
-@dataclass(frozen=True, slots=True)
-class WorkerDone(Event):
+class WorkerDone(Event, frozen=True):
     """The worker's session is over (``left``: it chose to leave)."""
 
     kind: ClassVar[str] = "done"
@@ -300,15 +263,13 @@ class WorkerDone(Event):
 
 
 # ----------------------------------------------------------------- the service's events
-@dataclass(frozen=True, slots=True)
-class DeviceChosen(Event):
+class DeviceChosen(Event, frozen=True):
     kind: ClassVar[str] = "device"
     description: str
     note: str
 
 
-@dataclass(frozen=True, slots=True)
-class Listening(Event):
+class Listening(Event, frozen=True):
     """The hub's sockets are bound."""
 
     kind: ClassVar[str] = "listening"
@@ -321,22 +282,19 @@ class Listening(Event):
     out_dir: str
 
 
-@dataclass(frozen=True, slots=True)
-class Advertising(Event):
+class Advertising(Event, frozen=True):
     kind: ClassVar[str] = "advertising"
     name: str
 
 
-@dataclass(frozen=True, slots=True)
-class LogLine(Event):
+class LogLine(Event, frozen=True):
     """A line for the session's log."""
 
     kind: ClassVar[str] = "log"
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class Failed(Event):
+class Failed(Event, frozen=True):
     """The session cannot go on; ``code`` is a RejectCode value or UNREACHABLE/ERROR."""
 
     kind: ClassVar[str] = "error"
@@ -344,8 +302,7 @@ class Failed(Event):
     code: str = "ERROR"
 
 
-@dataclass(frozen=True, slots=True)
-class Ended(Event):
+class Ended(Event, frozen=True):
     """The session's thread has ended (``left``: a worker that chose to leave;
     ``result``: it ran to the end)."""
 
@@ -368,58 +325,17 @@ BY_KIND: dict[str, type[Event]] = {cls.kind: cls for cls in HUB_EVENTS}  # what 
 # ----------------------------------------------------------------- from the wire
 def from_wire(data: Any) -> Event | None:
     """The hub event a JSON object describes; None for a kind this version does not know
-    (a newer hub); ValueError when a known kind has missing or mistyped fields."""
+    (a newer hub); ValueError when a known kind has missing or mistyped fields (an int may
+    stand for a float)."""
     if not isinstance(data, dict) or not isinstance(data.get("kind"), str):
         raise ValueError("an event must be an object with a kind")
     cls = BY_KIND.get(data["kind"])
     if cls is None:
         return None
-    hints = typing.get_type_hints(cls)
-    values = {}
-    for f in dataclasses.fields(cls):
-        if f.name not in data:
-            if f.default is dataclasses.MISSING:
-                raise ValueError(f"{cls.kind} event without {f.name}")
-            continue
-        values[f.name] = _check(data[f.name], hints[f.name], f"{cls.kind}.{f.name}")
-    return cls(**values)
-
-
-def _check(value: Any, hint: Any, where: str) -> Any:
-    """``value`` as type ``hint`` (ints may stand for floats), or ValueError."""
-    origin = typing.get_origin(hint)
-    if origin in (Union, types.UnionType):
-        for option in typing.get_args(hint):
-            try:
-                return _check(value, option, where)
-            except ValueError:
-                continue
-        raise ValueError(f"{where}: {value!r} is not {hint}")
-    if hint is type(None):
-        if value is None:
-            return None
-    elif hint is WorkerInfo:
-        if isinstance(value, dict):
-            return WorkerInfo(**{f.name: _check(value[f.name], typing.get_type_hints(
-                WorkerInfo)[f.name], f"{where}.{f.name}") for f in dataclasses.fields(
-                WorkerInfo) if f.name in value})
-    elif origin is tuple:
-        if isinstance(value, list):
-            item = typing.get_args(hint)[0]
-            return tuple(_check(v, item, where) for v in value)
-    elif origin is dict:
-        if isinstance(value, dict):
-            return value
-    elif hint is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-    elif hint is bool:
-        if isinstance(value, bool):
-            return value
-    elif hint in (int, str):
-        if isinstance(value, hint) and not isinstance(value, bool):
-            return value
-    raise ValueError(f"{where}: {value!r} is not {getattr(hint, '__name__', hint)}")
+    try:
+        return msgspec.convert(data, cls, strict=True)
+    except ValueError as exc:  # ValidationError, or a lone surrogate where no str is due
+        raise ValueError(f"{cls.kind} event: {exc}") from None
 
 
 # ----------------------------------------------------------------- handling

@@ -1,15 +1,31 @@
-"""The messages of the hub/worker protocol, as frozen dataclasses.
+"""The messages of the hub/worker protocol, as frozen msgspec Structs.
 
 Each message class names its wire type (``TYPE``) and how many binary frames follow its
-header (``FRAMES``). Field types are deliberately few (int, float, str, bool, list[int]) so
-that ``wire.py`` can validate every header strictly from the annotations alone.
+header (``FRAMES``). Field types are deliberately few, and bounded where they are declared
+(``Int``, ``Real``, ``Str``, ``Dims`` below), so that ``wire.py`` has msgspec check every
+header strictly from the annotations alone.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
-from typing import Any, ClassVar
+from typing import Annotated, ClassVar
+
+import msgspec
+
+MAX_STR_CHARS = 256
+MAX_LIST_ITEMS = 8
+MAX_INT = 2**53  # beyond this an int is not exact in a double (what JSON peers may parse)
+
+Int = Annotated[int, msgspec.Meta(ge=-MAX_INT, le=MAX_INT)]
+# An int may stand for a float while it is an Int; NaN and infinity pass: the receiver
+# judges them (a NaN loss is NOT_FINITE, not MALFORMED).
+Real = Int | float
+# JSON can spell lone surrogates (\ud800), which no later .encode() accepts: not text.
+Str = Annotated[str, msgspec.Meta(max_length=MAX_STR_CHARS,
+                                  pattern="\\A[^\\ud800-\\udfff]*\\Z")]
+Dims = Annotated[list[Annotated[int, msgspec.Meta(ge=0, le=2**31)]],
+                 msgspec.Meta(max_length=MAX_LIST_ITEMS)]
 
 
 class MsgType(str, Enum):
@@ -44,185 +60,174 @@ class SessionState(str, Enum):
     STOPPED = "stopped"  # stopped before the end (saved; can be resumed): workers must go
 
 
-@dataclass(frozen=True, slots=True)
-class PairStart:
+class Message(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The base of every message: its fields are the header's, besides ``t``."""
+
+    TYPE: ClassVar[MsgType]
+    FRAMES: ClassVar[int] = 0
+
+
+class PairStart(Message, frozen=True):
     TYPE: ClassVar[MsgType] = MsgType.PAIR_START
     FRAMES: ClassVar[int] = 0
-    msg_a: str  # SPAKE2 message, hex
-    name: str
+    msg_a: Str  # SPAKE2 message, hex
+    name: Str
 
 
-@dataclass(frozen=True, slots=True)
-class PairReply:
+class PairReply(Message, frozen=True):
     TYPE: ClassVar[MsgType] = MsgType.PAIR_REPLY
     FRAMES: ClassVar[int] = 0
-    pair_id: str
-    msg_b: str  # SPAKE2 message, hex
+    pair_id: Str
+    msg_b: Str  # SPAKE2 message, hex
 
 
-@dataclass(frozen=True, slots=True)
-class PairFinish:
+class PairFinish(Message, frozen=True):
     TYPE: ClassVar[MsgType] = MsgType.PAIR_FINISH
     FRAMES: ClassVar[int] = 0
-    pair_id: str
-    worker_key: str  # the worker's long-term CURVE public key, Z85
-    proof: str  # key confirmation covering worker_key and name
+    pair_id: Str
+    worker_key: Str  # the worker's long-term CURVE public key, Z85
+    proof: Str  # key confirmation covering worker_key and name
 
 
-@dataclass(frozen=True, slots=True)
-class Paired:
+class Paired(Message, frozen=True):
     TYPE: ClassVar[MsgType] = MsgType.PAIRED
     FRAMES: ClassVar[int] = 0
-    hub_key: str  # the hub's long-term CURVE public key, Z85
-    session_id: str
-    proof: str  # key confirmation covering hub_key and session_id
+    hub_key: Str  # the hub's long-term CURVE public key, Z85
+    session_id: Str
+    proof: Str  # key confirmation covering hub_key and session_id
 
 
-@dataclass(frozen=True, slots=True)
-class Join:
+class Join(Message, frozen=True):
     TYPE: ClassVar[MsgType] = MsgType.JOIN
     FRAMES: ClassVar[int] = 0
-    name: str
-    device: str
+    name: Str
+    device: Str
 
 
-@dataclass(frozen=True, slots=True)
-class Welcome:
+class Welcome(Message, frozen=True):
     TYPE: ClassVar[MsgType] = MsgType.WELCOME
     FRAMES: ClassVar[int] = 0
-    session_id: str
-    worker_id: int
-    token: str
-    shard: int
-    num_shards: int
-    shard_size: int
-    dataset: str
-    model: str
-    fingerprint: str
-    batch_size: int
-    seed: int
-    rounds: int
-    codec: str
-    state: str
-    version: int
+    session_id: Str
+    worker_id: Int
+    token: Str
+    shard: Int
+    num_shards: Int
+    shard_size: Int
+    dataset: Str
+    model: Str
+    fingerprint: Str
+    batch_size: Int
+    seed: Int
+    rounds: Int
+    codec: Str
+    state: Str
+    version: Int
 
 
-@dataclass(frozen=True, slots=True)
-class Shard:
+class Shard(Message, frozen=True):
     TYPE: ClassVar[MsgType] = MsgType.SHARD
     FRAMES: ClassVar[int] = 0
-    token: str
-    offset: int
-    count: int
+    token: Str
+    offset: Int
+    count: Int
 
 
-@dataclass(frozen=True, slots=True)
-class ShardData:
+class ShardData(Message, frozen=True):
     TYPE: ClassVar[MsgType] = MsgType.SHARD_DATA
     FRAMES: ClassVar[int] = 2  # uint8 images (N, C, H, W), int64 labels (N,)
-    offset: int
-    total: int
-    image_shape: list[int]
+    offset: Int
+    total: Int
+    image_shape: Dims
 
 
-@dataclass(frozen=True, slots=True)
-class Pull:
+class Pull(Message, frozen=True):
     TYPE: ClassVar[MsgType] = MsgType.PULL
     FRAMES: ClassVar[int] = 0
-    token: str
-    after: int  # the newest version the worker has; -1 for none
-    wait_ms: int  # how long the hub may hold the request
-    fingerprint: str
+    token: Str
+    after: Int  # the newest version the worker has; -1 for none
+    wait_ms: Int  # how long the hub may hold the request
+    fingerprint: Str
 
 
-@dataclass(frozen=True, slots=True)
-class Model:
+class Model(Message, frozen=True):
     TYPE: ClassVar[MsgType] = MsgType.MODEL
     FRAMES: ClassVar[int] = 1  # the weights, encoded with `codec`
-    version: int
-    codec: str
-    numel: int
-    base: int  # -1: the frame is the whole model; else a delta from version `base`
-    check: str  # fingerprint of the weights of `version` (codec.delta.weights_check)
-    start: int  # this round's work: samples [start, start + steps*batch) of the shard's stream
-    batch: int  # samples per step
-    steps: int  # 0: push the gradient of one batch; H >= 1: take H local steps, push the change
-    lr: float  # learning rate of the local steps
-    momentum: float  # momentum kept on the worker (sparse pushes); 0: the hub keeps it
-    push_codec: str  # how to encode the push
-    topk: float  # the top-k fraction, when push_codec is topk
+    version: Int
+    codec: Str
+    numel: Int
+    base: Int  # -1: the frame is the whole model; else a delta from version `base`
+    check: Str  # fingerprint of the weights of `version` (codec.delta.weights_check)
+    start: Int  # this round's work: samples [start, start + steps*batch) of the shard's stream
+    batch: Int  # samples per step
+    steps: Int  # 0: push the gradient of one batch; H >= 1: take H local steps, push the change
+    lr: Real  # learning rate of the local steps
+    momentum: Real  # momentum kept on the worker (sparse pushes); 0: the hub keeps it
+    push_codec: Str  # how to encode the push
+    topk: Real  # the top-k fraction, when push_codec is topk
 
 
-@dataclass(frozen=True, slots=True)
-class Waiting:
+class Waiting(Message, frozen=True):
     TYPE: ClassVar[MsgType] = MsgType.WAITING
     FRAMES: ClassVar[int] = 0
-    version: int
-    state: str
+    version: Int
+    state: Str
 
 
-@dataclass(frozen=True, slots=True)
-class Push:
+class Push(Message, frozen=True):
     TYPE: ClassVar[MsgType] = MsgType.PUSH
     FRAMES: ClassVar[int] = 1  # the gradient (steps 0) or the weight change, encoded
-    token: str
-    version: int
-    codec: str
-    numel: int
-    loss: float
-    samples: int  # samples processed, all steps together
-    steps: int  # as in the MODEL this answers
-    compute_ms: float
-    bandwidth: float  # the worker's measured download rate in bytes/s; 0 when unknown
+    token: Str
+    version: Int
+    codec: Str
+    numel: Int
+    loss: Real
+    samples: Int  # samples processed, all steps together
+    steps: Int  # as in the MODEL this answers
+    compute_ms: Real
+    bandwidth: Real  # the worker's measured download rate in bytes/s; 0 when unknown
 
 
-@dataclass(frozen=True, slots=True)
-class Ack:
+class Ack(Message, frozen=True):
     TYPE: ClassVar[MsgType] = MsgType.ACK
     FRAMES: ClassVar[int] = 0
-    version: int
+    version: Int
 
 
-@dataclass(frozen=True, slots=True)
-class Ping:
+class Ping(Message, frozen=True):
     TYPE: ClassVar[MsgType] = MsgType.PING
     FRAMES: ClassVar[int] = 0
-    token: str
+    token: Str
 
 
-@dataclass(frozen=True, slots=True)
-class Pong:
+class Pong(Message, frozen=True):
     TYPE: ClassVar[MsgType] = MsgType.PONG
     FRAMES: ClassVar[int] = 0
-    version: int
-    state: str
+    version: Int
+    state: Str
 
 
-@dataclass(frozen=True, slots=True)
-class Bye:
+class Bye(Message, frozen=True):
     TYPE: ClassVar[MsgType] = MsgType.BYE
     FRAMES: ClassVar[int] = 0
-    token: str
+    token: Str
 
 
-@dataclass(frozen=True, slots=True)
-class Done:
+class Done(Message, frozen=True):
     TYPE: ClassVar[MsgType] = MsgType.DONE
     FRAMES: ClassVar[int] = 0
-    version: int
+    version: Int
 
 
-@dataclass(frozen=True, slots=True)
-class Reject:
+class Reject(Message, frozen=True):
     TYPE: ClassVar[MsgType] = MsgType.REJECT
     FRAMES: ClassVar[int] = 0
-    code: str
-    detail: str
-    version: int  # the hub's current version (what STALE needs); -1 when irrelevant
-    retry_after: float  # seconds before retrying (LOCKED_OUT); 0 otherwise
+    code: Str
+    detail: Str
+    version: Int  # the hub's current version (what STALE needs); -1 when irrelevant
+    retry_after: Real  # seconds before retrying (LOCKED_OUT); 0 otherwise
 
 
-MESSAGE_CLASSES: dict[MsgType, Any] = {
+MESSAGE_CLASSES: dict[MsgType, type[Message]] = {
     cls.TYPE: cls
     for cls in (
         PairStart, PairReply, PairFinish, Paired, Join, Welcome, Shard, ShardData, Pull, Model,

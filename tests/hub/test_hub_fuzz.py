@@ -11,10 +11,10 @@ version only moves forward and the weights stay finite.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any
 
+import msgspec
 import torch
 from helpers_hub import (HUB_KEY, PIN, SESSION_ID, T0, admit, decode_replies, fake_key,
                          finish_message, grads, make_hub, only, pair_start, reject_code, send,
@@ -164,7 +164,7 @@ def key_for(h: Harness, which: str) -> str | None:
 def test_mutated_fields(which: int, key: str, data: st.DataObject) -> None:
     h = harness()
     msg, body = h.templates()[which]
-    obj = {"t": msg.TYPE.value, **dataclasses.asdict(msg)}
+    obj = {"t": msg.TYPE.value, **msgspec.structs.asdict(msg)}
     name = data.draw(st.sampled_from(sorted(obj)))
     obj[name] = data.draw(any_text | json_values if type(obj[name]) is str else json_values)
     header = HEAD + json.dumps(obj).encode()
@@ -212,7 +212,7 @@ def test_pairing_arbitrary_frames(frames: list[bytes]) -> None:
 def test_pairing_mutated_fields(which: int, data: st.DataObject) -> None:
     h = harness()
     msg = h.pairing_templates()[which]
-    obj = {"t": msg.TYPE.value, **dataclasses.asdict(msg)}
+    obj = {"t": msg.TYPE.value, **msgspec.structs.asdict(msg)}
     name = data.draw(st.sampled_from(sorted(obj)))
     original = obj[name]
     obj[name] = data.draw(pairing_text | any_text | json_values)
@@ -250,7 +250,7 @@ def test_a_push_with_fields_at_their_extremes() -> None:
                           ({"codec": "x" * 256}, RejectCode.BAD_CODEC),
                           ({"loss": 1e30, "compute_ms": -1e308}, None),
                           ({"loss": 1.0}, RejectCode.DUPLICATE)):
-        reply = only(send(hub, w1.peer, dataclasses.replace(msg, **changes), T0, [grad]))
+        reply = only(send(hub, w1.peer, msgspec.structs.replace(msg, **changes), T0, [grad]))
         if code is None:
             assert isinstance(reply, Ack)
         else:

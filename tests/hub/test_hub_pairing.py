@@ -3,9 +3,9 @@ and men in the middle, abandoned runs, rate limits, the lock-out and the brute-f
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
+import msgspec
 import pytest
 from helpers_hub import (HUB_KEY, PIN, SESSION_ID, T0, WRONG, admit, decode_replies,
                           fake_key,
@@ -115,7 +115,7 @@ def test_a_replayed_pair_start_gets_a_new_run_the_old_finish_cannot_use(hub: Hub
     replayed = only(decode_replies(hub.handle_pairing(b"eve", start_frames, T0 + 1)))
     assert isinstance(replayed, PairReply)
     assert replayed.pair_id != reply.pair_id and replayed.msg_b != reply.msg_b
-    again = pairing_send(hub, b"eve", dataclasses.replace(finish, worker_key=KEY_B), T0 + 1)
+    again = pairing_send(hub, b"eve", msgspec.structs.replace(finish, worker_key=KEY_B), T0 + 1)
     assert reject_code(again) is RejectCode.UNKNOWN_CHALLENGE  # the old pair_id is used up
     retargeted = PairFinish(replayed.pair_id, KEY_B, finish.proof)
     assert reject_code(pairing_send(hub, b"eve", retargeted, T0 + 1)) is RejectCode.BAD_PIN
@@ -125,7 +125,7 @@ def test_a_replayed_pair_start_gets_a_new_run_the_old_finish_cannot_use(hub: Hub
 def test_a_worker_key_swapped_in_flight_is_bad_pin(hub: HubCore) -> None:
     run, reply = started(hub, b"p1", T0)
     honest = finish_message(run, reply, KEY_A, "p1")
-    swapped = dataclasses.replace(honest, worker_key=KEY_B)
+    swapped = msgspec.structs.replace(honest, worker_key=KEY_B)
     assert reject_code(pairing_send(hub, b"p1", swapped, T0)) is RejectCode.BAD_PIN
     assert KEY_A not in hub.allowlist and KEY_B not in hub.allowlist
     # the run is spent: the honest message arriving late gets nothing either (the worker retries)

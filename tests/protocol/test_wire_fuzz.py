@@ -78,7 +78,7 @@ def test_byte_flips(mtype: MsgType, data: st.DataObject) -> None:
 def test_random_json_field_values(mtype: MsgType, data: st.DataObject) -> None:
     msg = EXAMPLES[mtype]
     obj: dict[str, Any] = {"t": mtype.value}
-    obj.update({name: getattr(msg, name) for name in msg.__dataclass_fields__})
+    obj.update({name: getattr(msg, name) for name in msg.__struct_fields__})
     name = data.draw(st.sampled_from(sorted(obj)))
     obj[name] = data.draw(json_values)
     if data.draw(st.booleans()):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from typing import Any
 
+import msgspec
 import pytest
 from helpers_protocol import EXAMPLES, HEAD, example_frames
 
@@ -24,7 +24,7 @@ def header(obj: Any, *, version: int = PROTOCOL_VERSION) -> bytes:
 
 def fields_of(mtype: MsgType) -> dict[str, Any]:
     msg = EXAMPLES[mtype]
-    return {"t": mtype.value, **{f.name: getattr(msg, f.name) for f in dataclasses.fields(msg)}}
+    return {"t": mtype.value, **msgspec.structs.asdict(msg)}
 
 
 def rejected(frames: list[bytes], **kwargs: Any) -> RejectCode:
@@ -57,7 +57,7 @@ def test_round_trip_memoryview_frames() -> None:
 
 
 def test_round_trip_keeps_non_finite_floats_for_the_receiver_to_judge() -> None:
-    push = dataclasses.replace(EXAMPLES[MsgType.PUSH], loss=float("nan"),
+    push = msgspec.structs.replace(EXAMPLES[MsgType.PUSH], loss=float("nan"),
                                compute_ms=float("inf"))
     msg, _ = decode(encode(push, [b"x"]))
     assert math.isnan(msg.loss) and msg.compute_ms == math.inf
@@ -160,6 +160,7 @@ def test_extra_field_is_malformed(mtype: MsgType) -> None:
     (MsgType.PUSH, "loss", "1.0"),
     (MsgType.PUSH, "loss", True),  # bool where float
     (MsgType.PUSH, "loss", [1.0]),
+    (MsgType.PUSH, "loss", 2**53 + 1),  # an int stands for a float only while it is exact
     (MsgType.PAIR_START, "msg_a", "x" * (wire.MAX_STR_CHARS + 1)),  # str too long
     (MsgType.PAIR_START, "msg_a", 5),
     (MsgType.PAIR_START, "name", "\ud800"),  # lone surrogate: valid JSON, not text
@@ -182,6 +183,43 @@ def test_wrong_field_type_is_malformed(mtype: MsgType, name: str, value: Any) ->
         decode([header(obj), *body])
     assert info.value.code is RejectCode.MALFORMED
     assert name in info.value.detail
+
+
+@pytest.mark.parametrize("obj", [
+    {"t": "shard", "token": "a", "offset": 0, "count": "\ud800"},  # where an int is due
+    {"t": "push", "token": "a", "version": 1, "codec": "raw", "numel": 1, "loss": "\udfff",
+     "samples": 1, "steps": 0, "compute_ms": 0.0, "bandwidth": 0.0},  # where a float is due
+    {"t": "shard_data", "offset": 0, "total": 1, "image_shape": [1, "\udc80"]},  # in a list
+    {"t": "ping", "token": "a", "\ud800": 1},  # as a field's name
+    {"t": "ping", "token": "a\ud800b"},  # in a string
+    {"t": "\ud800", "token": "a"},  # as the type
+])
+def test_lone_surrogates_anywhere_are_malformed_and_stay_out_of_the_detail(
+        obj: dict[str, Any]) -> None:
+    frames = [header(obj), *([b"", b""] if obj["t"] == "shard_data" else [b"g"] * (
+        obj["t"] == "push"))]
+    assert rejected(frames) is RejectCode.MALFORMED
+    with pytest.raises(RemoteProtocolError) as info:
+        decode(frames)
+    info.value.detail.encode("ascii")  # the detail goes back in a REJECT and into logs
+
+
+def test_the_header_is_protocol_3_byte_for_byte() -> None:
+    """The standard library writes the JSON as before msgspec: fields in order after "t",
+    no spaces, non-ASCII escaped, NaN and Infinity spelled out (a peer of the same protocol
+    version, old or new, reads them alike)."""
+    push = Push(token="\u00e9\n\"", version=-1, codec="raw", numel=2**53, loss=float("nan"),
+                samples=0, steps=3, compute_ms=float("-inf"), bandwidth=1.25e7)
+    assert encode(push, [b""])[0] == (
+        b'CS\x03{"t":"push","token":"\\u00e9\\n\\"","version":-1,"codec":"raw",'
+        b'"numel":9007199254740992,"loss":NaN,"samples":0,"steps":3,"compute_ms":-Infinity,'
+        b'"bandwidth":12500000.0}')
+    join = Join(name="machine-\U0001f642", device="cpu")
+    assert encode(join)[0] == b'CS\x03{"t":"join","name":"machine-\\ud83d\\ude42","device":"cpu"}'
+    assert decode(encode(join))[0] == join  # a surrogate pair is one character, not a lone one
+    shape = ShardData(offset=0, total=5, image_shape=[5, 1, 28, 28])
+    assert encode(shape, [b"", b""])[0] == (
+        b'CS\x03{"t":"shard_data","offset":0,"total":5,"image_shape":[5,1,28,28]}')
 
 
 def test_int_is_accepted_where_float_is_expected() -> None:
@@ -242,8 +280,8 @@ def test_to_hub_and_to_pairing_are_exactly_the_worker_requests() -> None:
 
 def test_welcome_carries_no_proof_any_more() -> None:
     # the hub proves the PIN once, in PAIRED; after that CURVE authenticates every frame
-    assert "proof" not in {f.name for f in dataclasses.fields(Welcome)}
-    assert {f.name for f in dataclasses.fields(Join)} == {"name", "device"}
+    assert "proof" not in {f.name for f in msgspec.structs.fields(Welcome)}
+    assert {f.name for f in msgspec.structs.fields(Join)} == {"name", "device"}
 
 
 # ----------------------------------------------------------------- encoding our own messages

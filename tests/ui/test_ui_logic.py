@@ -3,9 +3,9 @@ display and no PySide6, so they run wherever the core suite runs."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
+import msgspec
 import pytest
 
 from computeshare_desktop.errors import ConfigError
@@ -105,7 +105,7 @@ def test_worker_state_counts_its_pushes_and_tells_leaving_from_finishing():
 
 def test_worker_state_folds_the_hubs_feed_accuracy_all_workers_and_final_accuracy():
     state = ProgressState("worker", name="w3", clock=Clock())
-    state.apply([worker(dataclasses.replace(JOINED, device="CPU")),
+    state.apply([worker(msgspec.structs.replace(JOINED, device="CPU")),
                  feed(WorkerJoined(worker_summary(4, 0)))])
     assert sorted(state.workers) == [3, 4]
     rounds = [hub_round(v, [worker_summary(3, v), worker_summary(4, v)], FEED)
@@ -195,7 +195,7 @@ def test_figures_agree_and_stop_at_the_end():
 
 def test_a_worker_that_leaves_stops_showing_live_rows_and_a_spare_says_it_takes_over():
     state = ProgressState("worker", name="laptop", clock=Clock())
-    state.apply([worker(dataclasses.replace(JOINED, state="training"))])
+    state.apply([worker(msgspec.structs.replace(JOINED, state="training"))])
     assert state.status == "Joined a running session: loading data"
     state.apply([feed(WorkerJoined(worker_summary(4, 0))),
                  hub_round(1, [worker_summary(3, 1), worker_summary(4, 1)], FEED)])
@@ -206,12 +206,12 @@ def test_a_worker_that_leaves_stops_showing_live_rows_and_a_spare_says_it_takes_
 
 def test_a_machine_that_rejoins_keeps_one_row():
     state = ProgressState("hub", total_rounds=10, clock=Clock(), expected_workers=1)
-    first = dataclasses.replace(worker_summary(1, 0), key="aa" * 8)
+    first = msgspec.structs.replace(worker_summary(1, 0), key="aa" * 8)
     state.apply([hub(WorkerJoined(first)), hub(WorkerLeft(first, "silent"))])
-    again = dataclasses.replace(worker_summary(2, 0), name="w1", key="aa" * 8)
+    again = msgspec.structs.replace(worker_summary(2, 0), name="w1", key="aa" * 8)
     state.apply([hub(WorkerJoined(again))])
     assert list(state.workers) == [2] and state.workers[2].state == "loading data"
-    other = dataclasses.replace(worker_summary(3, 0), key="bb" * 8)
+    other = msgspec.structs.replace(worker_summary(3, 0), key="bb" * 8)
     state.apply([hub_round(1, [again, other])])
     assert sorted(state.workers) == [2, 3]
 
