@@ -95,6 +95,8 @@ VIOLATIONS = [
     ("hub/presets.py", "import zmq", "zmq only in transport/"),
     ("service/threads.py", "from PySide6 import QtCore", "Qt (PySide6, pyqtgraph) only in gui/"),
     ("codec/base.py", "from . import raw", "No import circles"),
+    ("gui/progress_rows.py", "if TYPE_CHECKING:\n    from .progress_state import ProgressState",
+     "No import circles"),  # a circle through annotations only is still one
 ]
 
 
@@ -103,7 +105,8 @@ VIOLATIONS = [
 def test_each_kind_of_contract_catches_a_violation(copy_of_the_project, module, line, contract):
     path = copy_of_the_project / "computeshare_desktop" / module
     before = path.read_text(encoding="utf-8") if path.exists() else None
-    path.write_text(f"{line}  # noqa\n{before or ''}", encoding="utf-8")
+    path.write_text(f"{before or ''}\nfrom typing import TYPE_CHECKING\n{line}\n",
+                    encoding="utf-8")
     try:
         proc = lint_imports(copy_of_the_project)
     finally:
