@@ -19,6 +19,8 @@ import platformdirs
 from .. import __version__
 from ..discovery import DiscoveryError
 from ..discovery.hub_advert import resolve_interface
+from ..errors import ExitCode
+from ..schema import add_arguments
 from ..service.options import AppConfig
 from .qt_app import make_app
 
@@ -34,11 +36,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """The app's few command-line options (the rest are Qt's own)."""
     parser = argparse.ArgumentParser(prog="computeshare-desktop",
                                      description="ComputeShare desktop app.")
-    parser.add_argument("--interface", action="append", default=None, metavar="IF",
-                        help="find and announce sessions on this interface or address only "
-                             "(repeatable; default: all)")
-    parser.add_argument("--bind", default="0.0.0.0",
-                        help="address a hosted session listens on (default %(default)s)")
+    add_arguments(parser, AppConfig, "app")  # --interface, --bind (see app_options)
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="log to stderr (-v: info, -vv: debug)")
     parser.add_argument("--self-test", action="store_true",
@@ -94,11 +92,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return self_test()
     try:
-        interfaces = tuple(resolve_interface(i) for i in args.interface) if args.interface \
+        interfaces = tuple(resolve_interface(i) for i in args.interfaces) if args.interfaces \
             else None
     except DiscoveryError as exc:
         print(f"computeshare-desktop: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     return run_window(argv, AppConfig(interfaces=interfaces, bind=args.bind))
 
 

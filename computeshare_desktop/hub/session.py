@@ -150,9 +150,7 @@ class HubSession:
 
     def set_pin(self, pin: str) -> None:
         """Rotate the PIN: from now on only the new one pairs (paired keys stay)."""
-        if len(pin.strip()) < 4:
-            raise ConfigError("the PIN must have at least 4 characters")
-        self.core.pairing.set_pin(pin)
+        self.core.pairing.set_pin(auth.check_pin(pin))
         log.info("the session PIN was changed")
         self._emit(PinChanged())
 
