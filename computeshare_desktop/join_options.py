@@ -15,10 +15,6 @@ from .schema import option
 JOIN = ("join",)
 
 
-def _device_choices() -> tuple[str, ...]:
-    return DEVICE_CHOICES
-
-
 @dataclass(frozen=True, slots=True)
 class JoinOptions:
     """How a worker finds its hub and behaves (the command line, the Join dialog)."""
@@ -40,7 +36,7 @@ class JoinOptions:
         placeholder="000 000")  # "": COMPUTESHARE_PIN, a prompt, or a hub that knows us
     device: str = option(
         "auto", "default {default}: CUDA, then MPS, then CPU", flag="--device", commands=JOIN,
-        choices=_device_choices, error="unknown device")
+        choices=DEVICE_CHOICES, error="unknown device")
     name: str = option(
         "", "worker name shown on the hub (default: this machine's name and device, e.g. "
         "\"vm · CPU\")", flag="--name", commands=JOIN)

@@ -37,9 +37,6 @@ GROUPS: dict[str, str] = {
     NETWORK: "Network",
 }
 
-Choices = Sequence[str] | Callable[[], Sequence[str]]
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class Option:
     """What one option is, besides its name, type and default (those are the field's)."""
@@ -51,7 +48,7 @@ class Option:
     repeat: bool = False  # the flag may be given again (a list; None when never given)
     positional: bool = False  # the flag is the argument's name ("address")
     help_for: Mapping[str, str] = dataclasses.field(default_factory=dict)  # per command
-    choices: Choices = ()  # the values allowed (and offered by the CLI and the dialog)
+    choices: Sequence[str] = ()  # the values allowed (and offered by the CLI and the dialog)
     ge: float | None = None  # checks: value >= ge, > gt, <= le, < lt
     gt: float | None = None
     le: float | None = None
@@ -78,7 +75,7 @@ class Option:
 
     def allowed(self) -> tuple[str, ...]:
         """The choices (an empty tuple: any value of the type)."""
-        return tuple(self.choices() if callable(self.choices) else self.choices)
+        return tuple(self.choices)
 
     def accepts(self, value: Any) -> bool:
         """True when ``value`` passes this option's checks."""
