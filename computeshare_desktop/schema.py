@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -36,6 +37,7 @@ GROUPS: dict[str, str] = {
     ADVANCED: "Advanced: choose the codec and local steps yourself",
     NETWORK: "Network",
 }
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Option:
@@ -63,8 +65,10 @@ class Option:
     group: str = ""  # the dialog group (see GROUPS)
     tip: str = ""  # the dialog field's tool tip
     labels: Mapping[str, str] = dataclasses.field(default_factory=dict)  # choice: its text
-    step: float = 1  # the dialog's spin box step, decimals, range where unbounded, and the
-    decimals: int = 0  # text shown for the minimum ("only at the end")
+    # The dialog's widget: a spin box's step and decimals, its range where the checks leave
+    # it open, the text it shows at its minimum ("only at the end"); a line's placeholder.
+    step: float = 1
+    decimals: int = 0
     minimum: float | None = None
     maximum: float | None = None
     special: str = ""
@@ -179,8 +183,9 @@ def check(obj: Any, rules: Iterable[Rule] = ()) -> None:
             raise ConfigError(rule.error)
 
 
+@functools.cache
 def types(cls: type) -> dict[str, Any]:
-    """Each option's declared type (resolved annotations)."""
+    """Each option's declared type (resolved annotations; do not change the dict)."""
     hints = typing.get_type_hints(cls)
     return {name: hints[name] for name in options(cls)}
 
