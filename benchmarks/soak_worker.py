@@ -1,12 +1,14 @@
 """Lightweight simulated workers for the soak benchmark: the real protocol, no training.
 
-A ``SimWorker`` is one thread that speaks the hub's wire protocol over real ZeroMQ with the
-package's own messages, SPAKE2 pairing and codecs: a plain REQ socket pairs with the PIN,
-then two CURVE REQ sockets (requests, heartbeats) join, download the shard, and pull and
-push until the worker is told to leave. Instead of computing, it pushes one fixed random
-gradient of the model's size (N(0, 1e-3), encoded once per codec), its sign alternating
-with the version: the hub decodes, averages and steps for real, and the weights oscillate
-instead of drifting, so they stay finite however long the soak runs.
+A ``SimWorker`` is one thread that drives the package's own ``WorkerCore`` (the protocol a
+real worker speaks: SPAKE2 pairing, joining, the shard, the model copy with its deltas,
+pushes through the codecs) over real ZeroMQ: a plain REQ socket to pair with the PIN, then
+two CURVE REQ sockets (requests, heartbeats). It is a driver of that core like
+``worker/driver.py``, with the soak's own policies: a fixed timeout and a few retries, a
+heartbeat polled on the same thread, and a tally of what it saw. Instead of computing, it
+hands the core one fixed random gradient of the model's size (N(0, 1e-3)), its sign
+alternating with the version: the hub decodes, averages and steps for real, and the weights
+oscillate instead of drifting, so they stay finite however long the soak runs.
 
 The soak's churn tells a worker how to go (``Leave``): say goodbye, rejoin at once with
 the same key, vanish without a word (the hub reaps it), or stall (keep heart-beating,
@@ -15,31 +17,43 @@ stop working: the hub's watchdog frees its shard).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import Counter
 from enum import Enum
-from typing import Any, Sequence
+from functools import lru_cache
+from typing import Any, Callable
 
 import torch
 import zmq
 
-from computeshare_desktop.codec import make_codec
+from computeshare_desktop.data import dataset_info
+from computeshare_desktop.errors import HubStoppedError
+from computeshare_desktop.events import Event, Joined, PairedWith, Pushed, Rejoining
+from computeshare_desktop.models import build_model
 from computeshare_desktop.protocol import RejectCode, decode, encode
-from computeshare_desktop.protocol.messages import (Ack, Bye, Done, Join, Model, Paired,
-                                                    PairFinish, PairReply, PairStart, Ping,
-                                                    Pong, Pull, Push, Reject, Shard, ShardData,
-                                                    Waiting, Welcome)
-from computeshare_desktop.protocol.pake import WorkerPairing
+from computeshare_desktop.protocol.messages import Ack, Model, Ping, Reject, ShardData
 from computeshare_desktop.transport import Identity
+from computeshare_desktop.worker import WorkerCore, WorkerOptions
+from computeshare_desktop.worker.compute import Update
+from computeshare_desktop.worker.effects import (Effect, Emit, Finish, Goodbye, Load, Prepare,
+                                                 Send, WaitUntil, Work)
+from computeshare_desktop.worker.liveness import read_beat
+
+# Each simulated worker would say what a real worker tells its user (a full session, a
+# rejoin, the hub's stop): the soak counts those instead.
+logging.getLogger("computeshare_desktop.worker").setLevel(logging.ERROR)
 
 PULL_WAIT_MS = 2000  # as a real worker's long-poll
-SHARD_CHUNK = 4096
 RETRIES = 5  # a request that times out is sent again this many times (Lazy Pirate)
 STALL_LIMIT_S = 90.0  # a stalled worker the hub never frees is an error after this long
+FOREVER_S = 1e9  # a full session is asked again for as long as the soak runs
 # Refusals a worker meets in a churning session; any other one is an error of the soak.
 EXPECTED = {RejectCode.STALE, RejectCode.DUPLICATE, RejectCode.NOT_TRAINING,
             RejectCode.SESSION_FULL, RejectCode.UNKNOWN_WORKER}
+PAIRING_RETRIES = {RejectCode.BUSY.value: "pairing_busy",  # the core starts a fresh run
+                   RejectCode.UNKNOWN_CHALLENGE.value: "pairing_evicted"}
 
 
 class Leave(str, Enum):
@@ -65,12 +79,6 @@ class _Gone(Exception):
     """The worker ends now (it vanished, or the hub stopped)."""
 
 
-class _Refused(Exception):
-    def __init__(self, code: RejectCode) -> None:
-        super().__init__(code.value)
-        self.code = code
-
-
 class Tally:
     """Counters and errors shared by every worker (thread-safe)."""
 
@@ -93,6 +101,34 @@ class Tally:
             self.version = max(self.version, version)
 
 
+@lru_cache(maxsize=8)
+def model_size(model: str, dataset: str) -> int:
+    """Trainable values of a registry model (what the hub's weights hold)."""
+    net = build_model(model, dataset_info(dataset))
+    return sum(p.numel() for p in net.parameters() if p.requires_grad)
+
+
+class FixedGradient:
+    """The soak's compute: one fixed random gradient, its sign alternating with ``version``."""
+
+    def __init__(self, numel: int, seed: int, ms_per_sample: float) -> None:
+        self.numel = numel
+        self.device = torch.device("cpu")
+        self.version = 0  # of the model being worked on (the driver sets it)
+        self.ms_per_sample = ms_per_sample
+        self._grad = torch.randn(numel, generator=torch.Generator().manual_seed(seed)) * 1e-3
+
+    def gradient(self, weights: torch.Tensor, start: int, batch: int) -> Update:
+        sign = 1 if self.version % 2 == 0 else -1
+        return Update(sign * self._grad, 0.5, batch, batch * self.ms_per_sample / 1000)
+
+    def local_steps(self, weights: torch.Tensor, start: int, batch: int, steps: int,
+                    lr: float, *, momentum: float = 0.0,
+                    velocity: torch.Tensor | None = None) -> Update:
+        one = self.gradient(weights, start, batch)
+        return Update(one.flat * lr * steps, one.loss, batch * steps, one.seconds * steps)
+
+
 class SimWorker(threading.Thread):
     """One simulated worker; ``leave`` asks it to go (see ``Leave``)."""
 
@@ -111,15 +147,14 @@ class SimWorker(threading.Thread):
         self.phase = Phase.PAIRING
         self.leaving: Leave | None = None
         self.last_ack = 0.0  # monotonic time of its latest accepted push
+        self._core: WorkerCore | None = None
+        self._compute: FixedGradient | None = None
+        self._pairing: zmq.Socket | None = None
         self._main: zmq.Socket | None = None
         self._beat: zmq.Socket | None = None
         self._beat_sent: float | None = None  # when the ping in flight went out
         self._next_beat = 0.0
         self._forgotten = False  # a ping was answered UNKNOWN_WORKER
-        self._token: str | None = None
-        self._version = -1
-        self._grads: dict[tuple[str, int], bytes] = {}
-        self._welcome: Any = None
         self._ms_per_sample = 0.02 + 0.01 * (seed % 4)  # what it reports: the planner balances
 
     def leave(self, how: Leave) -> None:
@@ -131,7 +166,6 @@ class SimWorker(threading.Thread):
     # ----------------------------------------------------------------- life
     def run(self) -> None:
         try:
-            self._pair()
             while self._session():
                 pass
         except _Gone:
@@ -143,122 +177,65 @@ class SimWorker(threading.Thread):
             self.phase = Phase.GONE
 
     def _session(self) -> bool:
-        """Join, fetch the shard, train; True to join again (same key)."""
-        try:
-            self._join()
-            self._fetch_shard()
-            return self._train()
-        except _Refused as exc:
-            if exc.code is RejectCode.UNKNOWN_WORKER and self.leaving is None:
-                self.tally.add("forgotten")  # reaped or freed while alive: join again
-                return True
-            raise
-
-    def _pair(self) -> None:
-        sock = self.ctx.socket(zmq.REQ)
-        sock.setsockopt(zmq.LINGER, 0)
-        sock.connect(self._endpoint(self.port + 2))
-        try:
-            while True:
-                run = WorkerPairing(self.pin)
-                reply = self._ask(sock, encode(PairStart(run.msg_a, self.worker_name)))
-                if _is(reply, RejectCode.BUSY):  # as a real worker: wait, start afresh
-                    self.tally.add("pairing_busy")
-                    self._pause(max(0.1, reply.retry_after))
-                    continue
-                reply = _expect(reply, PairReply)
-                proof = run.finish(reply.pair_id, reply.msg_b, self.identity.public,
-                                   self.worker_name)
-                paired = self._ask(sock, encode(PairFinish(reply.pair_id,
-                                                           self.identity.public, proof)))
-                if _is(paired, RejectCode.UNKNOWN_CHALLENGE):  # the run was evicted
-                    self.tally.add("pairing_evicted")
-                    continue
-                paired = _expect(paired, Paired)
-                run.verify_hub(paired.hub_key, paired.session_id, paired.proof)
-                self.hub_key = paired.hub_key
-                self.tally.add("paired")
-                return
-        finally:
-            sock.close(0)
-
-    def _ask(self, sock: zmq.Socket, frames: list[Any]) -> Any:
-        sock.send_multipart(frames)
-        if not self._wait(sock):
-            raise TimeoutError("no pairing reply")
-        return decode(sock.recv_multipart())[0]
-
-    def _join(self) -> None:
-        self.phase = Phase.JOINING if self.leaving is None else self.phase
+        """One core from its start (pairing, or joining with the remembered key) to its
+        end; True to join again with the same key."""
+        options = WorkerOptions(pin=self.pin, name=self.worker_name, give_up_s=FOREVER_S,
+                                pull_wait_ms=PULL_WAIT_MS)
+        core = WorkerCore(options, device="cpu (simulated)", worker_key=self.identity.public,
+                          hub_key=self.hub_key)
+        self._core, self._forgotten = core, False
+        effects = core.start(time.monotonic())
         while True:
-            try:
-                welcome = self._call(Join(self.worker_name, "cpu (simulated)"), Welcome)[0]
-                break
-            except _Refused as exc:
-                if exc.code is not RejectCode.SESSION_FULL:
-                    raise
-                self._pause(1.0)  # a shard frees when the hub reaps a silent worker
-        self._token, self._welcome = welcome.token, welcome
-        self._forgotten = False
-        self.tally.add("joined")
+            *events, action = effects
+            for effect in events:
+                assert isinstance(effect, Emit)
+                self._saw(effect.event)
+            if isinstance(action, Finish):
+                return self._finished(action)
+            effects = self._carry_out(core, action)
 
-    def _fetch_shard(self) -> None:
-        w, have = self._welcome, 0
-        while have < w.shard_size:
-            msg, body = self._call(Shard(w.token, have, SHARD_CHUNK), ShardData)
-            have += msg.image_shape[0]
-            self.tally.add("shard_bytes", sum(len(f) for f in body))
+    def _carry_out(self, core: WorkerCore, action: Any) -> list[Effect]:
+        match action:
+            case Send():
+                return self._input(core.replied, self._send(action))
+            case Prepare():
+                return self._input(core.prepared)
+            case Load():
+                numel = model_size(action.welcome.model, action.welcome.dataset)
+                self._compute = FixedGradient(numel, self.seed, self._ms_per_sample)
+                return self._input(core.loaded, numel, self._compute.device)
+            case Work():
+                assert self._compute is not None and isinstance(core.last_reply, Model)
+                self._compute.version = core.last_reply.version
+                return self._input(core.computed, action.task.run(self._compute))
+            case WaitUntil():
+                self._pause(action.at - time.monotonic())
+                return self._input(core.woke)
+            case Goodbye():
+                if self.leaving is Leave.STALL:
+                    self._stall()
+                    raise _Gone()
+                self._send(action.send)
+                return self._input(core.said_goodbye)
+        raise AssertionError(f"no way to carry out {action!r}")
 
-    def _train(self) -> bool:
-        """Pull and push until told to leave; True to join again."""
-        w = self._welcome
-        while self.leaving is None:
-            msg, body = self._call(Pull(w.token, self._version, PULL_WAIT_MS, w.fingerprint),
-                                   (Model, Waiting))
-            if isinstance(msg, Done):
-                raise _Gone()
-            if isinstance(msg, Model):
-                self._push(msg)
-        return self._go(self.leaving)
+    def _input(self, step: Callable[..., list[Effect]], *args: Any) -> list[Effect]:
+        """Feed the core, after telling it that the churn asked the worker to go."""
+        assert self._core is not None
+        if self.leaving is not None:
+            self._core.leave()
+        return step(*args, time.monotonic())
 
-    def _push(self, model: Model) -> None:
-        self._version = model.version
-        self.tally.saw(model.version)
-        self.tally.add("models")
-        samples = model.batch * max(1, model.steps)
-        push = Push(self._welcome.token, model.version, model.push_codec, model.numel, 0.5,
-                    samples, model.steps, samples * self._ms_per_sample, 0.0)
-        try:
-            self._call(push, Ack, [self._gradient(model)])
-        except _Refused as exc:
-            if exc.code not in (RejectCode.STALE, RejectCode.DUPLICATE,
-                                RejectCode.NOT_TRAINING):
-                raise
-            return
-        self.tally.add("pushed")
-        self.last_ack = time.monotonic()
-        if self.leaving is None:
-            self.phase = Phase.TRAINING
-
-    def _gradient(self, model: Model) -> bytes:
-        sign = 1 if model.version % 2 == 0 else -1
-        key = (model.push_codec, sign)
-        if key not in self._grads:
-            grad = torch.randn(model.numel, generator=torch.Generator().manual_seed(self.seed))
-            self._grads[key] = make_codec(model.push_codec, topk=model.topk).encode(
-                sign * 1e-3 * grad)
-        return self._grads[key]
-
-    def _go(self, how: Leave) -> bool:
-        if how is Leave.VANISH:
+    def _finished(self, finish: Finish) -> bool:
+        """The core ended: join again for a REJOIN, else end the thread (cleanly unless a
+        refusal or an error ended it while nobody asked the worker to go)."""
+        if isinstance(finish.error, HubStoppedError):
             raise _Gone()
-        if how is Leave.STALL:
-            self._stall()
-            return False
-        self._call(Bye(self._welcome.token), Ack)
-        if how is Leave.REJOIN:  # a restarted worker: new connections, the remembered key
+        if finish.error is not None and self.leaving is None:
+            raise finish.error
+        if self.leaving is Leave.REJOIN:  # a restarted worker: new connections, the same key
             self._close()
-            self.leaving, self._version, self._token = None, -1, None
+            self.leaving = None
             return True
         return False
 
@@ -271,40 +248,76 @@ class SimWorker(threading.Thread):
             self._pause(0.2)
         self.tally.add("stall_freed")
 
+    # ----------------------------------------------------------------- what it saw
+    def _saw(self, event: Event) -> None:
+        if isinstance(event, PairedWith):
+            assert self._core is not None
+            self.hub_key = self._core.hub_key
+            self.tally.add("paired")
+        elif isinstance(event, Joined):
+            self.tally.add("joined")
+            self.phase = Phase.JOINING if self.leaving is None else self.phase
+        elif isinstance(event, Rejoining) and self.leaving is None:
+            self.tally.add("forgotten")  # reaped or freed while alive: join again
+            self.phase = Phase.JOINING
+        elif isinstance(event, Pushed) and self._core is not None \
+                and isinstance(self._core.last_reply, Ack):
+            self.tally.add("pushed")
+            self.last_ack = time.monotonic()
+            if self.leaving is None:
+                self.phase = Phase.TRAINING
+
+    def _count(self, send: Send, frames: list[bytes]) -> None:
+        """Tally one reply (its header, the bytes of a shard chunk); an unexpected refusal
+        is an error of the soak."""
+        reply, _ = decode(frames)
+        if isinstance(reply, Reject):
+            if send.hub_key is None:
+                if reply.code in PAIRING_RETRIES:
+                    self.tally.add(PAIRING_RETRIES[reply.code])
+                return
+            if reply.code == RejectCode.HUB_STOPPED.value:
+                return
+            self.tally.add(f"reject_{reply.code}")
+            if reply.code not in {c.value for c in EXPECTED}:
+                raise RuntimeError(f"unexpected refusal {reply.code}: {reply.detail}")
+        elif isinstance(reply, Model):
+            self.tally.saw(reply.version)
+            self.tally.add("models")
+        elif isinstance(reply, ShardData):
+            self.tally.add("shard_bytes", sum(len(f) for f in frames[1:]))
+
     # ----------------------------------------------------------------- requests
-    def _call(self, msg: Any, expect: type | tuple[type, ...],
-              frames: Sequence[bytes] = ()) -> tuple[Any, list[Any]]:
-        """One request, re-sent after a timeout; a refusal raises _Refused."""
+    def _send(self, send: Send) -> list[bytes]:
+        """One request: on the pairing socket (one try), or on the request socket, sent
+        again after a timeout (RETRIES times); the reply's frames."""
+        if send.hub_key is None:
+            frames = self._ask_pairing(send.frames)
+        else:
+            self._close_pairing()
+            frames = self._call(send.frames)
+        self._count(send, frames)
+        return frames
+
+    def _ask_pairing(self, frames: list[Any]) -> list[bytes]:
+        if self._pairing is None:
+            self._pairing = self.ctx.socket(zmq.REQ)
+            self._pairing.setsockopt(zmq.LINGER, 0)
+            self._pairing.connect(self._endpoint(self.port + 2))
+        self._pairing.send_multipart(frames)
+        if not self._wait(self._pairing):
+            raise TimeoutError("no pairing reply")
+        return self._pairing.recv_multipart()
+
+    def _call(self, frames: list[Any]) -> list[bytes]:
         for _ in range(RETRIES + 1):
-            try:
-                reply, body = decode(self._request(encode(msg, frames)))
-            except TimeoutError:
-                self.tally.add("timeouts")
-                continue
-            if isinstance(reply, Reject):
-                return self._refused(reply)
-            if isinstance(reply, Done):
-                return reply, body
-            return _expect(reply, expect), body
-        raise TimeoutError(f"{type(msg).__name__}: no reply after {RETRIES + 1} tries")
-
-    def _refused(self, reply: Reject) -> Any:
-        code = RejectCode(reply.code)
-        if code is RejectCode.HUB_STOPPED:
-            raise _Gone()
-        self.tally.add(f"reject_{code.value}")
-        if code not in EXPECTED:
-            raise RuntimeError(f"unexpected refusal {code.value}: {reply.detail}")
-        raise _Refused(code)
-
-    def _request(self, frames: list[Any]) -> list[bytes]:
-        """Send on the request socket and wait, heart-beating meanwhile."""
-        sock = self._main_socket()
-        sock.send_multipart(frames, copy=False)
-        if self._wait(sock):
-            return sock.recv_multipart()
-        self._reset_main()
-        raise TimeoutError()
+            sock = self._main_socket()
+            sock.send_multipart(frames, copy=False)
+            if self._wait(sock):
+                return sock.recv_multipart()
+            self._reset_main()
+            self.tally.add("timeouts")
+        raise TimeoutError(f"no reply after {RETRIES + 1} tries")
 
     def _wait(self, sock: zmq.Socket) -> bool:
         """True when a reply is ready within timeout_s; heart-beats meanwhile, and gives up
@@ -329,27 +342,29 @@ class SimWorker(threading.Thread):
 
     def _heartbeat(self, now: float) -> None:
         """Collect the pong in flight; send a ping when one is due (after joining)."""
-        if self._token is None:
+        token = self._core.token if self._core is not None else None
+        if token is None:
             return
         beat = self._beat_socket()
         if self._beat_sent is not None:
             if beat.poll(0):
-                reply = decode(beat.recv_multipart())[0]
+                said = read_beat(beat.recv_multipart())
                 self._beat_sent = None
-                if isinstance(reply, Pong):
+                if said.alive:
                     self.tally.add("pongs")
-                elif isinstance(reply, Reject) and reply.code == RejectCode.HUB_STOPPED.value:
+                elif said.stopped is not None:
                     raise _Gone()
-                elif isinstance(reply, Reject) and reply.code == RejectCode.UNKNOWN_WORKER.value:
+                elif said.forgotten:
                     self._forgotten = True
             elif now - self._beat_sent > self.timeout_s:
                 self.tally.add("ping_timeouts")
                 self._close_beat()
             return
         if now >= self._next_beat:
-            beat.send_multipart(encode(Ping(self._token)))
+            beat.send_multipart(encode(Ping(token=token)))
             self._beat_sent, self._next_beat = now, now + self.heartbeat_s
 
+    # ----------------------------------------------------------------- sockets
     def _curve(self) -> zmq.Socket:
         assert self.hub_key is not None
         sock = self.ctx.socket(zmq.REQ)
@@ -378,22 +393,17 @@ class SimWorker(threading.Thread):
             self._main.close(0)
             self._main = None
 
+    def _close_pairing(self) -> None:
+        if self._pairing is not None:
+            self._pairing.close(0)
+            self._pairing = None
+
     def _close_beat(self) -> None:
         if self._beat is not None:
             self._beat.close(0)
             self._beat, self._beat_sent = None, None
 
     def _close(self) -> None:
+        self._close_pairing()
         self._reset_main()
         self._close_beat()
-
-
-def _expect(reply: Any, expect: type | tuple[type, ...]) -> Any:
-    if not isinstance(reply, expect):
-        what = f"{reply.code}: {reply.detail}" if isinstance(reply, Reject) else ""
-        raise RuntimeError(f"unexpected reply {type(reply).__name__} {what}")
-    return reply
-
-
-def _is(reply: Any, code: RejectCode) -> bool:
-    return isinstance(reply, Reject) and reply.code == code.value

@@ -124,9 +124,10 @@ class WorkerCore:
 
     # ----------------------------------------------------------------- inputs
     def start(self, now: float) -> list[Effect]:
-        """The first effects: pair, or join at once with a remembered hub key."""
+        """The first effects: pair, or join at once with a remembered hub key (or end at
+        once, when told to stop before it began)."""
         self._started = now
-        return self._join(now)
+        return self._finish(now) if self._stopping else self._join(now)
 
     def replied(self, frames: Sequence[Frame], now: float) -> list[Effect]:
         """The reply to the request of the last ``Send``."""

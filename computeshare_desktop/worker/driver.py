@@ -81,7 +81,7 @@ class WorkerDriver:
         self._drive(until_paired=True)
 
     def _drive(self, *, until_paired: bool) -> WorkerResult | None:
-        effects = self.core.start(self.clock())
+        effects = self._input(self.core.start)
         try:
             while True:
                 action = self._emit_all(effects)

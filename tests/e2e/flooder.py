@@ -2,23 +2,41 @@
 
 usage: python flooder.py HOST PORT SECONDS RATE COUNTS_FILE [SOURCE]
 
-Every 1/RATE s it sends one of: a PAIR_START with a random SPAKE2 message, garbage
-frames, or an oversized frame to the pairing port, and every tenth time a CURVE
-connection attempt with a random key to the request port. Keeps COUNTS_FILE (JSON) current.
-SOURCE: the local address its connections come from (another machine on the LAN).
+Every 1/RATE s it sends one of: a PAIR_START (a real worker's first pairing request, made
+by the worker core for a random PIN), garbage frames, or an oversized frame to the pairing
+port, and every tenth time a CURVE connection attempt with a random key to the request
+port. Keeps COUNTS_FILE (JSON) current. SOURCE: the local address its connections come
+from (another machine on the LAN).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import sys
 import time
 
 import zmq
 
-from computeshare_desktop.protocol import encode
-from computeshare_desktop.protocol.messages import PairStart
+from computeshare_desktop.protocol.wire import Frame
+from computeshare_desktop.worker import WorkerCore, WorkerOptions
+from computeshare_desktop.worker.effects import Send
+
+STARTS = 16  # PAIR_STARTs made ahead (a SPAKE2 run costs ~4 ms), sent in turn
+
+
+def pair_starts(count: int) -> list[list[Frame]]:
+    """The frames of ``count`` PAIR_STARTs as a worker core sends them first, each a fresh
+    SPAKE2 run for a random PIN."""
+    out = []
+    for _ in range(count):
+        options = WorkerOptions(pin=f"{secrets.randbelow(10**6):06d}", name="x")
+        core = WorkerCore(options, device="flood", worker_key=zmq.curve_keypair()[0].decode())
+        first = core.start(time.monotonic())[-1]
+        assert isinstance(first, Send) and first.hub_key is None  # the pairing channel
+        out.append(first.frames)
+    return out
 
 
 def main() -> None:
@@ -34,14 +52,15 @@ def main() -> None:
     dropper.setsockopt(zmq.LINGER, 0)
     dropper.setsockopt(zmq.SNDHWM, 100)
     dropper.connect(f"tcp://{via}{host}:{port + 2}")
+    starts = pair_starts(STARTS)
     counts = {"pair_start": 0, "garbage": 0, "oversized": 0, "curve": 0, "replies": 0}
     end = time.monotonic() + seconds
     i = 0
     while time.monotonic() < end:
         kind = ("pair_start", "garbage", "oversized")[i % 3]
-        frames = {"pair_start": lambda: [b"", *encode(PairStart(os.urandom(33).hex(), "x"))],
-                  "garbage": lambda: [b"", os.urandom(64), os.urandom(16)],
-                  "oversized": lambda: [b"", os.urandom(8192)]}[kind]()
+        frames = ([b"", *starts[i // 3 % STARTS]] if kind == "pair_start"
+                  else [b"", os.urandom(64), os.urandom(16)] if kind == "garbage"
+                  else [b"", os.urandom(8192)])
         try:
             (dropper if kind == "oversized" else pairing).send_multipart(frames, zmq.NOBLOCK)
             counts[kind] += 1

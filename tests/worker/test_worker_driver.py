@@ -191,3 +191,12 @@ def test_pings_carry_the_token_once_joined() -> None:
     assert peer.core.ping() is None
     sim.run(lambda: peer.core.token)
     assert decode(peer.core.ping())[0] == Ping(token=peer.core.token)
+
+
+def test_a_worker_told_to_leave_before_it_starts_ends_at_once() -> None:
+    hub = make_hub()
+    d, connector, events = driver(hub)
+    d.leave()
+    result = d.run()
+    assert events == [WorkerDone(pushed=0, rejected=0, version=-1, left=True)]
+    assert result.pushed == 0 and connector.log == []
