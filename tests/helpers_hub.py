@@ -1,9 +1,9 @@
 """Helpers for driving ``HubCore`` directly: frames in, decoded replies out, a fake clock.
 
 A fake worker is a peer id plus a fixed fake CURVE public key derived from it. It pairs the
-way ``worker/session.py`` does, over ``hub.handle_pairing`` with a real ``WorkerPairing``,
-then sends JOIN and everything after it through ``hub.handle`` with that key, as the
-transport would after the CURVE handshake.
+way a worker's core does (``worker/pairing.py``), over ``hub.handle_pairing`` with a real
+``WorkerPairing``, then sends JOIN and everything after it through ``hub.handle`` with that
+key, as the transport would after the CURVE handshake.
 
 Not a test module: tests import it by name (pyproject puts tests/ on pythonpath).
 """
