@@ -10,7 +10,9 @@ from __future__ import annotations
 import errno
 import threading
 import time
+from typing import Iterator
 
+import pytest
 import torch
 
 from computeshare_desktop.events import DiskError, RoundClosed
@@ -47,6 +49,18 @@ class SlowDisk(OutputDir):
         self.written.append(int(state["version"]))
 
 
+@pytest.fixture
+def slow(tmp_path) -> Iterator[tuple[HubSession, SlowDisk]]:
+    """A session whose checkpoint writes wait until its disk is released."""
+    session = make_session(tmp_path)
+    disk = session.out = SlowDisk(tmp_path)
+    try:
+        yield session, disk
+    finally:
+        disk.release.set()
+        session.close()
+
+
 def advance(session: HubSession, version: int) -> None:
     """What a round does to the state: a new version with new weights."""
     session.server.version = version
@@ -55,65 +69,50 @@ def advance(session: HubSession, version: int) -> None:
             p.add_(1.0)
 
 
-def test_a_slow_disk_does_not_hold_up_the_rounds_and_the_newest_checkpoint_wins(tmp_path):
-    session = make_session(tmp_path)
-    disk = session.out = SlowDisk(tmp_path)
-    try:
-        started = time.monotonic()
-        for version in range(1, 101):
-            advance(session, version)
-            session._on_round(round_event(version))
-            assert len(session._checkpoints.pending()) <= 2  # one writing, one waiting
-        assert time.monotonic() - started < 5  # the rounds never waited for the disk
-        assert disk.written == []
-        assert session._checkpoints.pending() == [1, 100]
-        disk.release.set()
-        assert session._collect_writes(block=True) == []
-        assert disk.written == [1, 100]  # in order: never an older one over a newer
-        assert disk.threads and threading.current_thread().name not in disk.threads
-        assert session.out.load_checkpoint()["version"] == 100
-    finally:
-        disk.release.set()
-        session.close()
+def test_a_slow_disk_does_not_hold_up_the_rounds_and_the_newest_checkpoint_wins(slow):
+    session, disk = slow
+    started = time.monotonic()
+    for version in range(1, 101):
+        advance(session, version)
+        session._on_round(round_event(version))
+        assert len(session._checkpoints.pending()) <= 2  # one writing, one waiting
+    assert time.monotonic() - started < 5  # the rounds never waited for the disk
+    assert disk.written == []
+    assert session._checkpoints.pending() == [1, 100]
+    disk.release.set()
+    assert session._collect_writes(block=True) == []
+    assert disk.written == [1, 100]  # in order: never an older one over a newer
+    assert disk.threads and threading.current_thread().name not in disk.threads
+    assert session.out.load_checkpoint()["version"] == 100
 
 
-def test_the_snapshot_is_the_state_when_it_was_asked_for(tmp_path):
-    session = make_session(tmp_path)
-    disk = session.out = SlowDisk(tmp_path)
-    try:
-        advance(session, 7)
-        expected = {k: v.clone() for k, v in session.server.model.state_dict().items()}
-        session._on_round(round_event(7))
-        advance(session, 8)  # the next rounds change the live model meanwhile
-        disk.release.set()
-        session._collect_writes(block=True)
-        saved = session.out.load_checkpoint()
-        assert saved["version"] == 7
-        assert all(torch.equal(saved["model"][k], v) for k, v in expected.items())
-    finally:
-        disk.release.set()
-        session.close()
+def test_the_snapshot_is_the_state_when_it_was_asked_for(slow):
+    session, disk = slow
+    advance(session, 7)
+    expected = {k: v.clone() for k, v in session.server.model.state_dict().items()}
+    session._on_round(round_event(7))
+    advance(session, 8)  # the next rounds change the live model meanwhile
+    disk.release.set()
+    session._collect_writes(block=True)
+    saved = session.out.load_checkpoint()
+    assert saved["version"] == 7
+    assert all(torch.equal(saved["model"][k], v) for k, v in expected.items())
 
 
-def test_the_stop_save_waits_for_pending_writes_and_leaves_the_last_version(tmp_path):
-    session = make_session(tmp_path)
-    disk = session.out = SlowDisk(tmp_path)
-    try:
-        for version in range(1, 6):
-            advance(session, version)
-            session._on_round(round_event(version))
-        advance(session, 9)  # stopped between two checkpoints
-        threading.Timer(0.2, disk.release.set).start()
-        session.save_stopped()
-        assert disk.written == [1, 9]  # the one writing finished; 9 superseded 5
-        assert session._checkpoints.pending() == []
-        saved = session.out.load_checkpoint()
-        assert saved["version"] == 9
-        live = session.server.model.state_dict()
-        assert all(torch.equal(saved["model"][k], v) for k, v in live.items())
-    finally:
-        disk.release.set()
-        session.close()
+def test_the_stop_save_waits_for_pending_writes_and_leaves_the_last_version(slow):
+    session, disk = slow
+    for version in range(1, 6):
+        advance(session, version)
+        session._on_round(round_event(version))
+    advance(session, 9)  # stopped between two checkpoints
+    threading.Timer(0.2, disk.release.set).start()
+    session.save_stopped()
+    assert disk.written == [1, 9]  # the one writing finished; 9 superseded 5
+    assert session._checkpoints.pending() == []
+    saved = session.out.load_checkpoint()
+    assert saved["version"] == 9
+    live = session.server.model.state_dict()
+    assert all(torch.equal(saved["model"][k], v) for k, v in live.items())
 
 
 class FullDisk(OutputDir):
