@@ -30,7 +30,7 @@ import zmq
 
 from computeshare_desktop.data import dataset_info
 from computeshare_desktop.errors import HubStoppedError
-from computeshare_desktop.events import Event, Joined, PairedWith, Pushed, Rejoining
+from computeshare_desktop.events import Event, Joined, PairedWith, Pushed, Rejoining, Resync
 from computeshare_desktop.models import build_model
 from computeshare_desktop.protocol import RejectCode, decode, encode
 from computeshare_desktop.protocol.messages import Ack, Model, Ping, Reject, ShardData
@@ -260,6 +260,8 @@ class SimWorker(threading.Thread):
         elif isinstance(event, Rejoining) and self.leaving is None:
             self.tally.add("forgotten")  # reaped or freed while alive: join again
             self.phase = Phase.JOINING
+        elif isinstance(event, Resync):  # its copy of the model was not the hub's: a finding
+            self.tally.add("resyncs")
         elif isinstance(event, Pushed) and self._core is not None \
                 and isinstance(self._core.last_reply, Ack):
             self.tally.add("pushed")

@@ -69,14 +69,17 @@ class WorkerSession:
 
     @property
     def pushed(self) -> int:
+        """Pushes the hub took so far."""
         return self.core.pushed
 
     @property
     def rejected(self) -> int:
+        """Pushes it refused (stale, late, not finite)."""
         return self.core.rejected
 
     @property
     def version(self) -> int:
+        """The newest version this worker pushed for (-1: none yet)."""
         return self.core.version
 
     @property

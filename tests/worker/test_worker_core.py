@@ -3,10 +3,12 @@ pairing, joining, the shard, rounds with deltas, refusals, rejoining, stops and 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 from helpers_hub import HUB_KEY, WRONG, fake_key, make_hub, pair
-from worker_sim import DEVICE, FakeFactory, Sim
+from worker_sim import DEVICE, FakeFactory, Peer, Sim
 
 from computeshare_desktop.errors import HubStoppedError, HubUnreachableError, RejectedError
 from computeshare_desktop.events import (HubStopped, Joined, PairedWith, PairingWait, Pushed,
@@ -173,12 +175,17 @@ def test_a_hub_key_other_than_the_advertised_one_is_refused() -> None:
 
 
 # ----------------------------------------------------------------- a full session
-def test_a_full_session_is_asked_again_until_give_up() -> None:
+def full_session(**spare_options: Any) -> tuple[Sim, Peer, Peer]:
+    """A one-shard session that trains (0.5 s a round), and a spare worker asking to join."""
     hub = make_hub(workers=1, rounds=1000)
     sim = Sim(hub)
     first = sim.worker(b"first", factory=FakeFactory(hub.server.numel, seconds=0.5))
     sim.run(lambda: first.of_kind(Pushed))
-    extra = sim.worker(b"extra", give_up_s=7.0)
+    return sim, first, sim.worker(b"spare", **spare_options)
+
+
+def test_a_full_session_is_asked_again_until_give_up() -> None:
+    sim, _, extra = full_session(give_up_s=7.0)
     began = sim.now
     sim.run(lambda: extra.finish)
     error = error_of(extra)
@@ -190,11 +197,7 @@ def test_a_full_session_is_asked_again_until_give_up() -> None:
 
 
 def test_a_full_session_takes_a_shard_that_frees_up() -> None:
-    hub = make_hub(workers=1, rounds=1000)
-    sim = Sim(hub)
-    first = sim.worker(b"first", factory=FakeFactory(hub.server.numel, seconds=0.5))
-    sim.run(lambda: first.of_kind(Pushed))
-    spare = sim.worker(b"spare")
+    sim, first, spare = full_session()
     sim.run(lambda: spare.of_kind(SessionFull))
     first.core.leave()
     sim.run(lambda: spare.of_kind(Pushed))
@@ -204,11 +207,7 @@ def test_a_full_session_takes_a_shard_that_frees_up() -> None:
 
 
 def test_a_stop_during_the_wait_for_a_shard_ends_at_once() -> None:
-    hub = make_hub(workers=1, rounds=1000)
-    sim = Sim(hub)
-    first = sim.worker(b"first", factory=FakeFactory(hub.server.numel, seconds=0.5))
-    sim.run(lambda: first.of_kind(Pushed))
-    spare = sim.worker(b"spare")
+    sim, _, spare = full_session()
     sim.run(lambda: spare.of_kind(SessionFull))
     spare.core.stop()
     assert isinstance(spare.action, WaitUntil)
@@ -329,3 +328,22 @@ def test_paired_reply_is_checked_before_the_key_is_pinned() -> None:
     error = error_of(w)
     assert isinstance(error, RejectedError) and error.code is RejectCode.BAD_PIN
     assert w.core.hub_key is None and len(hub.members) == 0
+
+
+def test_the_core_does_no_io_keeps_no_clock_and_starts_no_thread() -> None:
+    """The core's modules import nothing that reaches a socket, a clock or a thread."""
+    import ast
+    from pathlib import Path
+
+    import computeshare_desktop.worker as worker
+
+    banned = {"socket", "zmq", "threading", "time", "asyncio", "selectors", "subprocess"}
+    here = Path(worker.__file__).parent
+    for name in ("core", "pairing", "download", "rounds", "effects", "liveness", "link",
+                 "replica", "updates"):
+        tree = ast.parse((here / f"{name}.py").read_text(encoding="utf-8"))
+        imported = {alias.name.split(".")[0] for node in ast.walk(tree)
+                    if isinstance(node, ast.Import) for alias in node.names}
+        imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                     if isinstance(node, ast.ImportFrom) and node.module and not node.level}
+        assert not imported & banned, (name, imported & banned)
