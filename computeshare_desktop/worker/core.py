@@ -113,10 +113,6 @@ class WorkerCore:
         """The membership token while joined (the heartbeat's), else None."""
         return self.welcome.token if self.welcome is not None else None
 
-    @property
-    def ended(self) -> bool:
-        return self.phase is Phase.ENDED
-
     def ping(self) -> list[Frame] | None:
         """A heartbeat's frames (any thread may ask), or None before joining."""
         token = self.token

@@ -101,8 +101,9 @@ class WorkerDriver:
             assert isinstance(effect, Emit), effect
             self.emit(effect.event)
         assert not isinstance(action, Emit), effects
-        if self._beat is None and self.core.token is not None and self.core.hub_key:
-            self._start_beat(self.core.hub_key)
+        beating = self._beat is not None and self._beat.is_alive()
+        if not beating and self.core.token and self.core.hub_key and not self.stop.is_set():
+            self._start_beat(self.core.hub_key)  # once joined (again, should it have died)
         return action
 
     def _carry_out(self, action: Action) -> list[Effect]:
