@@ -18,7 +18,7 @@ from .compute import BuiltinFactory, Compute, ComputeFactory
 from .core import WorkerCore
 from .device import DeviceChoice
 from .driver import EventSink, WorkerDriver
-from .options import Channel, Connector, WorkerOptions, WorkerResult
+from .options import Connector, WorkerOptions, WorkerResult
 
 
 class WorkerSession:
@@ -66,26 +66,6 @@ class WorkerSession:
     def hub_key(self) -> str | None:
         """The hub's public key, once paired (or as remembered)."""
         return self.core.hub_key
-
-    @property
-    def pushed(self) -> int:
-        """Pushes the hub took so far."""
-        return self.core.pushed
-
-    @property
-    def rejected(self) -> int:
-        """Pushes it refused (stale, late, not finite)."""
-        return self.core.rejected
-
-    @property
-    def version(self) -> int:
-        """The newest version this worker pushed for (-1: none yet)."""
-        return self.core.version
-
-    @property
-    def channel(self) -> Channel | None:
-        """The encrypted channel to the hub (its byte counts), once open."""
-        return self.driver.channel
 
     @property
     def compute(self) -> Compute | None:
