@@ -31,9 +31,10 @@ import zmq
 from computeshare_desktop.data import dataset_info
 from computeshare_desktop.errors import HubStoppedError
 from computeshare_desktop.events import Event, Joined, PairedWith, Pushed, Rejoining, Resync
-from computeshare_desktop.models import build_model
+from computeshare_desktop.models import build_model, parameter_count
 from computeshare_desktop.protocol import RejectCode, decode, encode
 from computeshare_desktop.protocol.messages import Ack, Model, Ping, Reject, ShardData
+from computeshare_desktop.protocol.ports import HubPorts
 from computeshare_desktop.transport import Identity
 from computeshare_desktop.worker import WorkerCore, WorkerOptions
 from computeshare_desktop.worker.compute import Update
@@ -104,8 +105,7 @@ class Tally:
 @lru_cache(maxsize=8)
 def model_size(model: str, dataset: str) -> int:
     """Trainable values of a registry model (what the hub's weights hold)."""
-    net = build_model(model, dataset_info(dataset))
-    return sum(p.numel() for p in net.parameters() if p.requires_grad)
+    return parameter_count(build_model(model, dataset_info(dataset)))
 
 
 class FixedGradient:
@@ -305,7 +305,7 @@ class SimWorker(threading.Thread):
         if self._pairing is None:
             self._pairing = self.ctx.socket(zmq.REQ)
             self._pairing.setsockopt(zmq.LINGER, 0)
-            self._pairing.connect(self._endpoint(self.port + 2))
+            self._pairing.connect(self._endpoint(HubPorts.at(self.port).pairing))
         self._pairing.send_multipart(frames)
         if not self._wait(self._pairing):
             raise TimeoutError("no pairing reply")

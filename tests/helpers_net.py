@@ -18,6 +18,7 @@ from computeshare_desktop.hub import HubConfig, HubResult, HubSession
 from computeshare_desktop.protocol import decode, encode
 from computeshare_desktop.protocol.messages import Paired, PairFinish, PairReply, PairStart
 from computeshare_desktop.protocol.pake import WorkerPairing
+from computeshare_desktop.protocol.ports import HubPorts
 from computeshare_desktop.transport import (EVENT_TOPIC, HubServer, Identity, ReqChannel,
                                             ZmqConnector)
 from computeshare_desktop.worker import WorkerOptions, WorkerSession, pick_device
@@ -71,6 +72,7 @@ class RunningHub(EventLog):
                                   out_dir=out_dir, on_event=self.events.append)
         self.server = HubServer(self.session, self.identity, host="127.0.0.1", port=0)
         self.port = self.server.port
+        self.ports = self.server.ports  # events, pairing: the next two
         self.address = f"tcp://127.0.0.1:{self.server.port}"
         self.stop = threading.Event()
         self.result: HubResult | None = None
@@ -132,7 +134,7 @@ class WorkerThread:
 def pair(port: int, pin: str, name: str, identity: Identity,
          host: str = "127.0.0.1") -> tuple[Paired | Any, str | None]:
     """Run the SPAKE2 pairing by hand; (final reply, hub key if paired)."""
-    channel = ReqChannel(f"tcp://{host}:{port + 2}")
+    channel = ReqChannel(f"tcp://{host}:{HubPorts.at(port).pairing}")
     try:
         run = WorkerPairing(pin)
         reply, _ = decode(channel.request(encode(PairStart(run.msg_a, name)), 5.0))

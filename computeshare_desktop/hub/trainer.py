@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch.nn.utils import parameters_to_vector
 
 from ..codec import Codec, get_codec
 from ..codec.delta import FULL, apply_delta, make_delta, weights_check
+from ..models import flatten, parameter_count, split, trainable
 from .config import HubConfig
 from .presets import Mode
 
@@ -85,8 +85,8 @@ class ParameterServer:
                  mode: Mode, outer: str = "sgd", outer_lr: float = 0.7, batch_size: int = 1,
                  workers: int = 1, version: int = 0, weight_decay: float = 0.0) -> None:
         self.model = model.cpu().float()
-        self.params = [p for p in self.model.parameters() if p.requires_grad]
-        self.numel = sum(p.numel() for p in self.params)
+        self.params = trainable(self.model)
+        self.numel = parameter_count(self.model)
         self.base_lr = base_lr
         self.batch_size = batch_size
         self.momentum = momentum
@@ -147,11 +147,8 @@ class ParameterServer:
         """Apply one averaged update of ``steps`` steps over ``samples`` samples a step;
         the version advances by ``steps``; publish it (``topk``: the round's fraction;
         ``scale``: a factor on the learning rate, for stale async updates)."""
-        offset = 0
-        for p in self.params:
-            n = p.numel()
-            p.grad = update[offset:offset + n].view_as(p)  # the update is ours: no copy
-            offset += n
+        for p, part in zip(self.params, split(update, self.params), strict=True):
+            p.grad = part  # the update is ours: no copy
         lr = scale * (self.outer_lr if self.local_steps else self.lr_for(samples))
         for group in self.optimizer.param_groups:
             group["lr"] = lr
@@ -164,7 +161,7 @@ class ParameterServer:
 
     def flat(self) -> torch.Tensor:
         """A copy of the weights as one flat float32 vector."""
-        return parameters_to_vector(self.params).detach()  # a new tensor (cat)
+        return flatten(self.params)  # a new tensor (cat)
 
     def payload(self, have: int) -> Payload:
         """The download for a worker that holds version ``have`` (see Publisher.payload)."""

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import torch
-from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from ..data import DatasetInfo, dataset_info
 from ..errors import RejectedError
 from ..evaluation import batch_loss
-from ..models import build_model, fingerprint
+from ..models import (adopt, build_model, fingerprint, flatten, gradients, parameter_count,
+                      split, trainable)
 from ..protocol import RejectCode
 from ..protocol.messages import Welcome
 from ..sampling import stream_positions
@@ -99,8 +99,8 @@ class GradientComputer:
                  images: torch.Tensor, labels: torch.Tensor, *, shard: int,
                  seed: int) -> None:
         self.model = model.to(device).train()
-        self.params = [p for p in self.model.parameters() if p.requires_grad]
-        self.numel = sum(p.numel() for p in self.params)
+        self.params = trainable(self.model)
+        self.numel = parameter_count(self.model)
         self.info = info
         self.device = device
         self.images = images.to(device)
@@ -119,25 +119,20 @@ class GradientComputer:
     def _load(self, weights: torch.Tensor) -> torch.Tensor:
         """Put ``weights`` into the model; returns them on the device.
 
-        ``vector_to_parameters`` makes the parameters views of the vector it is given, so
-        the model gets its own copy: training must never write into the caller's weights
-        (on the CPU, ``.to`` would not copy).
+        ``adopt`` makes the parameters views of the vector it is given, so the model gets
+        its own copy: training must never write into the caller's weights (on the CPU,
+        ``.to`` would not copy).
         """
         on_device = weights.to(self.device, torch.float32)
-        with torch.no_grad():
-            vector_to_parameters(on_device.clone(), self.params)
+        adopt(self.params, on_device.clone())
         return on_device
-
-    def _grads(self) -> torch.Tensor:
-        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
-        return parameters_to_vector(grads).detach()
 
     def gradient(self, weights: torch.Tensor, start: int, batch: int) -> Update:
         """The gradient at ``weights`` of samples ``[start, start + batch)`` of the stream."""
         began = time.perf_counter()
         self._load(weights)
         loss = self._batch_loss(start, batch)
-        flat = self._grads().to("cpu", torch.float32)
+        flat = gradients(self.params).to("cpu", torch.float32)
         return Update(flat, float(loss), batch, time.perf_counter() - began)
 
     def local_steps(self, weights: torch.Tensor, start: int, batch: int, steps: int,
@@ -156,17 +151,16 @@ class GradientComputer:
         for step in range(steps):
             losses.append(self._batch_loss(start + step * batch, batch))
             with torch.no_grad():
-                offset = 0
-                for p in self.params:
-                    n = p.numel()
+                kept: list[torch.Tensor | None] = [None] * len(self.params)
+                if momentum and velocity is not None:  # per parameter: no flat copies
+                    kept = list(split(velocity, self.params))
+                for p, v in zip(self.params, kept, strict=True):
                     move = p.grad if p.grad is not None else torch.zeros_like(p)
-                    if momentum and velocity is not None:  # per parameter: no flat copies
-                        v = velocity[offset:offset + n].view_as(p)
+                    if v is not None:
                         move = v.mul_(momentum).add_(move)
                     p.add_(move, alpha=-lr)
-                    offset += n
         with torch.no_grad():
-            change = start_weights - parameters_to_vector(self.params)
+            change = start_weights - flatten(self.params)
         loss = float(torch.stack(losses).mean()) if losses else 0.0
         return Update(change.to("cpu", torch.float32), loss, batch * steps,
                       time.perf_counter() - began)

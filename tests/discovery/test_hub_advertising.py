@@ -24,7 +24,7 @@ def test_advert_tracks_the_session_and_is_withdrawn(tmp_path):
         first = wait_for(mine, 15, "the advert")[0]
         assert (first.joined, first.expected, first.state) == (0, 2, "waiting")
         assert first.key_fingerprint == key_fingerprint(hub.identity.public)
-        assert (first.port, first.pair_port, first.rounds) == (hub.port, hub.port + 2, 400)
+        assert (first.port, first.pair_port, first.rounds) == (hub.port, hub.ports.pairing, 400)
         workers = [WorkerThread(hub.port, f"w{i}") for i in range(2)]
         busy = wait_for(lambda: [a for a in mine() if a.joined == 2 and a.round > 0], 30,
                         "joined 2/2 and rounds passing")[0]

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from computeshare_desktop.events import WorkerJoined, WorkerLeft
+from computeshare_desktop.protocol.ports import HubPorts
 from computeshare_desktop.transport import Identity
 from helpers_net import EventListener, cli, free_ports, metrics, pair, wait_for
 
@@ -91,7 +92,8 @@ def test_killed_worker_round_closes_at_deadline_and_replacement_takes_shard(tmp_
     hub = host(tmp_path, port, "--workers", "2", "--rounds", "1500", "--eval-every", "0")
     observer = Identity.generate()
     _, hub_key = wait_for(lambda: _try_pair(port, observer), 30, "pairing an observer")
-    events = EventListener(port + 1, observer, hub_key)  # listening needs a paired key
+    # listening needs a paired key
+    events = EventListener(HubPorts.at(port).events, observer, hub_key)
     w1, w2 = join(port, "steady"), join(port, "doomed")
     replacement = None
     try:

@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.slow,
                                         "only 127.0.0.1 on lo0 unless aliased)")]
 PIN = "975310"
 ROUNDS = 250  # three sessions; medians over 230 rounds each
-FLOOD = Path(__file__).with_name("flooder.py")
+ROOT = Path(__file__).resolve().parents[2]  # testbed.flooder runs from the root
 
 
 def run_session(out: Path, flood_rate: float | None) -> tuple[float, dict | None, float]:
@@ -32,8 +32,9 @@ def run_session(out: Path, flood_rate: float | None) -> tuple[float, dict | None
               str(out), "--quiet", "--workers", "2", "--rounds", str(ROUNDS), "--eval-every", "0")
     flooder = None
     if flood_rate:  # hammering before the workers even pair, until the session ends
-        flooder = subprocess.Popen([sys.executable, str(FLOOD), "127.0.0.1", str(port), "600",
-                                    str(flood_rate), str(out) + ".flood.json", ATTACKER])
+        flooder = subprocess.Popen([sys.executable, "-m", "testbed.flooder", "127.0.0.1",
+                                    str(port), "600", str(flood_rate), str(out) + ".flood.json",
+                                    ATTACKER], cwd=ROOT)
     workers = [cli("join", f"127.0.0.1:{port}", "--pin", PIN, "--device", "cpu", "--quiet",
                    "--threads", "1", "--name", f"w{i}", "--wait", "60") for i in range(2)]
     try:

@@ -12,7 +12,7 @@ from helpers_net import RunningHub, WorkerThread, of_kind, wait_for
 def follow(hub: RunningHub, worker: WorkerThread, sink) -> EventSubscriber:
     """Once ``worker`` has paired, listen to the hub's events with its key."""
     wait_for(lambda: worker.session.hub_key, 30, "pairing")
-    return EventSubscriber("127.0.0.1", hub.port + 1, worker.identity,
+    return EventSubscriber("127.0.0.1", hub.ports.events, worker.identity,
                            worker.session.hub_key, sink).start()
 
 
@@ -21,7 +21,7 @@ def test_paired_key_receives_events_and_stranger_does_not(tmp_path):
     worker = WorkerThread(hub.port, "w")
     seen: list[Event] = []
     strange: list[Event] = []
-    stranger = EventSubscriber("127.0.0.1", hub.port + 1, Identity.generate(),
+    stranger = EventSubscriber("127.0.0.1", hub.ports.events, Identity.generate(),
                                hub.identity.public, strange.append).start()
     follower = None
     try:

@@ -37,7 +37,7 @@ def test_hostile_inputs_get_codes_and_training_goes_on(tmp_path):
                      deadline_floor_s=0.3, codec="raw")
     numel = hub.session.server.numel
     attacker = Identity.generate()
-    intruder = Raw(f"tcp://127.0.0.1:{hub.port + 2}")  # the pairing port, unencrypted
+    intruder = Raw(f"tcp://127.0.0.1:{hub.ports.pairing}")  # the pairing port, unencrypted
     unpaired = Raw(hub.address, identity=Identity.generate(), hub_key=hub.identity.public)
     raw = None
     worker = None

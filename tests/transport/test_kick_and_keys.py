@@ -23,7 +23,7 @@ def test_kick_revokes_key_for_requests_and_events(tmp_path):
     try:
         wait_for(lambda: hub.session.server.version >= 5, 60, "training")
         _, hub_key = pair(hub.port, "246810", "kicked", kicked.identity)  # same key, re-paired
-        listener = EventListener(hub.port + 1, kicked.identity, hub_key)
+        listener = EventListener(hub.ports.events, kicked.identity, hub_key)
         wait_for(lambda: listener.of_kind(RoundClosed), 20, "events reach a paired listener")
         members = {m.name: m for m in hub.session.core.members.members()}
         hub.server.kick(members["kicked"].worker_id)

@@ -9,13 +9,12 @@ import time
 import pytest
 import zmq
 
-from computeshare_desktop.protocol import encode
-from computeshare_desktop.protocol.messages import PairStart
-from computeshare_desktop.protocol.pake import WorkerPairing
 from computeshare_desktop.transport import Identity, ReqChannel, ZmqConnector
+from computeshare_desktop.protocol.ports import HubPorts
 from computeshare_desktop.worker import WorkerOptions, WorkerSession, pick_device
 from helpers_net import PIN, RunningHub
 from portable import loopback_aliases_work
+from testbed.flooder import pair_starts
 
 
 LAN_FLOOD = [f"127.0.0.{10 + i}" for i in range(40)]
@@ -42,7 +41,7 @@ class Flood:
         self.thread.start()
 
     def _run(self) -> None:
-        start = [b"", *encode(PairStart(WorkerPairing("000000").msg_a, "flood"))]
+        start = [b"", *pair_starts(1)[0]]  # a worker core's first request
         while not self.stop.wait(self.every_s):
             for sock in self.socks:
                 try:
@@ -133,7 +132,8 @@ def test_the_hosts_own_worker_trains_whatever_floods_the_pairing_port(tmp_path, 
 
     monkeypatch.setenv("COMPUTESHARE_HOME", str(tmp_path / "home"))
     port = free_ports()
-    flood = Flood(port + 2, sources=[None], every_s=0.002)  # from before the hub listens
+    # from before the hub listens
+    flood = Flood(HubPorts.at(port).pairing, sources=[None], every_s=0.002)
     config = HubConfig(rounds=100_000, workers=1, batch_size=8, eval_every=0)
     service = HostService(HostPlan(config, tmp_path / "run", port=port, bind="127.0.0.1",
                                    advertise=False, train_here=True, pin="975310")).start()

@@ -71,7 +71,7 @@ def test_a_port_that_answers_but_is_not_a_hub_says_so():
 def test_a_real_hub_passes(tmp_path):
     hub = RunningHub(tmp_path, workers=1, rounds=10)
     try:
-        probe_hub("127.0.0.1", hub.port + 2)  # the pairing port
+        probe_hub("127.0.0.1", hub.ports.pairing)  # the pairing port
         probe_hub("127.0.0.1", hub.port)  # the request port
     finally:
         hub.close()

@@ -15,13 +15,15 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from computeshare_desktop.discovery import DiscoveredSession  # noqa: E402
 from computeshare_desktop.discovery.advert import SessionAdvert  # noqa: E402
+from computeshare_desktop.protocol.ports import HubPorts  # noqa: E402
 
 
 def session(name: str, port: int) -> DiscoveredSession:
     advert = SessionAdvert(session_id="ab" * 8, name=name, host="box", model="simplenet",
                            dataset="mnist-sample", joined=0, expected=2, state="waiting",
                            protocol=3, key_fingerprint="cd" * 8, port=port,
-                           pub_port=port + 1, pair_port=port + 2, rounds=600)
+                           pub_port=HubPorts.at(port).events,
+                           pair_port=HubPorts.at(port).pairing, rounds=600)
     return DiscoveredSession(advert, ("127.0.0.1",), f"{name}._computeshare._tcp.local.")
 
 

@@ -11,6 +11,7 @@ pytest.importorskip("pyqtgraph")
 
 from PySide6.QtCore import QTimer  # noqa: E402
 
+from computeshare_desktop.protocol.ports import HubPorts  # noqa: E402
 from computeshare_desktop.service.options import HostOptions  # noqa: E402
 from helpers_net import PIN as HUB_PIN  # noqa: E402
 from helpers_net import RunningHub, free_ports  # noqa: E402
@@ -162,7 +163,7 @@ def test_a_worker_window_warns_within_10_s_when_the_hub_vanishes(qtbot, main_win
 
     def listening() -> bool:
         with socket.socket() as probe:
-            return probe.connect_ex(("127.0.0.1", port + 2)) == 0
+            return probe.connect_ex(("127.0.0.1", HubPorts.at(port).pairing)) == 0
 
     port = free_ports()
     hub = cli("host", "--pin", HUB_PIN, "--bind", "127.0.0.1", "--port", str(port), "--out",

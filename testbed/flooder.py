@@ -1,6 +1,7 @@
-"""An unpaired peer hammering a hub (run as a process by test_flood.py).
+"""An unpaired peer hammering a hub (run as a process by tests/e2e/test_flood.py; the
+transport's pairing-flood test sends its PAIR_STARTs too).
 
-usage: python flooder.py HOST PORT SECONDS RATE COUNTS_FILE [SOURCE]
+usage: python -m testbed.flooder HOST PORT SECONDS RATE COUNTS_FILE [SOURCE]   (from the root)
 
 Every 1/RATE s it sends one of: a PAIR_START (a real worker's first pairing request, made
 by the worker core for a random PIN), garbage frames, or an oversized frame to the pairing
@@ -19,6 +20,7 @@ import time
 
 import zmq
 
+from computeshare_desktop.protocol.ports import HubPorts
 from computeshare_desktop.protocol.wire import Frame
 from computeshare_desktop.worker import WorkerCore, WorkerOptions
 from computeshare_desktop.worker.effects import Send
@@ -47,11 +49,12 @@ def main() -> None:
     pairing = ctx.socket(zmq.DEALER)
     pairing.setsockopt(zmq.LINGER, 0)
     pairing.setsockopt(zmq.SNDHWM, 100)
-    pairing.connect(f"tcp://{via}{host}:{port + 2}")
+    ports = HubPorts.at(port)
+    pairing.connect(f"tcp://{via}{host}:{ports.pairing}")
     dropper = ctx.socket(zmq.DEALER)  # oversized frames make the hub drop this connection
     dropper.setsockopt(zmq.LINGER, 0)
     dropper.setsockopt(zmq.SNDHWM, 100)
-    dropper.connect(f"tcp://{via}{host}:{port + 2}")
+    dropper.connect(f"tcp://{via}{host}:{ports.pairing}")
     starts = pair_starts(STARTS)
     counts = {"pair_start": 0, "garbage": 0, "oversized": 0, "curve": 0, "replies": 0}
     end = time.monotonic() + seconds
@@ -75,7 +78,7 @@ def main() -> None:
             public, secret = zmq.curve_keypair()
             sock.curve_serverkey, sock.curve_publickey, sock.curve_secretkey = (
                 zmq.curve_keypair()[0], public, secret)
-            sock.connect(f"tcp://{via}{host}:{port}")
+            sock.connect(f"tcp://{via}{host}:{ports.request}")
             sock.send(b"let me in", zmq.NOBLOCK)
             sock.close(0)
             counts["curve"] += 1
