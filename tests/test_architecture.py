@@ -23,7 +23,10 @@ from test_import_contracts import lint_imports
 ROOT = Path(computeshare_desktop.__file__).parent
 NEVER = {"pickle", "dill", "cloudpickle", "marshal", "shelve"}
 # files the user chose (or the hub wrote), never peers
-TORCH_LOAD_ALLOWED = {"hub/outputs.py", "evaluation.py"}
+TORCH_LOAD_ALLOWED = {"hub/outputs.py", "evaluation.py",
+                      # --weights: the state_dict file the user chose on the hub, or
+                      # torchvision's pretrained file in the local torch hub cache
+                      "models/weights.py"}
 
 
 def _modules() -> list[tuple[str, ast.Module]]:

@@ -36,20 +36,26 @@ def build_model(name: str, info: DatasetInfo, *, seed: int | None = None) -> nn.
         builder = _BUILDERS[name]
     except KeyError:
         raise ConfigError(f"unknown model {name!r}; known: {', '.join(MODELS)}") from None
-    if seed is None:
-        model = _build_on_cpu(builder, info)
-    else:
-        # fork_rng(devices=[]) restores only the CPU generator, so seed only that one:
-        # torch.manual_seed would also reseed (and never restore) every CUDA generator.
-        with torch.random.fork_rng(devices=[]):
-            torch.default_generator.manual_seed(seed)
-            model = _build_on_cpu(builder, info)
+    model = build_seeded(lambda: builder(info), seed)
     logger.debug("built %s for %s (seed=%s)", name, info.name, seed)
     return model
 
 
-def _build_on_cpu(builder: Callable[[DatasetInfo], nn.Module], info: DatasetInfo) -> nn.Module:
+def build_seeded(make: Callable[[], nn.Module], seed: int | None) -> nn.Module:
+    """``make()`` on the CPU, as float32; with a seed, the weights depend on the seed alone
+    (bitwise) and the global RNG state is left as it was (FACTS: initial weights are made
+    on the CPU from a seed and sent out, since devices do not agree bitwise)."""
+    if seed is None:
+        return _build_on_cpu(make)
+    # fork_rng(devices=[]) restores only the CPU generator, so seed only that one:
+    # torch.manual_seed would also reseed (and never restore) every CUDA generator.
+    with torch.random.fork_rng(devices=[]):
+        torch.default_generator.manual_seed(seed)
+        return _build_on_cpu(make)
+
+
+def _build_on_cpu(make: Callable[[], nn.Module]) -> nn.Module:
     # A global default device or dtype set by someone else must not leak into our weights.
     with torch.device("cpu"):
-        model = builder(info)
+        model = make()
     return model.to(dtype=torch.float32)
