@@ -1,0 +1,182 @@
+"""The hub's side: a user's module becomes a checked training graph and its tensors.
+
+``export_training_graph`` exports in train mode with a dynamic batch (at least 2), lowers
+the program to core ATen (``run_decompositions``: a closed opset the worker's allow-list can
+name), serializes the graph alone (no weights, constants or example inputs), strips what is
+only for people (stack traces, module paths), and runs the worker's own checks on the
+result, so that a model a worker would refuse is refused here, before the session opens.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from computeshare_desktop.errors import ConfigError
+from computeshare_desktop.graph.base import (
+    GraphRefused,
+    TensorSpec,
+    graph_fingerprint,
+    torch_release,
+)
+from computeshare_desktop.graph.checks import check_program
+
+MIN_BATCH = 2  # an example batch of 1 would fix the batch dimension to 1
+
+_HINTS = (  # (words in torch's message, what to do)
+    (("data-dependent", "data dependent", "GuardOnDataDependent"),
+     "the forward branches on tensor values (data-dependent control flow): compute both "
+     "sides and pick with torch.where, or move the decision out of forward (torch.cond "
+     "graphs are not accepted by workers yet)"),
+    (("Constraints violated", "specialized", "batch"),
+     "the forward fixes the batch size: use x.shape[0] or x.flatten(1) instead of a number"),
+    (("Unsupported", "not supported", "unsupported"),
+     "the forward uses something torch.export cannot trace: keep forward to tensor "
+     "operations, without Python side effects"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingGraph:
+    """What a worker needs to rebuild the hub's model, besides the trainable weights
+    (which travel as the flat vector, in ``trainable`` order)."""
+
+    program: bytes  # the graph: torch.export's JSON model schema, checked
+    trainable: tuple[str, ...]  # FQNs of the trainable parameters, in flat-vector order
+    state: dict[str, torch.Tensor]  # every other tensor: frozen params, buffers, constants
+    torch_version: str  # the hub's torch release, e.g. "2.14.1"
+    op_count: int
+    fingerprint: str  # graph_fingerprint(program, trainable specs, state specs)
+
+    def summary(self) -> str:
+        return (f"{len(self.trainable)} trainable tensors, {len(self.state)} other tensors, "
+                f"{self.op_count} ops, {len(self.program) // 1024} kB graph")
+
+
+@contextmanager
+def mode(model: nn.Module, training: bool) -> Iterator[None]:
+    """Put ``model`` in train or eval mode and back. A program from torch.export has its
+    mode fixed (its ``train()`` raises): it is left as it is."""
+    was = model.training
+    try:
+        model.train(training)
+    except NotImplementedError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        model.train(was)
+
+
+def export_training_graph(model: nn.Module, example: torch.Tensor) -> TrainingGraph:
+    """Export ``model`` in train mode for workers. ``example`` is one input batch on the
+    CPU, at least 2 samples (the batch dimension stays dynamic, from 2 up).
+
+    Raises:
+        ConfigError: the model does not export, or exports to a graph workers refuse; the
+            message has the export error's first lines and a hint.
+    """
+    _check_inputs(model, example)
+    with mode(model, True):
+        program = _exported(model, example)
+    data = _serialized(program)
+    try:
+        checked = check_program(data, hub_torch=torch.__version__)
+    except GraphRefused as refused:
+        raise ConfigError(f"the model exports to a graph workers refuse: {refused.reason}") \
+            from None
+    trainable = tuple(n for n, p in model.named_parameters() if p.requires_grad)
+    missing = set(trainable) - checked.parameters.keys()
+    if missing:
+        raise ConfigError(f"trainable parameters missing from the exported graph: "
+                          f"{sorted(missing)[:5]}")
+    tensors = {**program.state_dict, **program.constants}
+    state = {name: _plain(tensors[name]) for name in
+             [*checked.parameters, *checked.buffers, *checked.constants]
+             if name not in trainable}
+    specs = [TensorSpec.of(name, tensors[name]) for name in trainable]
+    return TrainingGraph(
+        program=data, trainable=trainable, state=state, torch_version=torch_release(),
+        op_count=checked.op_count,
+        fingerprint=graph_fingerprint(data, specs,
+                                      [TensorSpec.of(n, t) for n, t in state.items()]))
+
+
+def _check_inputs(model: nn.Module, example: torch.Tensor) -> None:
+    if not isinstance(example, torch.Tensor) or example.dim() < 1:
+        raise ConfigError("the example input must be a batch tensor")
+    if example.shape[0] < MIN_BATCH:
+        raise ConfigError(f"the example batch has {example.shape[0]} sample(s); export needs "
+                          f"at least {MIN_BATCH}, or the batch size would be fixed")
+    devices = {t.device.type for t in (example, *model.parameters(), *model.buffers())}
+    if devices != {"cpu"}:
+        raise ConfigError(f"export the model from the CPU (found {sorted(devices)})")
+
+
+def _exported(model: nn.Module, example: torch.Tensor) -> torch.export.ExportedProgram:
+    batch = torch.export.Dim("batch", min=MIN_BATCH)
+    try:
+        program = torch.export.export(model, (example,), dynamic_shapes=({0: batch},))
+        program = program.run_decompositions()
+    except Exception as err:  # torch raises many kinds; each becomes one clear error
+        raise ConfigError(export_failure(err)) from err
+    _clone_running_stats(program)
+    return program
+
+
+def export_failure(err: BaseException) -> str:
+    """The export error's first lines and a hint, for the person who chose the model."""
+    text = str(err).strip() or type(err).__name__
+    lines = [line for line in text.splitlines() if line.strip()][:4]
+    hint = next((advice for words, advice in _HINTS if any(w in text for w in words)),
+                "simplify forward to tensor operations on its one input")
+    return ("the model cannot be exported as a graph for workers: "
+            + type(err).__name__ + ": " + "\n  ".join(lines) + f"\n  hint: {hint}")
+
+
+def _clone_running_stats(program: torch.export.ExportedProgram) -> None:
+    """Feed functional BatchNorm copies of its running statistics. Its backward keeps the
+    buffers it was given, and the unlifted module writes the new statistics into them
+    after the forward; without the copy the backward fails ("modified by an inplace
+    operation")."""
+    batch_norm = torch.ops.aten._native_batch_norm_legit_functional.default
+    graph = program.graph_module.graph
+    for node in list(graph.nodes):
+        if node.target is not batch_norm:
+            continue
+        args = list(node.args)
+        with graph.inserting_before(node):
+            for i in (3, 4):  # running_mean, running_var
+                copy = graph.call_function(torch.ops.aten.clone.default, (args[i],))
+                copy.meta["val"] = args[i].meta["val"]
+                args[i] = copy
+        node.args = tuple(args)
+    program.graph_module.recompile()
+
+
+def _serialized(program: torch.export.ExportedProgram) -> bytes:
+    """The graph's JSON alone, without what is there for people: node metadata (stack
+    traces, module paths, source functions) and the submodules' call entries."""
+    from torch._export.serde.serialize import serialize
+
+    artifact = serialize(program, serialize_state_dict=False, serialize_constants=False,
+                         serialize_example_inputs=False)
+    tree: dict[str, Any] = json.loads(artifact.exported_program)
+    module = tree["graph_module"]
+    for node in module["graph"]["nodes"]:
+        node["metadata"] = {}
+    module["metadata"] = {}
+    module["module_call_graph"] = [e for e in module["module_call_graph"] if e["fqn"] == ""]
+    return json.dumps(tree, separators=(",", ":"), allow_nan=False).encode()
+
+
+def _plain(tensor: torch.Tensor) -> torch.Tensor:
+    """A CPU copy that is a plain tensor (not a Parameter), owned by no module."""
+    return tensor.detach().to("cpu", copy=True).contiguous()

@@ -1,0 +1,139 @@
+"""The worker's side: a checked graph and raw tensors become a module that trains.
+
+``load_training_graph`` runs every check of ``checks.py`` first; only a graph that passes
+reaches torch, and then only as the Structs that were validated (re-encoded, never the
+peer's bytes), through ``ExportedProgramDeserializer`` with in-memory tensors and no
+example inputs, and ``.module(check_guards=False)``. Neither ``torch.load``,
+``torch.export.load`` nor pickle is called on this path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import msgspec
+import torch
+from torch import nn
+
+from computeshare_desktop.graph.base import GraphRefused, TensorSpec, graph_fingerprint
+from computeshare_desktop.graph.checks import CheckedProgram, Meta, check_program
+from computeshare_desktop.models import flat
+
+# schema.ScalarType numbers -> dtypes (the ones schema.py accepts)
+DTYPES = {1: torch.uint8, 2: torch.int8, 3: torch.int16, 4: torch.int32, 5: torch.int64,
+          6: torch.float16, 7: torch.float32, 8: torch.float64, 12: torch.bool,
+          13: torch.bfloat16}
+
+
+@dataclass(slots=True)
+class GraphModel:
+    """A rebuilt training program and its trainable parameters in the hub's flat order."""
+
+    module: nn.Module  # module(x) -> logits; train-mode behaviour is fixed in the graph
+    parameters: list[nn.Parameter]  # the ``trainable`` FQNs, in that order
+    op_count: int
+    fingerprint: str
+
+    def load_flat(self, vector: torch.Tensor) -> None:
+        """Copy the hub's flat vector into the trainable parameters."""
+        if vector.dim() != 1 or vector.numel() != sum(p.numel() for p in self.parameters):
+            raise ValueError(f"flat vector has shape {tuple(vector.shape)}")
+        with torch.no_grad():
+            for p, chunk in zip(self.parameters, flat.split(vector, self.parameters),
+                                strict=True):
+                p.copy_(chunk)
+
+    def summary(self) -> str:
+        count = sum(p.numel() for p in self.parameters)
+        return f"{count:,} trainable parameters, {self.op_count} ops, graph checked"
+
+
+def load_training_graph(program: bytes, trainable: Sequence[str],
+                        state: Mapping[str, torch.Tensor], *, hub_torch: str,
+                        device: str | torch.device = "cpu") -> GraphModel:
+    """Check and rebuild a hub's training graph.
+
+    Args:
+        program: the graph's JSON, as ``TrainingGraph.program``.
+        trainable: FQNs of the trainable parameters in flat-vector order; they start as
+            zeros (the hub's first model frame fills them: ``GraphModel.load_flat``).
+        state: every other tensor the graph names (frozen parameters, buffers, constants),
+            plain CPU tensors; the module takes them over without copying.
+        hub_torch: the torch version the hub reported.
+        device: where the module runs (the graph's device arguments follow it).
+
+    Raises:
+        GraphRefused: the graph or the tensors were refused, or torch could not rebuild
+            a graph that passed the checks; nothing of the graph ran.
+    """
+    checked = check_program(program, hub_torch=hub_torch)
+    _check_state(checked, trainable, state)
+    params = {name: nn.Parameter(_value(name, meta, state), requires_grad=name in trainable)
+              for name, meta in checked.parameters.items()}
+    persistent = {n: state[n] for n in checked.buffers if n in checked.persistent}
+    constants = {n: state[n] for n in (*checked.buffers, *checked.constants)
+                 if n not in persistent}
+    module = _rebuild(checked, {**params, **persistent}, constants, device)
+    ordered = [module.get_parameter(name) for name in trainable]
+    chosen = set(map(id, ordered))
+    for p in module.parameters():
+        p.requires_grad_(id(p) in chosen)
+    specs = [TensorSpec(n, checked.parameters[n].shape, str(DTYPES[checked.parameters[n].dtype]))
+             for n in trainable]
+    return GraphModel(module, ordered, checked.op_count,
+                      graph_fingerprint(bytes(program), specs,
+                                        [TensorSpec.of(n, t) for n, t in state.items()]))
+
+
+def _check_state(checked: CheckedProgram, trainable: Sequence[str],
+                 state: Mapping[str, torch.Tensor]) -> None:
+    if len(set(trainable)) != len(trainable) or not set(trainable) <= checked.parameters.keys():
+        raise GraphRefused("the trainable parameters do not match the graph's")
+    needed = ({*checked.parameters, *checked.buffers, *checked.constants} - set(trainable))
+    if set(state) != needed:
+        extra, missing = sorted(set(state) - needed), sorted(needed - set(state))
+        raise GraphRefused(f"tensors do not match the graph: missing {missing[:5]}, "
+                           f"unexpected {extra[:5]}")
+    metas = {**checked.parameters, **checked.buffers, **checked.constants}
+    for name, tensor in state.items():
+        _check_tensor(name, tensor, metas[name])
+
+
+def _check_tensor(name: str, tensor: object, meta: Meta) -> None:
+    if type(tensor) not in (torch.Tensor, nn.Parameter):
+        raise GraphRefused(f"tensor {name!r} is a {type(tensor).__name__}, not a plain tensor")
+    assert isinstance(tensor, torch.Tensor)
+    if tensor.layout != torch.strided or tensor.device.type != "cpu" or tensor.is_quantized:
+        raise GraphRefused(f"tensor {name!r} is not a dense CPU tensor")
+    if tuple(tensor.shape) != meta.shape or tensor.dtype != DTYPES[meta.dtype]:
+        raise GraphRefused(f"tensor {name!r} is {tuple(tensor.shape)} {tensor.dtype}, the "
+                           f"graph wants {meta.shape} {DTYPES[meta.dtype]}")
+
+
+def _value(name: str, meta: Meta, state: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    if name in state:
+        return state[name].detach()
+    return torch.zeros(meta.shape, dtype=DTYPES[meta.dtype])
+
+
+def _rebuild(checked: CheckedProgram, state_dict: dict[str, torch.Tensor],
+             constants: dict[str, torch.Tensor], device: str | torch.device) -> nn.Module:
+    from torch._export.serde import schema as torch_schema
+    from torch._export.serde.serialize import ExportedProgramDeserializer, _dict_to_dataclass
+
+    try:
+        # the validated Structs, re-encoded: nothing the checks did not read goes further
+        tree = msgspec.to_builtins(checked.program)
+        serialized = _dict_to_dataclass(torch_schema.ExportedProgram, tree)
+        program = ExportedProgramDeserializer().deserialize(serialized, state_dict,
+                                                            constants, None)
+        if torch.device(device).type != "cpu":
+            from torch.export.passes import move_to_device_pass
+
+            program = move_to_device_pass(program, torch.device(device))
+        return program.module(check_guards=False)
+    except Exception as err:  # torch raises many kinds; the hub gets one line
+        first = (str(err).strip().splitlines() or [""])[0][:200]
+        raise GraphRefused(f"torch could not rebuild the checked graph: "
+                           f"{type(err).__name__}: {first}") from err
