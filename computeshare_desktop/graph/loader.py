@@ -59,7 +59,7 @@ def load_training_graph(program: bytes, trainable: Sequence[str],
         trainable: FQNs of the trainable parameters in flat-vector order; they start as
             zeros (the hub's first model frame fills them: ``GraphModel.load_flat``).
         state: every other tensor the graph names (frozen parameters, buffers, constants),
-            plain CPU tensors; the module takes them over without copying.
+            plain CPU tensors (copied: the module never aliases them).
         hub_torch: the torch version the hub reported.
         device: where the module runs (the graph's device arguments follow it).
 
@@ -71,8 +71,8 @@ def load_training_graph(program: bytes, trainable: Sequence[str],
     _check_state(checked, trainable, state)
     params = {name: nn.Parameter(_value(name, meta, state), requires_grad=name in trainable)
               for name, meta in checked.parameters.items()}
-    persistent = {n: state[n] for n in checked.buffers if n in checked.persistent}
-    constants = {n: state[n] for n in (*checked.buffers, *checked.constants)
+    persistent = {n: state[n].clone() for n in checked.buffers if n in checked.persistent}
+    constants = {n: state[n].clone() for n in (*checked.buffers, *checked.constants)
                  if n not in persistent}
     module = _rebuild(checked, {**params, **persistent}, constants, device)
     ordered = [module.get_parameter(name) for name in trainable]
@@ -113,7 +113,7 @@ def _check_tensor(name: str, tensor: object, meta: Meta) -> None:
 
 def _value(name: str, meta: Meta, state: Mapping[str, torch.Tensor]) -> torch.Tensor:
     if name in state:
-        return state[name].detach()
+        return state[name].detach().clone()
     return torch.zeros(meta.shape, dtype=DTYPES[meta.dtype])
 
 
