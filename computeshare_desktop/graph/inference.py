@@ -28,6 +28,9 @@ _STATS = "running_mean"  # batch norm without running statistics uses the batch'
 class Normalized(nn.Module):
     """``model((x - mean) / std)``, with mean and std per channel (dimension 1)."""
 
+    mean: torch.Tensor
+    std: torch.Tensor
+
     def __init__(self, model: nn.Module, mean: Sequence[float], std: Sequence[float],
                  dims: int) -> None:
         super().__init__()
