@@ -13,7 +13,8 @@ from torch import nn
 
 from computeshare_desktop.data import dataset_info
 from computeshare_desktop.errors import ConfigError
-from computeshare_desktop.models import build_model_from_spec, parse_model_spec
+from computeshare_desktop.models import (build_model_from_spec, freeze_except,
+                                         load_starting_weights, parse_model_spec)
 
 MNIST = dataset_info("mnist")
 HOW = "save it with model.train(); torch.export.save(torch.export.export(model"
@@ -119,3 +120,17 @@ def test_a_damaged_program_is_refused_with_the_loader_error(tmp_path) -> None:
             data = source.read(item)
             target.writestr(item, b"{" if item.filename.endswith("models/model.json") else data)
     assert _error(damaged).startswith(f"{damaged} is not a program torch.export.load can read:")
+
+
+def test_starting_weights_and_train_only_work_on_a_program(tmp_path) -> None:
+    path = _export(tmp_path / "net.pt2")
+    spec = parse_model_spec(str(path))
+    model = build_model_from_spec(spec, MNIST)
+    source = Net()
+    torch.save(source.state_dict(), tmp_path / "net.pth")
+    load_starting_weights(model, str(tmp_path / "net.pth"), spec)
+    assert torch.equal(model.get_parameter("conv.weight"), source.conv.weight)
+    assert freeze_except(model, ["fc"]) == ["conv.weight", "conv.bias", "bn.weight", "bn.bias"]
+    model(torch.randn(3, 1, 28, 28)).sum().backward()
+    assert [n for n, p in model.named_parameters() if p.grad is not None] == ["fc.weight",
+                                                                             "fc.bias"]
