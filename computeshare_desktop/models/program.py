@@ -76,7 +76,9 @@ def _check_input(path: Path, program: Any, sample_shape: tuple[int, ...]) -> Non
     if not isinstance(shape[0], torch.SymInt):
         raise ConfigError(f"{path} was exported with a fixed batch of {shape[0]}; "
                           f"{HOW_TO_EXPORT}")
-    if shape[1:] != sample_shape:
+    if len(shape) != len(sample_shape) + 1 or any(
+            not isinstance(dim, torch.SymInt) and dim != size  # a dynamic size takes any
+            for dim, size in zip(shape[1:], sample_shape, strict=True)):
         took = ", ".join(str(d) for d in shape[1:])
         wants = ", ".join(str(d) for d in sample_shape)
         raise ConfigError(f"{path} takes inputs of (N, {took}); the data's are (N, {wants})")

@@ -134,3 +134,17 @@ def test_starting_weights_and_train_only_work_on_a_program(tmp_path) -> None:
     model(torch.randn(3, 1, 28, 28)).sum().backward()
     assert [n for n, p in model.named_parameters() if p.grad is not None] == ["fc.weight",
                                                                              "fc.bias"]
+
+
+def test_dynamic_image_sizes_are_accepted_and_another_rank_is_not(tmp_path) -> None:
+    model, size = Net().train(), torch.export.Dim("size", min=8, max=64)
+    dims = ({0: torch.export.Dim("batch", min=2), 2: size, 3: size},)
+    program = torch.export.export(model, (torch.randn(4, 1, 28, 28),), dynamic_shapes=dims)
+    torch.export.save(program, tmp_path / "any_size.pt2")
+    assert _build(tmp_path / "any_size.pt2")(torch.randn(3, 1, 28, 28)).shape == (3, 10)
+    flat = nn.Sequential(nn.Linear(784, 10)).train()
+    program = torch.export.export(flat, (torch.randn(4, 784),),
+                                  dynamic_shapes=({0: torch.export.Dim("batch", min=2)},))
+    torch.export.save(program, tmp_path / "flat.pt2")
+    assert _error(tmp_path / "flat.pt2").endswith("takes inputs of (N, 784); the data's are "
+                                                  "(N, 1, 28, 28)")
