@@ -76,6 +76,7 @@ def ensure_weights(weights: WeightsFile, *, progress: Progress | None = None,
         return weights.path
     if not download:
         raise ConfigError(_missing(weights, "downloads are off"))
+    logger.info("downloading the %s from %s to %s", weights.label, weights.url, weights.path)
     try:
         fetch_url(weights.url, weights.path, weights.label, progress)
     except (OSError, ValueError) as exc:  # URLError, timeouts and disk errors are OSErrors
