@@ -39,8 +39,6 @@ from computeshare_desktop.graph.symbols import check_expression, is_symbol_name
 RESERVED = frozenset({"self", "torch", "device", "inf", "nan", "NoneType", "fx_pytree",
                       "pytree", "builtins", "operator", "_operator", "math"})
 _T = TypeVar("_T")
-# The highest int64 (slice.Tensor's "to the end"): not a size, so not capped as one.
-SLICE_END = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +84,7 @@ def check_program(program: bytes, *, hub_torch: str) -> CheckedProgram:
     _check_names(decoded)
     _check_expressions(decoded)
     _check_static_sizes(graph)
+    _check_size_arguments(graph)
     for node in graph.nodes:
         ops.check_target(node.target)
         checked.ops[node.target.removeprefix(ops.ATEN_PREFIX)] += 1
@@ -215,6 +214,22 @@ def _check_static_sizes(graph: schema.Graph) -> None:
         sizes = [s.value for s in meta.sizes if s.kind == "as_int"]
         if any(size < 0 for size in sizes) or math.prod(sizes) > MAX_STATIC_NUMEL:
             raise GraphRefused(f"tensor {name!r} declares sizes {sizes}")
+
+
+def _check_size_arguments(graph: schema.Graph) -> None:
+    """The sizes an op is told to allocate (full, empty, repeat, arange ...) are what torch
+    allocates, whatever the graph declares for the result: cap their static part."""
+    for node in graph.nodes:
+        sized = ops.size_argument(node.target)
+        for named in node.inputs:
+            if named.name != sized:
+                continue
+            arg = named.arg
+            ints = [arg.value] if arg.kind == "as_int" else arg.value if arg.kind == "as_ints" \
+                else [s.value for s in arg.value if s.kind == "as_int"] \
+                if arg.kind == "as_sym_ints" else []
+            if math.prod(abs(i) for i in ints) > MAX_STATIC_NUMEL:
+                raise GraphRefused(f"{node.target} asks for {ints} elements")
 
 
 def _check_uninitialised(graph: schema.Graph) -> None:

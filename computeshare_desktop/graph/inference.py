@@ -86,14 +86,33 @@ def export_inference_program(model: nn.Module, example: torch.Tensor, mean: Sequ
     return buffer.getvalue()
 
 
+def program_module(program: torch.export.ExportedProgram) -> torch.fx.GraphModule:
+    """``program.module()`` with tensors of its own: ``torch.export.load`` gives views into
+    one blob, which export (of this module, again) refuses to detach in place. The mode is
+    the program's; ``export_training_graph`` takes the result as the hub's model."""
+    module = program.module()
+    with torch.no_grad():
+        for owner in module.modules():
+            for name, tensor in list(vars(owner).items()):
+                if isinstance(tensor, torch.Tensor) and tensor._base is not None:
+                    setattr(owner, name, tensor.clone())
+            for name, buffer in owner._buffers.items():
+                if buffer is not None and buffer._base is not None:
+                    owner._buffers[name] = buffer.clone()
+            for name, param in owner._parameters.items():
+                if param is not None and param._base is not None:
+                    owner._parameters[name] = nn.Parameter(param.clone(), param.requires_grad)
+    return module
+
+
 def eval_module_from_program(program: torch.export.ExportedProgram) -> nn.Module:
     """An eval-mode module from a train-mode program (a ``.pt2`` the user gave): dropout
-    and batch norm switched to inference, sharing the program's tensors.
+    and batch norm switched to inference, on copies of the program's tensors.
 
     Raises:
         ConfigError: the graph draws random numbers other than dropout's.
     """
-    module = program.module()
+    module = program_module(program)
     graph = module.graph
     for node in graph.nodes:
         if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):

@@ -88,6 +88,13 @@ UNINITIALISED = frozenset({"empty.memory_format", "empty_strided.default",
                            "empty_permuted.default"})
 OVERWRITERS = {"bernoulli.p": "self", "fill.Scalar": "self"}
 
+# Ops that allocate as many elements as one argument says (whatever the graph declares for
+# their result), and that argument: checks.py caps it.
+ALLOCATING = {"full.default": "size", "empty.memory_format": "size",
+              "empty_strided.default": "size", "empty_permuted.default": "size",
+              "rand.default": "size", "randn.default": "size", "expand.default": "size",
+              "repeat.default": "repeats", "arange.start_step": "end", "randperm.default": "n"}
+
 # The integer arithmetic of dynamic shapes (what the shape grammar can express) and the
 # unpacking of a multi-output op.
 SYMBOLIC = frozenset({"_operator.add", "_operator.sub", "_operator.mul", "_operator.floordiv",
@@ -121,3 +128,8 @@ def is_uninitialised(target: str) -> bool:
 def overwritten_argument(target: str) -> str | None:
     """The argument of ``target`` that may take uninitialised memory, if any."""
     return OVERWRITERS.get(target.removeprefix(ATEN_PREFIX))
+
+
+def size_argument(target: str) -> str | None:
+    """The argument of ``target`` that says how many elements it allocates, if any."""
+    return ALLOCATING.get(target.removeprefix(ATEN_PREFIX))

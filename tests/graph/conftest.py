@@ -20,6 +20,19 @@ from computeshare_desktop.graph import TrainingGraph, export_training_graph
 EXAMPLE_SHAPE = (4, 3, 16, 16)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def no_tqdm_monitor() -> Iterator[None]:
+    """torch.fx's Interpreter (run by export) opens a disabled tqdm bar, and tqdm starts a
+    process-wide monitor thread the first time, which the suite's leak check would count:
+    tqdm starts none with an interval of 0."""
+    import tqdm
+
+    before = tqdm.tqdm.monitor_interval
+    tqdm.tqdm.monitor_interval = 0
+    yield
+    tqdm.tqdm.monitor_interval = before
+
+
 @pytest.fixture(scope="session")
 def exported() -> tuple[torch.nn.Module, TrainingGraph]:
     """The stranger's network (as it was when exported) and its training graph."""

@@ -142,3 +142,24 @@ def test_torchvision_resnet18_round_trip():
     loss_g, grad_g = step(loaded.module, loaded.parameters, x, y, seed=0)
     assert torch.allclose(loss, loss_g, atol=TOL) and torch.allclose(grad, grad_g, atol=TOL)
     assert torch.allclose(model.bn1.running_var, loaded.module.get_buffer("bn1.running_var"))
+
+
+def test_a_pt2_the_user_saved_goes_through_the_same_path(tmp_path):
+    """PATH.pt2: the hub loads the user's own archive (torch.export.load is fine there),
+    takes program_module() as its model and exports that for workers."""
+    import io
+
+    from computeshare_desktop.graph.inference import program_module
+
+    model = tiny_resnet(seed=4)
+    archive = io.BytesIO()
+    torch.export.save(torch.export.export(
+        model, (torch.randn(2, 3, 16, 16),),
+        dynamic_shapes=({0: torch.export.Dim("batch", min=2)},)), archive)
+    hub_model = program_module(torch.export.load(io.BytesIO(archive.getvalue())))
+    graph = export_training_graph(hub_model, torch.randn(2, 3, 16, 16))
+    loaded = rebuilt(hub_model, graph)
+    x, y = torch.randn(3, 3, 16, 16), torch.randint(0, 10, (3,))
+    loss, grad = step(hub_model, flat.trainable(hub_model), x, y, seed=0)
+    loss_g, grad_g = step(loaded.module, loaded.parameters, x, y, seed=0)
+    assert torch.allclose(loss, loss_g, atol=TOL) and torch.allclose(grad, grad_g, atol=TOL)
