@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import torch
@@ -93,9 +93,10 @@ class TensorSpec:
 
 
 def graph_fingerprint(program: bytes, trainable: Iterable[TensorSpec],
-                      state: Iterable[TensorSpec]) -> str:
+                      state: Iterable[TensorSpec], aliases: Mapping[str, str]) -> str:
     """16 hex chars of sha256 over the graph's JSON, then the trainable tensors in flat
-    order, then every other tensor by name: the same on the hub and on each worker."""
+    order, every other tensor by name and the tied names: the same on the hub and on
+    each worker."""
     digest = hashlib.sha256(program)
     digest.update(b"\0trainable\n")
     for spec in trainable:
@@ -103,4 +104,7 @@ def graph_fingerprint(program: bytes, trainable: Iterable[TensorSpec],
     digest.update(b"\0state\n")
     for spec in sorted(state, key=lambda s: s.name):
         digest.update(f"{spec.name}|{spec.shape}|{spec.dtype}\n".encode())
+    digest.update(b"\0aliases\n")
+    for alias in sorted(aliases):
+        digest.update(f"{alias}={aliases[alias]}\n".encode())
     return digest.hexdigest()[:FINGERPRINT_HEX_CHARS]

@@ -50,6 +50,7 @@ class TrainingGraph:
     program: bytes  # the graph: torch.export's JSON model schema, checked
     trainable: tuple[str, ...]  # FQNs of the trainable parameters, in flat-vector order
     state: dict[str, torch.Tensor]  # every other tensor: frozen params, buffers, constants
+    aliases: dict[str, str]  # tied tensors: a second name -> the name that travels
     torch_version: str  # the hub's torch release, e.g. "2.14.1"
     op_count: int
     fingerprint: str  # graph_fingerprint(program, trainable specs, state specs)
@@ -97,16 +98,31 @@ def export_training_graph(model: nn.Module, example: torch.Tensor) -> TrainingGr
     if missing:
         raise ConfigError(f"trainable parameters missing from the exported graph: "
                           f"{sorted(missing)[:5]}")
+    aliases = _aliases(model, {*checked.parameters, *checked.buffers})
     tensors = {**program.state_dict, **program.constants}
     state = {name: _plain(tensors[name]) for name in
              [*checked.parameters, *checked.buffers, *checked.constants]
-             if name not in trainable}
+             if name not in trainable and name not in aliases}
     specs = [TensorSpec.of(name, tensors[name]) for name in trainable]
     return TrainingGraph(
-        program=data, trainable=trainable, state=state, torch_version=torch_release(),
-        op_count=checked.op_count,
+        program=data, trainable=trainable, state=state, aliases=aliases,
+        torch_version=torch_release(), op_count=checked.op_count,
         fingerprint=graph_fingerprint(data, specs,
-                                      [TensorSpec.of(n, t) for n, t in state.items()]))
+                                      [TensorSpec.of(n, t) for n, t in state.items()],
+                                      aliases))
+
+
+def _aliases(model: nn.Module, names: set[str]) -> dict[str, str]:
+    """Tied tensors (one Parameter under two names): each later name the graph uses,
+    mapped to the first, which is the one that travels."""
+    first: dict[int, str] = {}
+    aliases = {}
+    for name, tensor in (*model.named_parameters(remove_duplicate=False),
+                         *model.named_buffers(remove_duplicate=False)):
+        if id(tensor) in first and name in names:
+            aliases[name] = first[id(tensor)]
+        first.setdefault(id(tensor), name)
+    return aliases
 
 
 def _check_inputs(model: nn.Module, example: torch.Tensor) -> None:

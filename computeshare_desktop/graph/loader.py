@@ -51,6 +51,7 @@ class GraphModel:
 
 def load_training_graph(program: bytes, trainable: Sequence[str],
                         state: Mapping[str, torch.Tensor], *, hub_torch: str,
+                        aliases: Mapping[str, str] | None = None,
                         device: str | torch.device = "cpu") -> GraphModel:
     """Check and rebuild a hub's training graph.
 
@@ -61,20 +62,28 @@ def load_training_graph(program: bytes, trainable: Sequence[str],
         state: every other tensor the graph names (frozen parameters, buffers, constants),
             plain CPU tensors (copied: the module never aliases them).
         hub_torch: the torch version the hub reported.
+        aliases: tied tensors, a second name -> the name in ``trainable`` or ``state``.
         device: where the module runs (the graph's device arguments follow it).
 
     Raises:
         GraphRefused: the graph or the tensors were refused, or torch could not rebuild
             a graph that passed the checks; nothing of the graph ran.
     """
+    aliases = dict(aliases or {})
     checked = check_program(program, hub_torch=hub_torch)
-    _check_state(checked, trainable, state)
-    params = {name: nn.Parameter(_value(name, meta, state), requires_grad=name in trainable)
-              for name, meta in checked.parameters.items()}
-    persistent = {n: state[n].clone() for n in checked.buffers if n in checked.persistent}
-    constants = {n: state[n].clone() for n in (*checked.buffers, *checked.constants)
-                 if n not in persistent}
-    module = _rebuild(checked, {**params, **persistent}, constants, device)
+    _check_state(checked, trainable, state, aliases)
+    tensors: dict[str, torch.Tensor] = {
+        name: nn.Parameter(_value(name, meta, state), requires_grad=name in trainable)
+        for name, meta in checked.parameters.items() if name not in aliases}
+    tensors.update({n: state[n].clone() for n in checked.buffers if n not in aliases})
+    for alias, name in aliases.items():  # the same object under both names
+        tensors[alias] = tensors[name]
+    state_dict = {n: tensors[n] for n in (*checked.parameters, *checked.persistent)}
+    constants = {**{n: tensors[n] for n in checked.buffers if n not in checked.persistent},
+                 **{n: state[n].clone() for n in checked.constants}}
+    module = _rebuild(checked, state_dict, constants, device)
+    for alias, name in aliases.items():  # moving to a device unties them: tie again
+        _tie(module, alias, name)
     ordered = [module.get_parameter(name) for name in trainable]
     chosen = set(map(id, ordered))
     for p in module.parameters():
@@ -83,19 +92,25 @@ def load_training_graph(program: bytes, trainable: Sequence[str],
              for n in trainable]
     return GraphModel(module, ordered, checked.op_count,
                       graph_fingerprint(bytes(program), specs,
-                                        [TensorSpec.of(n, t) for n, t in state.items()]))
+                                        [TensorSpec.of(n, t) for n, t in state.items()],
+                                        aliases))
 
 
 def _check_state(checked: CheckedProgram, trainable: Sequence[str],
-                 state: Mapping[str, torch.Tensor]) -> None:
+                 state: Mapping[str, torch.Tensor], aliases: Mapping[str, str]) -> None:
     if len(set(trainable)) != len(trainable) or not set(trainable) <= checked.parameters.keys():
         raise GraphRefused("the trainable parameters do not match the graph's")
-    needed = ({*checked.parameters, *checked.buffers, *checked.constants} - set(trainable))
+    metas = {**checked.parameters, **checked.buffers, **checked.constants}
+    for alias, name in aliases.items():
+        kinds = [alias in checked.parameters, name in checked.parameters]
+        if alias not in metas or name not in metas or name in aliases or kinds[0] != kinds[1] \
+                or alias in trainable or metas[alias] != metas[name]:
+            raise GraphRefused(f"the tied names {alias!r} -> {name!r} do not fit the graph")
+    needed = set(metas) - set(trainable) - set(aliases)
     if set(state) != needed:
         extra, missing = sorted(set(state) - needed), sorted(needed - set(state))
         raise GraphRefused(f"tensors do not match the graph: missing {missing[:5]}, "
                            f"unexpected {extra[:5]}")
-    metas = {**checked.parameters, **checked.buffers, **checked.constants}
     for name, tensor in state.items():
         _check_tensor(name, tensor, metas[name])
 
@@ -109,6 +124,17 @@ def _check_tensor(name: str, tensor: object, meta: Meta) -> None:
     if tuple(tensor.shape) != meta.shape or tensor.dtype != DTYPES[meta.dtype]:
         raise GraphRefused(f"tensor {name!r} is {tuple(tensor.shape)} {tensor.dtype}, the "
                            f"graph wants {meta.shape} {DTYPES[meta.dtype]}")
+
+
+def _tie(module: nn.Module, alias: str, name: str) -> None:
+    owner_path, _, attribute = alias.rpartition(".")
+    owner = module.get_submodule(owner_path)
+    source_path, _, source_attribute = name.rpartition(".")
+    tensor = getattr(module.get_submodule(source_path), source_attribute)
+    if isinstance(tensor, nn.Parameter):
+        owner.register_parameter(attribute, tensor)
+    else:
+        owner._buffers[attribute] = tensor  # keeps whether it is persistent
 
 
 def _value(name: str, meta: Meta, state: Mapping[str, torch.Tensor]) -> torch.Tensor:

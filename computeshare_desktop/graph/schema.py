@@ -65,8 +65,14 @@ class Device(Strict, frozen=True):
     index: None
 
 
-class SymExprHint(OneOf, frozen=True):
+class IntOr(OneOf, frozen=True):
+    """A union with a plain number among its members (sizes, their hints)."""
+
     as_int: Int | UnsetType = UNSET
+
+
+class SymExprHint(IntOr, frozen=True):
+    """A size's value at export: a number only (no float or bool hints)."""
 
 
 class SymExpr(Strict, frozen=True):
@@ -74,9 +80,14 @@ class SymExpr(Strict, frozen=True):
     hint: SymExprHint | None
 
 
-class SymInt(OneOf, frozen=True):
+class SymInt(IntOr, frozen=True):
+    # an expression goes through symbols.check_expression before sympy sees it
     as_expr: SymExpr | UnsetType = UNSET
-    as_int: Int | UnsetType = UNSET
+
+
+class SymIntArgument(IntOr, frozen=True):
+    # a size: a name from sym_int_values, or a number
+    as_name: Name | UnsetType = UNSET
 
 
 class TensorMeta(Strict, frozen=True):
@@ -89,16 +100,12 @@ class TensorMeta(Strict, frozen=True):
     layout: Layout
 
 
-class SymIntArgument(OneOf, frozen=True):
-    as_name: Name | UnsetType = UNSET
-    as_int: Int | UnsetType = UNSET
-
-
 class TensorArgument(Strict, frozen=True):
     name: Name
 
 
 class OptionalTensorArgument(OneOf, frozen=True):
+    # an element of Tensor?[] (a bias that may be None)
     as_tensor: TensorArgument | UnsetType = UNSET
     as_none: bool | UnsetType = UNSET
 
@@ -156,15 +163,19 @@ class Graph(Strict, frozen=True):
 
 
 class UserInputSpec(Strict, frozen=True):
-    arg: Argument
+    arg: Argument  # the batch: checks.py wants exactly one, a tensor
 
 
 class InputToParameterSpec(Strict, frozen=True):
+    """A parameter: the loader makes it an nn.Parameter (trainable or frozen)."""
+
     arg: TensorArgument
     parameter_name: FQN
 
 
 class InputToBufferSpec(Strict, frozen=True):
+    """A buffer (running statistics); non-persistent ones go with the constants."""
+
     arg: TensorArgument
     buffer_name: FQN
     persistent: bool
@@ -172,10 +183,11 @@ class InputToBufferSpec(Strict, frozen=True):
 
 class InputToTensorConstantSpec(Strict, frozen=True):
     arg: TensorArgument
-    tensor_constant_name: FQN
+    tensor_constant_name: FQN  # a tensor made in forward, lifted out by export
 
 
 class InputSpec(OneOf, frozen=True):
+    # left out: custom_obj (pickled script objects), token, constant_input
     user_input: UserInputSpec | UnsetType = UNSET
     parameter: InputToParameterSpec | UnsetType = UNSET
     buffer: InputToBufferSpec | UnsetType = UNSET
@@ -183,15 +195,18 @@ class InputSpec(OneOf, frozen=True):
 
 
 class UserOutputSpec(Strict, frozen=True):
-    arg: Argument
+    arg: Argument  # the logits
 
 
 class BufferMutationSpec(Strict, frozen=True):
+    """A buffer's new value (BatchNorm's statistics), written back after each forward."""
+
     arg: TensorArgument
     buffer_name: FQN
 
 
 class OutputSpec(OneOf, frozen=True):
+    # left out: loss_output, gradient_to_*, user_input_mutation, token, parameter_mutation
     user_output: UserOutputSpec | UnsetType = UNSET
     buffer_mutation: BufferMutationSpec | UnsetType = UNSET
 

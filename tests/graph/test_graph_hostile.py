@@ -275,6 +275,22 @@ def test_state_that_does_not_match_the_graph_is_refused(exported, unsafe_calls, 
     refuse(exported, graph.program, unsafe_calls, canary, "graph wants", state=state)
 
 
+def test_tied_names_that_do_not_fit_are_refused(exported, canary):
+    _, graph = exported
+    state = dict(graph.state)
+    del state["stem.1.running_var"]
+    for aliases in ({"stem.1.running_var": "stem.1.running_mean"},  # fits: loads
+                    {"stem.1.running_var": "stem.1.num_batches_tracked"},
+                    {"stem.1.running_var": "stem.0.weight"}, {"nowhere": "stem.0.weight"}):
+        try:
+            load_training_graph(graph.program, graph.trainable, state,
+                                hub_torch=torch.__version__, aliases=aliases)
+            assert aliases == {"stem.1.running_var": "stem.1.running_mean"}
+        except GraphRefused as refused:
+            assert "tied names" in refused.reason
+    assert not canary.exists()
+
+
 # ------------------------------------------------------------------ the invariant
 def test_mutated_graphs_load_or_are_refused_never_anything_else(exported, canary):
     """h11's invariant for the loader: garbage either loads or raises GraphRefused."""

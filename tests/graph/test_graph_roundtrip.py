@@ -26,7 +26,7 @@ TOL = 1e-5
 def rebuilt(model: nn.Module, graph: TrainingGraph) -> GraphModel:
     """What a worker does: load the graph, then take the hub's flat vector."""
     loaded = load_training_graph(graph.program, graph.trainable, graph.state,
-                                 hub_torch=torch.__version__)
+                                 hub_torch=torch.__version__, aliases=graph.aliases)
     loaded.load_flat(flat.flat_parameters(model))
     return loaded
 
@@ -163,3 +163,44 @@ def test_a_pt2_the_user_saved_goes_through_the_same_path(tmp_path):
     loss, grad = step(hub_model, flat.trainable(hub_model), x, y, seed=0)
     loss_g, grad_g = step(loaded.module, loaded.parameters, x, y, seed=0)
     assert torch.allclose(loss, loss_g, atol=TOL) and torch.allclose(grad, grad_g, atol=TOL)
+
+
+class Tied(nn.Module):
+    """Two layers sharing one weight (a tied head), and a tensor made in forward."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.encode, self.decode = nn.Linear(8, 8), nn.Linear(8, 8)
+        self.decode.weight = self.encode.weight
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        hidden = torch.relu(self.encode(x)) + torch.zeros(x.shape[0], 8)
+        return self.decode(hidden)
+
+
+def test_tied_weights_stay_one_parameter():
+    torch.manual_seed(0)
+    model = Tied()
+    graph = export_training_graph(model, torch.randn(2, 8))
+    assert graph.aliases == {"decode.weight": "encode.weight"}
+    assert "decode.weight" not in graph.state and "decode.weight" not in graph.trainable
+    loaded = rebuilt(model, graph)
+    assert loaded.module.encode.weight is loaded.module.decode.weight
+    x, y = torch.randn(3, 8), torch.randint(0, 8, (3,))
+    _, grad = step(model, flat.trainable(model), x, y, seed=0)
+    _, grad_g = step(loaded.module, loaded.parameters, x, y, seed=0)
+    assert torch.allclose(grad, grad_g, atol=TOL) and loaded.fingerprint == graph.fingerprint
+
+
+def test_the_module_follows_its_device():
+    """device= moves the tensors and the graph's own device arguments (torch.zeros in
+    forward here); the meta device stands in for an accelerator."""
+    model = Tied()
+    graph = export_training_graph(model, torch.randn(2, 8))
+    loaded = load_training_graph(graph.program, graph.trainable, graph.state,
+                                 hub_torch=torch.__version__, aliases=graph.aliases,
+                                 device="meta")
+    out = loaded.module(torch.randn(3, 8, device="meta"))
+    out.sum().backward()
+    assert out.device.type == "meta" and out.shape == (3, 8)
+    assert all(p.grad is not None and p.device.type == "meta" for p in loaded.parameters)
