@@ -16,6 +16,11 @@ from computeshare_desktop.graph.base import (
 )
 from computeshare_desktop.graph.checks import CheckedProgram, check_program
 from computeshare_desktop.graph.export import TrainingGraph, export_training_graph
+from computeshare_desktop.graph.inference import (
+    eval_module_from_program,
+    export_inference_program,
+    program_module,
+)
 from computeshare_desktop.graph.loader import GraphModel, load_training_graph
 
 __all__ = [
@@ -25,9 +30,12 @@ __all__ = [
     "TensorSpec",
     "TrainingGraph",
     "check_program",
+    "eval_module_from_program",
+    "export_inference_program",
     "export_training_graph",
     "graph_fingerprint",
     "load_training_graph",
+    "program_module",
     "release",
     "torch_release",
 ]

@@ -34,7 +34,7 @@ _HINTS = (  # (words in torch's message, what to do)
      "the forward branches on tensor values (data-dependent control flow): compute both "
      "sides and pick with torch.where, or move the decision out of forward (torch.cond "
      "graphs are not accepted by workers yet)"),
-    (("Constraints violated", "specialized", "batch"),
+    (("Constraints violated", "specialized it to be a constant"),
      "the forward fixes the batch size: use x.shape[0] or x.flatten(1) instead of a number"),
     (("Unsupported", "not supported", "unsupported"),
      "the forward uses something torch.export cannot trace: keep forward to tensor "

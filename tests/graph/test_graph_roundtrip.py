@@ -122,6 +122,13 @@ def test_a_batch_of_one_or_a_model_that_cannot_export_is_a_config_error():
     with pytest.raises(ConfigError, match="(?s)cannot be exported.*hint: .*torch.where"):
         export_training_graph(Branchy(), torch.randn(2, 3, 16, 16))
 
+    class FixedBatch(TinyResNet):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return super().forward(x.view(4, 3, 16, 16))
+
+    with pytest.raises(ConfigError, match="(?s)Constraints violated.*hint: .*fixes the batch"):
+        export_training_graph(FixedBatch(), torch.randn(4, 3, 16, 16))
+
     class Uninitialised(nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return torch.empty_like(x) + x
