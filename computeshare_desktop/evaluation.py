@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,15 +16,28 @@ from .models import build_model
 
 
 def batch_loss(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor,
-               info: DatasetInfo) -> torch.Tensor:
-    """Mean cross-entropy of ``model`` on uint8 ``images`` (normalised here)."""
-    return F.cross_entropy(model(normalize(images, info)), labels)
+               info: DatasetInfo, *, label_smoothing: float = 0.0) -> torch.Tensor:
+    """Mean cross-entropy of ``model`` on uint8 ``images`` (normalised here): the training
+    loss, with ``label_smoothing`` when the session asks for it (the test loss never has it).
+
+    The loss is taken in float32 even when the forward ran under autocast."""
+    logits = model(normalize(images, info))
+    return F.cross_entropy(logits.float(), labels, label_smoothing=label_smoothing)
 
 
 @torch.no_grad()
-def evaluate(model: torch.nn.Module, dataset: ArrayDataset, *, device: str | torch.device = "cpu",
+def evaluate(model: torch.nn.Module, dataset: ArrayDataset, *,
+             device: str | torch.device | None = None,
              batch_size: int = 500) -> tuple[float, float]:
-    """Return ``(accuracy, mean loss)`` of ``model`` on ``dataset``."""
+    """Return ``(accuracy, mean loss)`` of ``model`` on ``dataset``, in float32, on
+    ``device`` (None: where the model is; a model held elsewhere is evaluated as a copy, so
+    the caller's stays put)."""
+    tensors = list(itertools.chain(model.parameters(), model.buffers()))
+    if device is None:
+        device = tensors[0].device if tensors else torch.device("cpu")
+    device = torch.device(device)
+    if any(t.device.type != device.type for t in tensors):
+        model = copy.deepcopy(model).to(device)
     was_training = model.training
     model.eval()
     correct, loss_sum = 0, 0.0

@@ -30,8 +30,10 @@ METADATA_KEY = "computeshare.option"
 
 # The Host dialog's groups, in the order it shows them, and their titles.
 TRAINING, WORKERS, LINK, ADVANCED, NETWORK = "training", "workers", "link", "advanced", "network"
+RECIPE = "recipe"
 GROUPS: dict[str, str] = {
     TRAINING: "Training",
+    RECIPE: "Training recipe: optimizer, schedule, precision",
     WORKERS: "Workers and results",
     LINK: "Speed on your network",
     ADVANCED: "Advanced: choose the codec and local steps yourself",

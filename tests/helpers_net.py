@@ -131,6 +131,24 @@ class WorkerThread:
         self.thread.join(15)
 
 
+def train_session(out_dir: Path, workers: int = 2, timeout_s: float = 180,
+                  **config: Any) -> tuple[RunningHub, list[WorkerThread]]:
+    """A whole session on loopback: a RunningHub and ``workers`` WorkerThreads until the hub
+    finishes; every worker must end without an error. All are closed when it returns."""
+    hub = RunningHub(out_dir, workers=workers, **config)
+    threads = [WorkerThread(hub.port, f"w{i}") for i in range(workers)]
+    try:
+        assert hub.join(timeout_s) is not None
+        for w in threads:
+            w.join(30)
+            assert w.error is None, w.error
+    finally:
+        for w in threads:
+            w.close()
+        hub.close()
+    return hub, threads
+
+
 def pair(port: int, pin: str, name: str, identity: Identity,
          host: str = "127.0.0.1") -> tuple[Paired | Any, str | None]:
     """Run the SPAKE2 pairing by hand; (final reply, hub key if paired)."""

@@ -11,13 +11,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 from ..codec import CODECS, DEFAULT_FRACTION
 from ..data import DATASETS
 from ..errors import ConfigError
 from ..models import MODELS
-from ..schema import ADVANCED, LINK, TRAINING, WORKERS, Rule, check, option
+from ..protocol.messages import Optimizer, Precision
+from ..schema import ADVANCED, LINK, RECIPE, TRAINING, WORKERS, Rule, check, option
+from .lr_schedule import SCHEDULES as LR_SCHEDULES
 from .presets import AUTO, PRESET_CHOICES, PRESETS, Mode, resolve
 
 
@@ -26,6 +28,8 @@ UPDATE_MODES = ("sync", "async")
 AGGREGATIONS = ("mean", "trimmed-mean", "median")
 SESSION = ("host", "demo")  # the commands that start a session
 MODE_OPTIONS = ("codec", "topk", "local_steps")  # what a preset sets; explicit values win
+OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)  # the words the protocol carries
+PRECISIONS: tuple[str, ...] = get_args(Precision)
 
 
 def async_rounds(values: Mapping[str, Any], rounds: int) -> int:
@@ -98,7 +102,8 @@ class SessionOptions:
         maximum=1024, special="off (a gradient per round)")
     outer: str = option(
         "auto", "outer optimizer of local steps: sgd (momentum), nesterov (DiLoCo); auto: "
-        "nesterov when H > 1", flag="--outer", commands=SESSION, choices=OUTER_OPTIMIZERS,
+        "nesterov when H > 1 or with adamw", flag="--outer", commands=SESSION,
+        choices=OUTER_OPTIMIZERS,
         error=f"the outer optimizer must be one of {', '.join(OUTER_OPTIMIZERS)}")
     outer_lr: float = option(
         0.7, "learning rate of the Nesterov outer step (default {default})",
@@ -155,11 +160,57 @@ class SessionOptions:
         tip="Robust rules clip oversized updates and outvote one faulty or hostile worker "
             "per round (with 3 workers or more).")  # async clips norms only
     weight_decay: float = option(
-        0.0, "L2 weight decay of the hub's SGD step (default {default}: none)",
+        0.0, "weight decay: an L2 term in SGD's step, AdamW's decoupled decay (default "
+        "{default}: none)",
         flag="--weight-decay", commands=SESSION, metavar="WD", ge=0,
-        error="weight decay must be >= 0", saved=True, label="Weight decay", group=TRAINING,
+        error="weight decay must be >= 0", saved=True, label="Weight decay", group=RECIPE,
         step=0.0001, decimals=5, maximum=1.0,
         tip="Pulls the weights toward zero a little at every step (L2 regularisation).")
+    optimizer: Optimizer = option(
+        "sgd", "sgd (default): SGD with momentum, its rate scaled linearly with a step's "
+        "samples; adamw: AdamW, its rate scaled by their square root (with local steps: the "
+        "workers' inner optimizer, the outer step staying SGD/Nesterov)", flag="--optimizer",
+        commands=SESSION, choices=OPTIMIZERS,
+        error=f"the optimizer must be one of {', '.join(OPTIMIZERS)}", saved=True,
+        label="Optimizer", group=RECIPE,
+        labels={"sgd": "SGD with momentum", "adamw": "AdamW (decoupled weight decay)"},
+        tip="SGD with momentum, or AdamW (a rate around 0.001 suits it). With local steps "
+            "it is each worker's own optimizer between rounds.")
+    schedule: str = option(
+        "constant", "the learning rate over the session: constant (default), or cosine: "
+        "down to 0 at the last round; both after --warmup", flag="--schedule",
+        commands=SESSION, choices=LR_SCHEDULES, saved=True, label="Learning-rate schedule",
+        error=f"the schedule must be one of {', '.join(LR_SCHEDULES)}", group=RECIPE,
+        tip="Cosine lowers the rate along half a cosine, to zero at the last round; the "
+            "warm-up raises it linearly first.")
+    warmup: int = option(
+        0, "steps (model versions) over which the rate rises linearly to --lr (default "
+        "{default}: none)", flag="--warmup", commands=SESSION, metavar="STEPS", ge=0,
+        error="the warm-up must be >= 0 steps", saved=True, label="Warm-up steps",
+        group=RECIPE, step=50, maximum=1_000_000, special="none")
+    clip_grad: float = option(
+        0.0, "clip each step's gradient to this global norm: the averaged one on the hub, "
+        "or each local step's on the workers (default {default}: off)", flag="--clip-grad",
+        commands=SESSION, metavar="NORM", ge=0, error="the clipping norm must be >= 0",
+        saved=True, label="Clip gradient norm", group=RECIPE, step=0.5, decimals=2,
+        maximum=1000.0, special="off")
+    label_smoothing: float = option(
+        0.0, "label smoothing of the training loss (default {default}: none; the test "
+        "loss stays plain cross-entropy)", flag="--label-smoothing", commands=SESSION,
+        metavar="EPS", ge=0, lt=1, error="label smoothing must be in [0, 1)", saved=True,
+        label="Label smoothing", group=RECIPE, step=0.05, decimals=2, maximum=0.99,
+        special="none")
+    precision: Precision = option(
+        "fp32", "how workers compute: fp32 (default); auto: bf16 autocast on GPUs that have "
+        "it, else fp32; bf16 (CPUs too); fp16 (GPUs, with a loss scaler). Weights and "
+        "updates stay float32", flag="--precision", commands=SESSION, choices=PRECISIONS,
+        error=f"precision must be one of {', '.join(PRECISIONS)}", saved=True,
+        label="Precision", group=RECIPE,
+        labels={"fp32": "fp32 (full precision)",
+                "auto": "Automatic (bf16 on GPUs that have it)",
+                "bf16": "bf16 mixed precision", "fp16": "fp16 mixed precision (GPUs)"},
+        tip="Mixed precision speeds up large models on GPUs. Each worker decides for its "
+            "own device; a CPU stays fp32 unless bf16 is chosen.")
 
     @property
     def asynchronous(self) -> bool:
@@ -173,6 +224,8 @@ RULES = (
     Rule(lambda c: not c.asynchronous or c.preset not in ("auto", "slow"),
          "async mode applies gradients as they arrive: choose the lan or wifi preset, or "
          "a codec"),
+    Rule(lambda c: c.warmup < c.rounds, "the warm-up must be shorter than the session's "
+                                        "rounds"),
 )
 
 
@@ -207,10 +260,11 @@ class HubConfig(SessionOptions):
         return Mode(self.codec, self.topk, self.local_steps)
 
     def outer_for(self, local_steps: int) -> str:
-        """``sgd`` or ``nesterov``: what ``outer="auto"`` means for these local steps."""
+        """``sgd`` or ``nesterov``: what ``outer="auto"`` means for these local steps (SGD at
+        lr 1 makes one local step the synchronous step only with plain SGD inside)."""
         if self.outer != "auto":
             return self.outer
-        return "nesterov" if local_steps > 1 else "sgd"
+        return "nesterov" if local_steps > 1 or self.optimizer == "adamw" else "sgd"
 
     def to_json(self) -> dict[str, object]:
         """A plain dict for session.json."""

@@ -234,7 +234,9 @@ class HubCore:
             num_shards=c.workers, shard_size=len(self._shard_data(member.shard)[1]),
             dataset=c.dataset, model=c.model, fingerprint=self.fingerprint,
             batch_size=c.batch_size, seed=c.seed, rounds=c.rounds, codec=c.codec,
-            state=self.state.value, version=self.server.version)
+            state=self.state.value, version=self.server.version, optimizer=c.optimizer,
+            weight_decay=c.weight_decay, label_smoothing=c.label_smoothing,
+            clip_grad=c.clip_grad, precision=c.precision)
 
     def _shard(self, member: Member, msg: Shard) -> tuple[Any, ...]:
         images, labels = self._shard_data(member.shard)

@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence, TypeVar
 
 from .. import __version__
 from ..data import dataset_info, load_dataset
+from ..devices import pick_device
 from ..errors import ConfigError
 from ..events import (DiskError, Evaluated, Event, Finished, ModeChanged, PinChanged,
                       RoundClosed, StateChanged, Stopped)
@@ -62,6 +63,7 @@ class HubSession:
         self.config = config
         self.info = dataset_info(config.dataset)
         self.test_set = load_dataset(config.dataset, "test")
+        self.eval_device = pick_device("auto").device  # the hub evaluates on its best one
         model = build_model(config.model, self.info, seed=config.seed)
         self.server = ParameterServer.for_session(model, config)
         cursors = self._restore() if resume else {}
@@ -211,7 +213,8 @@ class HubSession:
         self._collect_evals(block=True)
         version = self.server.version
         if self.last_eval is None or self.last_eval[0] != version:
-            self._record_eval(version, *evaluate(self.server.model, self.test_set))
+            model = copy.deepcopy(self.server.model).to(self.eval_device)
+            self._record_eval(version, *evaluate(model, self.test_set))
         _, accuracy, loss = self.last_eval  # type: ignore[misc]
         if self.config.checkpoint_every:
             self.save_checkpoint()
@@ -261,7 +264,7 @@ class HubSession:
             # An evaluation still waiting is out of date: drop it, so evaluations slower
             # than the rounds never pile up model copies (one running, one waiting at most).
             self._evals = [(v, f) for v, f in self._evals if not f.cancel()]
-            snapshot = copy.deepcopy(self.server.model)
+            snapshot = copy.deepcopy(self.server.model).to(self.eval_device)
             self._evals.append((version, self._pool.submit(evaluate, snapshot, self.test_set)))
         if due(c.checkpoint_every):
             self._queue_checkpoint()

@@ -9,7 +9,7 @@ header strictly from the annotations alone.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated, ClassVar
+from typing import Annotated, ClassVar, Literal
 
 import msgspec
 
@@ -26,6 +26,10 @@ Str = Annotated[str, msgspec.Meta(max_length=MAX_STR_CHARS,
                                   pattern="\\A[^\\ud800-\\udfff]*\\Z")]
 Dims = Annotated[list[Annotated[int, msgspec.Meta(ge=0, le=2**31)]],
                  msgspec.Meta(max_length=MAX_LIST_ITEMS)]
+# The training recipe's choices travel as these words only (the session's options offer
+# exactly these: hub/config.py reads them from here).
+Optimizer = Literal["sgd", "adamw"]  # the hub's optimizer, and the inner one of local steps
+Precision = Literal["auto", "fp32", "bf16", "fp16"]  # each worker resolves it for its device
 
 
 class MsgType(str, Enum):
@@ -122,6 +126,12 @@ class Welcome(Message, frozen=True):
     codec: Str
     state: Str
     version: Int
+    # The recipe a worker computes with (the learning rate comes with each MODEL):
+    optimizer: Optimizer  # the inner optimizer of local steps (gradients: the hub's)
+    weight_decay: Real  # AdamW's decoupled decay in local steps (SGD: the hub applies it)
+    label_smoothing: Real  # of the training loss, in [0, 1)
+    clip_grad: Real  # local steps: each step's gradient norm is clipped to it; 0: off
+    precision: Precision
 
 
 class Shard(Message, frozen=True):

@@ -26,7 +26,7 @@ from .messages import MAX_STR_CHARS as MAX_STR_CHARS
 from .messages import MESSAGE_CLASSES, MsgType
 
 MAGIC = b"CS"
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4  # 4: the Welcome carries the training recipe
 MAX_HEADER_BYTES = 4096
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
 
@@ -70,7 +70,8 @@ def _parse_header(header: Frame) -> dict[str, Any]:
         raise RemoteProtocolError(RejectCode.MALFORMED, "not a ComputeShare frame")
     if raw[2] != PROTOCOL_VERSION:
         raise RemoteProtocolError(RejectCode.VERSION_MISMATCH,
-                                  f"peer speaks protocol {raw[2]}, we speak {PROTOCOL_VERSION}")
+                                  f"peer speaks protocol {raw[2]}, we speak {PROTOCOL_VERSION}: "
+                                  f"run the same ComputeShare release on both machines")
     try:
         obj = json.loads(raw[3:].decode("utf-8"))
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError

@@ -2,7 +2,7 @@
 
 from .compute import BuiltinFactory, Compute, ComputeFactory, GradientComputer
 from .core import WorkerCore
-from .device import DEVICE_CHOICES, DeviceChoice, pick_device
+from ..devices import DEVICE_CHOICES, DeviceChoice, pick_device
 from .driver import WorkerDriver
 from .options import Channel, WorkerOptions, WorkerResult
 from .session import WorkerSession

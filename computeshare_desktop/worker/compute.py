@@ -1,9 +1,14 @@
-"""One worker's round: a gradient of one batch, or H local SGD steps and their weight change.
+"""One worker's round: a gradient of one batch, or H local steps and their weight change.
 
 The worker core never computes: it asks its driver to, through the ``Compute`` protocol,
 and a ``ComputeFactory`` builds the compute for a session from its Welcome and shard. The
 built-in models are one factory (``BuiltinFactory``: the model from the registry, checked
 against the hub's fingerprint); others (a checked graph sent by the hub) plug in the same way.
+
+The session's recipe (recipe.py) shapes the work: the training loss's label smoothing, the
+precision (autocast; fp16 behind a loss scaler), and for local steps the inner optimizer
+(plain SGD as before, or AdamW, whose moments this compute keeps from round to round) and
+each step's gradient clipping. Weights, gradients and weight changes stay float32.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Protocol
 import torch
 
 from ..data import DatasetInfo, dataset_info
+from ..devices import precision_for
 from ..errors import RejectedError
 from ..evaluation import batch_loss
 from ..models import (adopt, build_model, fingerprint, flatten, gradients, parameter_count,
@@ -22,6 +28,9 @@ from ..models import (adopt, build_model, fingerprint, flatten, gradients, param
 from ..protocol import RejectCode
 from ..protocol.messages import Welcome
 from ..sampling import stream_positions
+from .recipe import PLAIN, Recipe
+
+SCALED_TRIES = 8  # fp16: a gradient that overflowed is computed again at a lower loss scale
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +98,8 @@ class BuiltinFactory:
         model, self._checked = self._checked[1], None
         info = dataset_info(welcome.dataset)
         return GradientComputer(model, info, self.device, images, labels,
-                                shard=welcome.shard, seed=welcome.seed)
+                                shard=welcome.shard, seed=welcome.seed,
+                                recipe=Recipe.of(welcome))
 
 
 class GradientComputer:
@@ -97,7 +107,7 @@ class GradientComputer:
 
     def __init__(self, model: torch.nn.Module, info: DatasetInfo, device: torch.device,
                  images: torch.Tensor, labels: torch.Tensor, *, shard: int,
-                 seed: int) -> None:
+                 seed: int, recipe: Recipe = PLAIN) -> None:
         self.model = model.to(device).train()
         self.params = trainable(self.model)
         self.numel = parameter_count(self.model)
@@ -107,14 +117,39 @@ class GradientComputer:
         self.labels = labels.to(device)
         self.shard = shard
         self.seed = seed
+        self.recipe = recipe
+        self.precision = precision_for(recipe.precision, device)
+        self.scaler = self.precision.scaler()
+        # The loss scaler unscales through an optimizer over the parameters: gradients and
+        # plain SGD steps have none of their own, so a holder that never steps stands in.
+        self._holder = torch.optim.SGD(self.params, lr=0.0)
+        self.adamw: torch.optim.AdamW | None = None  # the inner AdamW, kept across rounds
 
     def _batch_loss(self, start: int, batch: int) -> torch.Tensor:
+        """Forward and backward on one batch of the stream (the loss scaled for fp16)."""
         idx = stream_positions(len(self.labels), self.seed, self.shard, start, batch)
         idx = idx.to(self.device)
         self.model.zero_grad(set_to_none=False)
-        loss = batch_loss(self.model, self.images[idx], self.labels[idx], self.info)
-        loss.backward()
+        with self.precision.autocast():
+            loss = batch_loss(self.model, self.images[idx], self.labels[idx], self.info,
+                              label_smoothing=self.recipe.label_smoothing)
+        (loss if self.scaler is None else self.scaler.scale(loss)).backward()
         return loss.detach()
+
+    def _unscaled(self, optimizer: torch.optim.Optimizer) -> bool:
+        """fp16: the gradients back to their true scale; False when they overflowed (the
+        step is then skipped, and the scale lowered at the next ``scaler.update``)."""
+        if self.scaler is None:
+            return True
+        self.scaler.unscale_(optimizer)
+        grads = [p.grad for p in self.params if p.grad is not None]
+        return bool(torch.stack([torch.isfinite(g).all() for g in grads]).all()) \
+            if grads else True
+
+    def _clip(self) -> None:
+        """Clip this step's gradient to the recipe's global norm (local steps)."""
+        if self.recipe.clip_grad:
+            torch.nn.utils.clip_grad_norm_(self.params, self.recipe.clip_grad)
 
     def _load(self, weights: torch.Tensor) -> torch.Tensor:
         """Put ``weights`` into the model; returns them on the device.
@@ -131,25 +166,72 @@ class GradientComputer:
         """The gradient at ``weights`` of samples ``[start, start + batch)`` of the stream."""
         began = time.perf_counter()
         self._load(weights)
-        loss = self._batch_loss(start, batch)
+        self.adamw = None  # gradients: the session left local steps, whose state starts anew
+        for _ in range(SCALED_TRIES):
+            loss = self._batch_loss(start, batch)
+            finite = self._unscaled(self._holder)
+            if self.scaler is not None:
+                self.scaler.update()
+            if finite:
+                break  # (still not finite after the tries: the hub refuses it, NOT_FINITE)
         flat = gradients(self.params).to("cpu", torch.float32)
         return Update(flat, float(loss), batch, time.perf_counter() - began)
 
     def local_steps(self, weights: torch.Tensor, start: int, batch: int, steps: int,
                     lr: float, *, momentum: float = 0.0,
                     velocity: torch.Tensor | None = None) -> Update:
-        """``steps`` steps of SGD at ``lr`` from ``weights``; the change of weights.
+        """``steps`` steps of the recipe's inner optimizer at ``lr`` from ``weights``; the
+        change of weights.
 
         Plain SGD by default: with one step the change is ``lr`` times the gradient, which
         is what makes one local step with an outer SGD reproduce synchronous training.
         With ``momentum``, ``velocity`` (a flat buffer on this device, updated in place)
-        carries it from step to step and from round to round.
+        carries it from step to step and from round to round. AdamW (the recipe's choice)
+        keeps its moments here from round to round, until the session switches to
+        gradients or the worker joins again (a new compute).
         """
         began = time.perf_counter()
         start_weights = self._load(weights)
+        adamw = self._inner_adamw(lr)
         losses = []
         for step in range(steps):
             losses.append(self._batch_loss(start + step * batch, batch))
+            if adamw is not None:
+                self._adamw_step(adamw)
+            else:
+                self._sgd_step(lr, momentum, velocity)
+        with torch.no_grad():
+            change = start_weights - flatten(self.params)
+        loss = float(torch.stack(losses).mean()) if losses else 0.0
+        return Update(change.to("cpu", torch.float32), loss, batch * steps,
+                      time.perf_counter() - began)
+
+    def _inner_adamw(self, lr: float) -> torch.optim.AdamW | None:
+        """The inner AdamW at ``lr`` (made at the first local steps), or None for SGD."""
+        if self.recipe.optimizer != "adamw":
+            return None
+        if self.adamw is None:  # torch's betas and eps, as the hub's AdamW
+            self.adamw = torch.optim.AdamW(self.params, lr=lr,
+                                           weight_decay=self.recipe.weight_decay)
+        for group in self.adamw.param_groups:
+            group["lr"] = lr
+        return self.adamw
+
+    def _adamw_step(self, adamw: torch.optim.AdamW) -> None:
+        if self.scaler is None:
+            self._clip()
+            adamw.step()
+            return
+        self.scaler.unscale_(adamw)
+        self._clip()
+        self.scaler.step(adamw)  # skipped when the gradients overflowed
+        self.scaler.update()
+
+    def _sgd_step(self, lr: float, momentum: float, velocity: torch.Tensor | None) -> None:
+        """One plain SGD step (with the worker-side ``velocity`` when the hub asks)."""
+        finite = self._unscaled(self._holder)
+        self._clip()
+        if finite:
             with torch.no_grad():
                 kept: list[torch.Tensor | None] = [None] * len(self.params)
                 if momentum and velocity is not None:  # per parameter: no flat copies
@@ -159,8 +241,5 @@ class GradientComputer:
                     if v is not None:
                         move = v.mul_(momentum).add_(move)
                     p.add_(move, alpha=-lr)
-        with torch.no_grad():
-            change = start_weights - flatten(self.params)
-        loss = float(torch.stack(losses).mean()) if losses else 0.0
-        return Update(change.to("cpu", torch.float32), loss, batch * steps,
-                      time.perf_counter() - began)
+        if self.scaler is not None:
+            self.scaler.update()

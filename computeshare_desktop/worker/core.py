@@ -32,6 +32,7 @@ from .effects import Effect, Emit, Finish, Goodbye, Load, Prepare, Send, WaitUnt
 from .link import LinkMeter
 from .options import WorkerOptions, WorkerResult
 from .pairing import PairingRun, pause_for
+from .recipe import Recipe
 from .replica import Drift
 from .rounds import PayloadFilter, Rounds
 from .updates import UpdateEncoder
@@ -325,6 +326,7 @@ class WorkerCore:
     def _joined(self, w: Welcome) -> list[Effect]:
         if w.shard_size < 1 or w.num_shards < 1:
             raise RejectedError(RejectCode.MALFORMED, "the hub sent an empty shard")
+        Recipe.of(w)  # an impossible recipe is refused before the shard is downloaded
         self.welcome = w
         log.info("joined session %s as worker %d on shard %d of %d", w.session_id,
                  w.worker_id, w.shard, w.num_shards)

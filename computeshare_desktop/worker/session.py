@@ -16,7 +16,7 @@ from typing import Any
 from ..events import Event
 from .compute import BuiltinFactory, Compute, ComputeFactory
 from .core import WorkerCore
-from .device import DeviceChoice
+from ..devices import DeviceChoice
 from .driver import EventSink, WorkerDriver
 from .options import Connector, WorkerOptions, WorkerResult
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from helpers_net import RunningHub, WorkerThread
+from helpers_net import RunningHub, WorkerThread, train_session
 
 STEPS, BATCH = 200, 32
 # simplenet after 200 steps of 2 x 32 samples: lossless sync reaches about 95.5% (seeded);
@@ -16,19 +16,8 @@ FLOOR = 0.925
 
 
 def train(tmp_path, **mode) -> tuple[RunningHub, list[WorkerThread]]:
-    hub = RunningHub(tmp_path, workers=2, rounds=STEPS, batch_size=BATCH, eval_every=0,
-                     deadline_floor_s=60.0, balance=False, **mode)  # seeded: same each run
-    workers = [WorkerThread(hub.port, f"w{i}") for i in range(2)]
-    try:
-        assert hub.join(180) is not None
-        for w in workers:
-            w.join(30)
-            assert w.error is None, w.error
-    finally:
-        for w in workers:
-            w.close()
-        hub.close()
-    return hub, workers
+    return train_session(tmp_path, rounds=STEPS, batch_size=BATCH, eval_every=0,
+                         deadline_floor_s=60.0, balance=False, **mode)  # seeded: same each run
 
 
 @pytest.mark.parametrize("mode,max_bytes", [

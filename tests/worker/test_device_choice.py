@@ -7,7 +7,7 @@ import torch
 
 from computeshare_desktop.errors import ConfigError
 from computeshare_desktop.service.join import worker_label
-from computeshare_desktop.worker import device as device_mod
+from computeshare_desktop import devices as device_mod
 from computeshare_desktop.worker import pick_device
 
 

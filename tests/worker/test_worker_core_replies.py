@@ -102,7 +102,9 @@ def test_a_welcome_without_a_shard_is_malformed() -> None:
     sim, peer = at(Phase.JOIN)
     w = Welcome(session_id="s", worker_id=1, token="t" * 32, shard=0, num_shards=1,
                 shard_size=0, dataset="mnist-sample", model="simplenet", fingerprint="f",
-                batch_size=8, seed=0, rounds=5, codec="raw", state="waiting", version=0)
+                batch_size=8, seed=0, rounds=5, codec="raw", state="waiting", version=0,
+                optimizer="sgd", weight_decay=0.0, label_smoothing=0.0, clip_grad=0.0,
+                precision="fp32")
     reply(sim, peer, w)
     assert ended_with(peer, False).code is RejectCode.MALFORMED
 
