@@ -231,3 +231,19 @@ def test_clip_grad_leaves_local_steps_to_the_workers() -> None:
     before = ps.flat()
     ps.step(change.clone(), 8, steps=2)
     torch.testing.assert_close(before - ps.flat(), change)  # outer SGD at lr 1, unclipped
+
+
+def test_async_updates_step_with_the_scheduled_rate() -> None:
+    """Async: each push is one version; its rate is the schedule's at that version (times
+    the staleness factor, 1 for a fresh update)."""
+    hub = make_hub(updates="async", preset="lan", schedule="cosine", warmup=2, rounds=5,
+                   momentum=0.0, lr=0.01, batch_size=8)
+    w1, _ = start_training(hub)
+    expected = LrSchedule("cosine", 2, 5)  # 0.5, 1, 1, 0.75, 0.25
+    for version in range(4):
+        before = weights(hub)
+        g = grads(hub, 1, seed=version)[0]
+        w1.push(hub, T0, g)  # one worker's batch: no scaling
+        torch.testing.assert_close(weights(hub), before - 0.01 * expected.factor(version) * g,
+                                   atol=1e-7, rtol=1e-5)
+        w1.pull(hub, T0, after=version)
