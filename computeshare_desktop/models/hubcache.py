@@ -8,17 +8,16 @@ checked), and otherwise say exactly which file to put where.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import logging
 import os
 import re
-import tempfile
 import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
+from typing import BinaryIO
 from pathlib import Path
 
 import torch
@@ -26,6 +25,7 @@ import torch
 from computeshare_desktop.data import DownloadProgress
 from computeshare_desktop.data.factory import PROGRESS_INTERVAL_S
 from computeshare_desktop.errors import ConfigError
+from computeshare_desktop.files import atomic_write
 from computeshare_desktop.models import vision
 
 logger = logging.getLogger(__name__)
@@ -98,14 +98,12 @@ def fetch_url(url: str, dest: Path, label: str, progress: Progress | None = None
         OSError: the download failed (offline, HTTP error, timeout, disk).
         ValueError: the bytes do not match the name's hash.
     """
-    dest.parent.mkdir(parents=True, exist_ok=True)
     expected = _HASH.search(dest.name)
-    digest = hashlib.sha256()
     report = _Reporter(label, progress or (lambda _: None))
-    handle, temporary = tempfile.mkstemp(dir=dest.parent, prefix=dest.name, suffix=".part")
-    try:
-        with urllib.request.urlopen(url, timeout=TIMEOUT_S) as response, \
-                os.fdopen(handle, "wb") as out:
+
+    def write(out: BinaryIO) -> None:
+        digest = hashlib.sha256()
+        with urllib.request.urlopen(url, timeout=TIMEOUT_S) as response:
             total = response.headers.get("Content-Length")
             report.start(int(total) if total and total.isdigit() else None)
             while chunk := response.read(CHUNK_BYTES):
@@ -115,11 +113,9 @@ def fetch_url(url: str, dest: Path, label: str, progress: Progress | None = None
         if expected and not digest.hexdigest().startswith(expected.group(1)):
             raise ValueError(f"{url} has sha256 {digest.hexdigest()[:16]}…, its name says "
                              f"{expected.group(1)}")
-        os.replace(temporary, dest)
-        report.finish()
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
+
+    atomic_write(dest, write)  # a cut or mismatched download leaves nothing behind
+    report.finish()
 
 
 class _Reporter:
