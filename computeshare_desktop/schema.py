@@ -50,7 +50,9 @@ class Option:
     commands: tuple[str, ...] = ()  # the commands whose parser offers the flag
     metavar: str | None = None
     repeat: bool = False  # the flag may be given again (a list; None when never given)
-    positional: bool = False  # the flag is the argument's name ("address")
+    positional: bool = False  # the flag is the argument's name ("address"); optional, or
+    # one or more when it repeats ("FILE...")
+    required: bool = False  # a positional that must be given ("MODEL_FILE")
     help_for: Mapping[str, str] = dataclasses.field(default_factory=dict)  # per command
     choices: Sequence[str] = ()  # the values allowed (and offered by the CLI and the dialog)
     ge: float | None = None  # checks: value >= ge, > gt, <= le, < lt
@@ -216,7 +218,12 @@ def argument(cls: type, name: str, command: str) -> dict[str, Any]:
     kind = types(cls)[name]
     words: dict[str, Any] = {"help": help_text(cls, name, command)}
     if found.positional:
-        return {**words, "nargs": "?", "default": value or None}
+        shown = {"metavar": found.metavar} if found.metavar else {}
+        if found.repeat:
+            return {**words, **shown, "nargs": "+"}
+        if found.required:
+            return {**words, **shown}
+        return {**words, **shown, "nargs": "?", "default": value or None}
     words["dest"] = name
     if kind is bool:
         negative = bool(found.flag and found.flag.startswith("--no-"))

@@ -27,6 +27,10 @@ TORCH_LOAD_ALLOWED = {"hub/outputs.py", "evaluation.py",
                       # --weights: the state_dict file the user chose on the hub, or
                       # torchvision's pretrained file in the local torch hub cache
                       "models/weights.py"}
+# torch.export.load unpickles what the archive asks for (FACTS: torch.export): only the
+# user's own programs, on the hub (--model PATH.pt2) or for evaluate/predict; a worker gets
+# a graph through graph/'s strict loader instead
+EXPORT_LOAD_ALLOWED = {"models/program.py", "evaluation.py"}
 
 
 def _modules() -> list[tuple[str, ast.Module]]:
@@ -57,6 +61,17 @@ def test_torch_load_only_reads_files_the_user_chose():
              if isinstance(node, ast.Attribute) and node.attr == "load"
              and isinstance(node.value, ast.Name) and node.value.id == "torch"}
     assert users <= TORCH_LOAD_ALLOWED
+
+
+def test_torch_export_load_only_reads_the_users_own_programs():
+    users = {rel for rel, tree in _modules() for node in ast.walk(tree)
+             if isinstance(node, ast.Attribute) and node.attr == "load"
+             and ast.unparse(node.value) == "torch.export"}
+    hidden = [rel for rel, tree in _modules() for node in ast.walk(tree)
+              if isinstance(node, ast.ImportFrom) and node.module == "torch.export"
+              and any(a.name == "load" for a in node.names)]
+    assert users <= EXPORT_LOAD_ALLOWED and hidden == []
+    assert users == EXPORT_LOAD_ALLOWED  # the check sees the calls it allows
 
 
 def test_the_torch_floor_is_past_the_known_weights_only_bypasses():

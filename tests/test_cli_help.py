@@ -7,7 +7,8 @@ import pytest
 from computeshare_desktop.cli.main import build_parser
 
 
-@pytest.mark.parametrize("command", ["host", "join", "demo", "sessions", "evaluate", "self-test"])
+@pytest.mark.parametrize("command", ["host", "join", "demo", "sessions", "evaluate", "predict",
+                                     "self-test"])
 def test_help_prints(command, capsys):
     with pytest.raises(SystemExit) as done:
         build_parser().parse_args([command, "--help"])

@@ -20,10 +20,14 @@ import torch
 from ..discovery import SessionBrowser, describe, discover, pick_session
 from ..discovery.hub_advert import resolve_interface
 from ..errors import ConfigError, ExitCode
+from ..data import dataset_info
 from ..evaluation import evaluate_file
 from ..events import Listening
 from ..hub.config import MODE_OPTIONS, SessionOptions
+from ..hub.outputs import SESSION_FILE
 from ..join_options import JoinOptions
+from ..model_file_options import ModelFileOptions
+from ..predict import Unread, load_predictor
 from ..protocol.auth import typed_pin
 from ..schema import check, default, defaults, from_args
 from ..selftest import self_test as run_self_test
@@ -264,21 +268,54 @@ def _reap(procs: list[subprocess.Popen[bytes]], timeout_s: float = 10.0) -> None
             proc.wait()
 
 
-def evaluate(args: argparse.Namespace) -> int:
-    """Print the test accuracy of a saved model."""
-    path = Path(args.model_file)
-    meta = path.parent / "session.json"
-    saved = json.loads(meta.read_text(encoding="utf-8")).get("config", {}) if meta.exists() else {}
+def _model_file(args: argparse.Namespace) -> tuple[ModelFileOptions, Path, str, str]:
+    """``evaluate``'s or ``predict``'s options, the model file, and the data and model spec:
+    each flag given, else the session.json beside the file's, else the session default."""
+    options = ModelFileOptions(**_options(ModelFileOptions, args))
+    check(options)
+    path = Path(options.model_file)
+    meta = path.parent / SESSION_FILE
+    try:
+        saved = json.loads(meta.read_text(encoding="utf-8")).get("config", {}) \
+            if meta.is_file() else {}
+    except (OSError, ValueError, AttributeError):
+        saved = {}
     dataset = args.dataset or saved.get("dataset", default(SessionOptions, "dataset"))
     model_name = args.model or saved.get("model", default(SessionOptions, "model"))
+    return options, path, dataset, model_name
+
+
+def evaluate(args: argparse.Namespace) -> int:
+    """Print the test accuracy of a saved model (.pth or .pt2)."""
+    options, path, dataset, model_name = _model_file(args)
     score = evaluate_file(path, model_name, dataset)
-    if args.json:
+    if options.json:
         print(json.dumps({"accuracy": score.accuracy, "loss": score.loss, "dataset": dataset,
                           "model": model_name, "samples": score.samples}))
     else:
         print(f"test accuracy: {100 * score.accuracy:.2f}% (loss {score.loss:.4f}) on "
               f"{score.samples} {dataset} test images")
     return 0
+
+
+def predict(args: argparse.Namespace) -> int:
+    """Print a saved model's top classes for each image file or CSV row; a file that
+    cannot be read is reported and the others are still predicted (exit 2 then)."""
+    options, path, dataset, model_name = _model_file(args)
+    predictor = load_predictor(path, model_name, dataset_info(dataset))
+    results = predictor.predict([Path(f) for f in options.files], options.top)
+    for result in results:
+        if options.json:
+            print(json.dumps(result.to_json()), flush=True)
+        elif isinstance(result, Unread):
+            print(f"computeshare predict: error: {result.text()}", file=sys.stderr, flush=True)
+        else:
+            print(result.text(), flush=True)
+    unread = [r for r in results if isinstance(r, Unread)]
+    if unread and options.json:  # stdout held them; one line on stderr says so
+        print(f"computeshare predict: error: {len(unread)} of {len(options.files)} files "
+              "could not be read", file=sys.stderr)
+    return ExitCode.USAGE if unread else ExitCode.OK
 
 
 def self_test(args: argparse.Namespace) -> int:

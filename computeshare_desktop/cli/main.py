@@ -1,4 +1,4 @@
-"""``computeshare``: host, join, demo, evaluate and self-test from a terminal.
+"""``computeshare``: host, join, demo, evaluate, predict and self-test from a terminal.
 
 Every failure the user can act on ends as one line on stderr and a documented exit code;
 tracebacks are for bugs only (and for -vv).
@@ -14,7 +14,8 @@ from typing import Sequence
 from ..errors import ComputeShareError, ExitCode, exit_codes_text
 from ..hub.config import SessionOptions
 from ..join_options import JoinOptions
-from ..schema import add_arguments, default, options, spec
+from ..model_file_options import ModelFileOptions
+from ..schema import add_arguments, argument, default, options
 from ..service.options import AppConfig, HostOptions
 from . import commands
 from .progress import setup_logging
@@ -37,6 +38,17 @@ def _session_args(p: argparse.ArgumentParser, command: str) -> None:
     add_arguments(p, HostOptions, command, HOST_FRONT)
     add_arguments(p, HostOptions, command, [n for n in options(HostOptions) if n not in HOST_FRONT])
     add_arguments(p, AppConfig, command)
+
+
+def _model_file_args(p: argparse.ArgumentParser, command: str) -> None:
+    """The options of ``evaluate`` or ``predict``: the saved model (and for predict its
+    inputs), the session's data and model spec, then how to print."""
+    add_arguments(p, ModelFileOptions, command, ["model_file", "files"])
+    for name, what in (("dataset", "the session's data (a .pt2 is evaluated on its test split)"),
+                       ("model", "the session's model spec, to rebuild a .pth")):  # None: from session.json (commands._model_file)
+        p.add_argument(f"--{name}", default=None, choices=argument(SessionOptions, name, "host").get("choices"), help=f"{what}; default: from session.json beside the file, else {default(SessionOptions, name)}")
+    add_arguments(p, ModelFileOptions, command, ["top", "json"])
+    _common(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,13 +84,13 @@ def build_parser() -> argparse.ArgumentParser:
     ses.add_argument("--json", action="store_true", help="print JSON lines instead of sentences")
     _common(ses)
 
-    ev = sub.add_parser("evaluate", help="print the test accuracy of a saved model",
+    ev = sub.add_parser("evaluate", help="print the test accuracy of a saved model (.pth or .pt2)",
                         formatter_class=fmt, epilog=EXIT_CODES, allow_abbrev=False)
-    ev.add_argument("model_file", help="a trained_model.pth")
-    for name in ("dataset", "model"):  # the session's own when None (see commands.evaluate)
-        ev.add_argument(f"--{name}", default=None, choices=spec(SessionOptions, name).allowed(), help=f"default: from session.json beside the file, else {default(SessionOptions, name)}")
-    ev.add_argument("--json", action="store_true", help="print a JSON object instead of a sentence")
-    _common(ev)
+    _model_file_args(ev, "evaluate")
+
+    pr = sub.add_parser("predict", help="print a saved model's top classes for image files or CSV rows",
+                        formatter_class=fmt, epilog=EXIT_CODES, allow_abbrev=False)
+    _model_file_args(pr, "predict")
 
     st = sub.add_parser("self-test", help="check this install end to end, offline (Qt offscreen, training on loopback, the saved model, mDNS)",
                         formatter_class=fmt, epilog="exit codes:\n  0  every check passed\n  1  a check failed (its FAIL line says why)", allow_abbrev=False)

@@ -112,7 +112,16 @@ def eval_module_from_program(program: torch.export.ExportedProgram) -> nn.Module
     Raises:
         ConfigError: the graph draws random numbers other than dropout's.
     """
-    module = program_module(program)
+    return eval_module(program_module(program))
+
+
+def eval_module(module: torch.fx.GraphModule) -> nn.Module:
+    """``eval_module_from_program`` for a program's module (``program.module()``, whose
+    mode is fixed): its graph is rewritten in place, so pass a copy to keep the original.
+
+    Raises:
+        ConfigError: the graph draws random numbers other than dropout's.
+    """
     graph = module.graph
     for node in graph.nodes:
         if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):

@@ -1,4 +1,5 @@
-"""What a hub session leaves on disk: session.json, metrics.jsonl, checkpoint.pt, the model.
+"""What a hub session leaves on disk: session.json, metrics.jsonl, checkpoint.pt, the model
+(trained_model.pth, its eval program trained_model.pt2 and classes.json).
 
 Writes are atomic and durable (``files.atomic_write``) so a crash never leaves half a
 file, and the checkpoint loads with ``weights_only=True``: it holds tensors and plain
@@ -10,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 
@@ -21,6 +22,8 @@ SESSION_FILE = "session.json"
 METRICS_FILE = "metrics.jsonl"
 CHECKPOINT_FILE = "checkpoint.pt"
 MODEL_FILE = "trained_model.pth"
+PROGRAM_FILE = "trained_model.pt2"  # eval mode, normalization inside (hub/exports.py)
+CLASSES_FILE = "classes.json"  # the class names in output order, a JSON list
 SNAPSHOT_DIR = "snapshots"
 
 
@@ -115,6 +118,18 @@ class OutputDir:
         """Write trained_model.pth (a plain state_dict) and return its path."""
         path = self.path / MODEL_FILE
         atomic_write(path, lambda fh: torch.save(state_dict, fh))
+        return path
+
+    def save_program(self, archive: bytes) -> Path:
+        """Write trained_model.pt2 (a ``torch.export.save`` archive) and return its path."""
+        path = self.path / PROGRAM_FILE
+        atomic_write(path, archive)
+        return path
+
+    def save_classes(self, names: Sequence[str]) -> Path:
+        """Write classes.json: the class names in the model's output order."""
+        path = self.path / CLASSES_FILE
+        atomic_write(path, json.dumps(list(names), indent=1, ensure_ascii=False).encode())
         return path
 
     def save_snapshot(self, version: int, state_dict: dict[str, torch.Tensor],

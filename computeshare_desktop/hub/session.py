@@ -21,7 +21,7 @@ from .. import __version__
 from ..data import dataset_info, load_dataset
 from ..devices import pick_device
 from ..errors import ConfigError
-from ..events import (DiskError, Evaluated, Event, Finished, ModeChanged, PinChanged,
+from ..events import (DiskError, Evaluated, Event, Finished, LogLine, ModeChanged, PinChanged,
                       RoundClosed, StateChanged, Stopped)
 from ..evaluation import evaluate
 from ..models import build_model, fingerprint
@@ -31,7 +31,8 @@ from .config import HubConfig
 from .allowlist import Allowlist
 from .core import HubCore, Reply
 from .endpoint import EventSink, HubResult, SessionStatus
-from .outputs import OutputDir
+from .exports import export_program, failure_text
+from .outputs import MODEL_FILE, PROGRAM_FILE, OutputDir
 from .presets import Mode
 from .trainer import ParameterServer
 from .writer import CheckpointWriter, copy_tensors
@@ -129,11 +130,31 @@ class HubSession:
         the state is whole (never between an optimizer step and its version)."""
         self.save_checkpoint()
         path = self._write("model", self.out.save_model, self.server.model.state_dict())
+        self._save_for_people()
         version = self.server.version
         log.info("[hub v%d] stopped early: model and checkpoint saved in %s", version,
                  self.out.path)
         self._emit(Stopped(version, str(self.out.path), str(path) if path else None))
         return path
+
+    def _save_for_people(self) -> None:
+        """classes.json and the eval program (trained_model.pt2) beside the .pth, once the
+        session is over. A failure is logged and reported (an event) and loses nothing:
+        the .pth and the checkpoint are written before."""
+        self._write("class names", self.out.save_classes, self.info.class_names)
+        began = time.perf_counter()
+        try:
+            archive = export_program(self.server.model, self.info)
+        except Exception as exc:  # torch raises many kinds; none may cost the outputs
+            text = failure_text(exc)
+            log.warning("[hub v%d] could not export %s: %s", self.server.version, PROGRAM_FILE,
+                        text)
+            self._emit(LogLine(f"Could not export {PROGRAM_FILE} (the model for "
+                               f"torch.export.load): {text}. {MODEL_FILE} is saved."))
+            return
+        if self._write(f"eval program ({PROGRAM_FILE})", self.out.save_program, archive):
+            log.info("[hub v%d] %s exported in %.1f s", self.server.version, PROGRAM_FILE,
+                     time.perf_counter() - began)
 
     # ----------------------------------------------------------------- driven by transport
     def handle(self, peer: bytes, frames: Sequence[Frame], now: float,
@@ -221,6 +242,7 @@ class HubSession:
         path = self.out.save_model(self.server.model.state_dict())  # an error here must show
         began = self.training_since if self.training_since is not None else self.started
         result = HubResult(accuracy, loss, version, path, time.monotonic() - began)
+        self._save_for_people()  # not in the training's time
         self._emit(Finished(accuracy, loss, version, str(path), result.seconds))
         self._pool.shutdown(wait=True)
         self._close_writer()

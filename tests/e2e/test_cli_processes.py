@@ -8,6 +8,7 @@ import re
 import socket
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -85,6 +86,33 @@ def test_host_two_joins_then_evaluate_agrees(tmp_path):
     assert accuracy == pytest.approx(evals[-1]["accuracy"], abs=1e-9)
     assert accuracy * 100 == pytest.approx(final, abs=0.006)
     assert accuracy > 0.8
+    # the eval program scores the same, and predicts digits the test writes as PNG files
+    code, eout, eerr = finish(cli("evaluate", str(tmp_path / "trained_model.pt2"), "--json"))
+    assert code == 0, eerr
+    assert json.loads(eout)["accuracy"] == pytest.approx(accuracy, abs=0.01)
+    assert json.loads((tmp_path / "classes.json").read_text()) == list("0123456789")
+    files = write_digits(tmp_path / "digits", 10)
+    (tmp_path / "digits" / "notes.png").write_text("not an image")
+    code, pout, perr = finish(cli("predict", str(tmp_path / "trained_model.pt2"), *files,
+                                  str(tmp_path / "digits" / "notes.png"), "--json"))
+    assert code == 2 and "notes.png" in pout and "1 of 11 files" in perr, perr
+    lines = [json.loads(line) for line in pout.splitlines()]
+    assert [x["file"] for x in lines] == [*files, str(tmp_path / "digits" / "notes.png")]
+    right = [x["top"][0]["class"] == Path(x["file"]).stem[-1] for x in lines[:-1]]
+    assert sum(right) >= 7 and "error" in lines[-1]
+
+
+def write_digits(folder: Path, n: int) -> list[str]:
+    """The first ``n`` test digits of mnist-sample as PNG files named after their label."""
+    from PIL import Image
+
+    from computeshare_desktop.data import load_dataset
+
+    folder.mkdir()
+    test = load_dataset("mnist-sample", "test")
+    for i in range(n):
+        Image.fromarray(test.images[i, 0].numpy()).save(folder / f"{i}_{test.labels[i]}.png")
+    return [str(folder / f"{i}_{test.labels[i]}.png") for i in range(n)]
 
 
 def test_killed_worker_round_closes_at_deadline_and_replacement_takes_shard(tmp_path):

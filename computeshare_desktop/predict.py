@@ -1,0 +1,242 @@
+"""``computeshare predict``: a saved model's top classes for image files or CSV rows.
+
+The model is ``trained_model.pt2`` (its input shape says what it takes) or
+``trained_model.pth`` with the session's model spec and data (``evaluation``). An image is
+converted to the model's channels, scaled to cover the model's size with its aspect kept
+and cropped in the middle, then fed as float32 in [0, 1]; a CSV file gives one prediction
+per row of a table model's values (a first line that is not numbers is a header). Class
+names come from the ``classes.json`` beside the model, else their indices.
+
+Each input file is read on its own: one that cannot be (missing, not an image, a row of
+the wrong width) becomes an ``Unread`` with a clear reason, and the others are predicted.
+Qt-free; the command line only parses and prints.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from .data import DatasetInfo
+from .errors import ConfigError
+from .evaluation import SavedModel, load_saved_model
+from .hub.outputs import CLASSES_FILE
+
+IMAGE_KINDS = "PNG, JPEG, BMP or WebP"
+_MODES = {1: "L", 3: "RGB", 4: "RGBA"}  # Pillow's mode for a model's channels
+
+
+@dataclass(frozen=True, slots=True)
+class Guess:
+    """One class the model sees in an input, and how likely it says it is."""
+
+    label: str
+    index: int
+    probability: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"class": self.label, "index": self.index, "probability": self.probability}
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """The top classes of one input: an image file, or a CSV file's ``row`` (from 1)."""
+
+    file: str
+    top: tuple[Guess, ...]
+    row: int | None = None
+
+    def text(self) -> str:
+        where = self.file if self.row is None else f"{self.file} row {self.row}"
+        return f"{where}: " + ", ".join(f"{g.label} {100 * g.probability:.1f}%"
+                                        for g in self.top)
+
+    def to_json(self) -> dict[str, Any]:
+        place = {"file": self.file} if self.row is None else {"file": self.file,
+                                                               "row": self.row}
+        return {**place, "top": [g.to_json() for g in self.top]}
+
+
+@dataclass(frozen=True, slots=True)
+class Unread:
+    """An input file that could not be predicted, and why."""
+
+    file: str
+    error: str
+
+    def text(self) -> str:
+        return f"{self.file}: {self.error}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "error": self.error}
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Predictor:
+    """A saved model, the shape of one input, and the names of its outputs."""
+
+    model: SavedModel
+    classes: tuple[str, ...] | None = None
+
+    @property
+    def takes_images(self) -> bool:
+        return len(self.model.sample_shape) == 3
+
+    def predict(self, files: Sequence[Path], top: int) -> list[Prediction | Unread]:
+        """Each file's predictions (a CSV file's: one per row), or why it has none."""
+        results: list[Prediction | Unread] = []
+        for path in files:
+            try:
+                results.extend(self.predict_file(path, top))
+            except ConfigError as exc:
+                results.append(Unread(str(path), str(exc)))
+        return results
+
+    def predict_file(self, path: Path, top: int) -> list[Prediction]:
+        """The predictions for one file.
+
+        Raises:
+            ConfigError: the file cannot be read as the model's input.
+        """
+        if self.takes_images:
+            inputs = read_image(path, self.model.sample_shape)[None]
+            return [Prediction(str(path), self.top(inputs, top)[0])]
+        rows = read_rows(path, self.model.sample_shape[0])
+        return [Prediction(str(path), guesses, row)
+                for row, guesses in enumerate(self.top(rows, top), start=1)]
+
+    @torch.no_grad()
+    def top(self, inputs: torch.Tensor, k: int) -> list[tuple[Guess, ...]]:
+        """The ``k`` likeliest classes of each input of a batch."""
+        try:
+            logits = self.model.module(inputs)
+        except Exception as exc:  # torch raises many kinds for inputs a program refuses
+            raise ConfigError(f"the model refused the input: {str(exc).strip()[:200]}") \
+                from exc
+        names = self.classes or tuple(str(i) for i in range(logits.shape[1]))
+        if len(names) != logits.shape[1]:
+            raise ConfigError(f"{CLASSES_FILE} names {len(names)} classes; the model gives "
+                              f"{logits.shape[1]} outputs")
+        probabilities = torch.softmax(logits.float(), dim=1)
+        values, indices = probabilities.topk(min(k, logits.shape[1]), dim=1)
+        return [tuple(Guess(names[i], i, float(p)) for p, i in zip(vs.tolist(), ix.tolist(),
+                                                                    strict=True))
+                for vs, ix in zip(values, indices, strict=True)]
+
+
+def load_predictor(path: Path, model_name: str, info: DatasetInfo) -> Predictor:
+    """The model in ``path`` (``info`` and ``model_name`` rebuild a .pth; they fill the
+    sizes a .pt2 leaves free) with the class names beside it.
+
+    Raises:
+        ConfigError: the model cannot be read, takes neither images nor table rows, or
+            its classes.json is not a list of names.
+    """
+    model = load_saved_model(path, model_name, info)
+    if len(model.sample_shape) not in (1, 3):
+        raise ConfigError(f"{path} takes inputs of {len(model.sample_shape)} dimensions; "
+                          "predict reads images (C×H×W) and table rows")
+    return Predictor(model, read_classes(path.parent / CLASSES_FILE))
+
+
+def read_classes(path: Path) -> tuple[str, ...] | None:
+    """The names in a classes.json (a JSON list of strings); None when there is none."""
+    if not path.is_file():
+        return None
+    try:
+        names = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ConfigError(f"{path} is not a JSON list of class names")
+    return tuple(names)
+
+
+def read_image(path: Path, shape: tuple[int, ...]) -> torch.Tensor:
+    """An image file as a float32 C×H×W tensor in [0, 1] of ``shape``: converted to its
+    channels, scaled to cover H×W with its aspect kept, the middle cropped.
+
+    Raises:
+        ConfigError: no such file, not an image, or channels an image cannot have.
+    """
+    from PIL import Image, ImageOps, UnidentifiedImageError  # only predict reads images
+
+    channels, height, width = shape
+    if channels not in _MODES:
+        raise ConfigError(f"the model takes {channels} channels: images have 1, 3 or 4")
+    _check_file(path)
+    try:
+        with Image.open(path) as opened:
+            image = ImageOps.exif_transpose(opened).convert(_MODES[channels])
+    except (UnidentifiedImageError, Image.DecompressionBombError):
+        raise ConfigError(f"not an image ({IMAGE_KINDS})") from None
+    except OSError as exc:  # a truncated or damaged file
+        raise ConfigError(f"cannot read the image: {exc}") from None
+    pixels = np.asarray(cover(image, width, height), dtype=np.uint8)
+    tensor = torch.from_numpy(pixels.reshape(height, width, channels).copy())
+    return tensor.permute(2, 0, 1).to(torch.float32).div_(255.0)
+
+
+def cover(image: Any, width: int, height: int) -> Any:
+    """``image`` (Pillow's) scaled to cover ``width``×``height`` with its aspect kept,
+    then cropped to it around the middle."""
+    scale = max(width / image.width, height / image.height)
+    size = (max(width, math.ceil(image.width * scale - 1e-6)),
+            max(height, math.ceil(image.height * scale - 1e-6)))
+    if size != image.size:
+        image = image.resize(size, resample=3)  # bicubic (Image.Resampling.BICUBIC)
+    left, top = (size[0] - width) // 2, (size[1] - height) // 2
+    return image.crop((left, top, left + width, top + height))
+
+
+def read_rows(path: Path, features: int) -> torch.Tensor:
+    """A CSV file's rows as float32 N×``features``; a first line that is not numbers is
+    a header; blank lines are skipped.
+
+    Raises:
+        ConfigError: no such file, not text, a row of another width or a value that is
+            not a number, or no rows at all.
+    """
+    _check_file(path)
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            lines = [(n, r) for n, r in enumerate(csv.reader(fh), start=1)
+                     if any(cell.strip() for cell in r)]
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise ConfigError(f"not a CSV file of numbers ({exc})") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read it: {exc}") from None
+    if lines and not _numbers(lines[0][1]):
+        lines = lines[1:]  # a header
+    if not lines:
+        raise ConfigError("no rows of numbers")
+    values = []
+    for row, (line, cells) in enumerate(lines, start=1):
+        if len(cells) != features:
+            raise ConfigError(f"row {row} (line {line}) has {len(cells)} values; the model "
+                              f"takes {features}")
+        if not _numbers(cells):
+            raise ConfigError(f"row {row} (line {line}) holds a value that is not a number")
+        values.append([float(cell) for cell in cells])
+    return torch.tensor(values, dtype=torch.float32)
+
+
+def _numbers(cells: Sequence[str]) -> bool:
+    try:
+        return all(math.isfinite(float(cell)) for cell in cells)
+    except ValueError:
+        return False
+
+
+def _check_file(path: Path) -> None:
+    if not path.exists():
+        raise ConfigError("no such file")
+    if not path.is_file():
+        raise ConfigError("not a file")
