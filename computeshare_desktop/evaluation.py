@@ -90,9 +90,9 @@ def evaluate_file(path: Path, model_name: str, dataset: str) -> Score:
     info = dataset_info(dataset)
     if path.suffix.lower() == PROGRAM_SUFFIX:
         saved = load_program_model(path, info)
-        if saved.sample_shape != info.shape:
+        if saved.sample_shape != sample_shape(info):
             raise ConfigError(f"{path} takes inputs of {_shape(saved.sample_shape)}; "
-                              f"{dataset}'s images are {_shape(info.shape)} (--dataset)")
+                              f"{dataset}'s are {_shape(sample_shape(info))} (--dataset)")
         model, raw = saved.module, True
     else:
         model, raw = eval_ready(load_state_model(path, model_name, info)), False
