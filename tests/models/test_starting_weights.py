@@ -26,7 +26,8 @@ from computeshare_desktop.models.vision import fold_to_gray
 REAL_FETCH = hubcache.fetch_url  # conftest replaces it in every test
 REAL_URLOPEN = urllib.request.urlopen
 MNIST, CIFAR = dataset_info("mnist"), dataset_info("cifar10")
-GRAY32 = dataclasses.replace(MNIST, name="gray32", height=32, width=32, num_classes=7)
+GRAY32 = dataclasses.replace(MNIST, name="gray32", height=32, width=32, num_classes=7,
+                            classes=())
 SMALL = "mobilenet_v3_small"
 SMALL_FILE = "mobilenet_v3_small-047dcff4.pth"  # what torchvision's URL names it
 
@@ -184,7 +185,7 @@ def test_default_weights_load_from_the_cache_with_the_head_resized_and_the_stem_
 
 def test_rgb_data_with_1000_classes_loads_every_tensor(offline_torch_hub) -> None:
     imagenet = _imagenet(SMALL, offline_torch_hub, SMALL_FILE)
-    info = dataclasses.replace(CIFAR, num_classes=1000)
+    info = dataclasses.replace(CIFAR, num_classes=1000, classes=())
     model = _model(f"torchvision:{SMALL}", info)
     _load(model, "MobileNet_V3_Small_Weights.IMAGENET1K_V1", f"torchvision:{SMALL}")
     assert _same(model.state_dict(), imagenet)

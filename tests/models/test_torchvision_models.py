@@ -16,7 +16,8 @@ from computeshare_desktop.models import build_model_from_spec, flat_parameters, 
 from computeshare_desktop.models.vision import fold_to_gray
 
 MNIST = dataset_info("mnist")  # 1 × 28 × 28, 10 classes
-GRAY32 = dataclasses.replace(MNIST, name="gray32", height=32, width=32, num_classes=7)
+GRAY32 = dataclasses.replace(MNIST, name="gray32", height=32, width=32, num_classes=7,
+                            classes=())
 RGB32 = dataset_info("cifar100")  # 3 × 32 × 32, 100 classes
 
 # (architecture, where its head is, where its stem is): one of each family
