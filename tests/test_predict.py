@@ -142,7 +142,8 @@ def table_model(tmp_path_factory) -> tuple[Path, nn.Module]:
     program = torch.export.export(model, (torch.randn(2, 4),),
                                   dynamic_shapes=({0: torch.export.Dim("batch", min=1)},))
     torch.export.save(program, folder / "model.pt2")
-    (folder / CLASSES_FILE).write_text(json.dumps(["setosa", "versicolor", "virginica"]))
+    (folder / CLASSES_FILE).write_text(json.dumps(["setosa", "versicolor", "virginica"]),
+                                       encoding="utf-8")
     return folder / "model.pt2", model
 
 
@@ -150,7 +151,8 @@ def test_a_table_model_predicts_each_csv_row(table_model, tmp_path):
     path, model = table_model
     rows = [[5.1, 3.5, 1.4, 0.2], [6.0, -2.2, 4.0, 1.0], [0.0, 0.0, 0.0, 9.0]]
     csv = tmp_path / "rows.csv"
-    csv.write_text("a,b,c,d\n" + "\n".join(",".join(map(str, r)) for r in rows) + "\n\n")
+    csv.write_text("a,b,c,d\n" + "\n".join(",".join(map(str, r)) for r in rows) + "\n\n",
+                   encoding="utf-8")
     predictor = load_predictor(path, "", load_dataset("mnist-sample", "test").info)
     assert not predictor.takes_images and predictor.model.sample_shape == (4,)
     results = predictor.predict([csv], 2)
@@ -168,7 +170,7 @@ def test_a_table_model_predicts_each_csv_row(table_model, tmp_path):
     ("a,b,c,d\n\n", "no rows of numbers"),
 ])
 def test_a_bad_csv_gets_a_clear_error(table_model, tmp_path, text, error):
-    (tmp_path / "bad.csv").write_text(text)
+    (tmp_path / "bad.csv").write_text(text, encoding="utf-8")
     with pytest.raises(ConfigError, match=error.replace("(", r"\(").replace(")", r"\)")):
         read_rows(tmp_path / "bad.csv", 4)
 
@@ -183,11 +185,11 @@ def test_a_binary_file_is_not_a_csv(table_model, tmp_path):
 def test_without_classes_json_the_classes_are_numbered(table_model, tmp_path):
     lone = tmp_path / "lone.pt2"
     lone.write_bytes(table_model[0].read_bytes())
-    (tmp_path / "r.csv").write_text("1,2,3,4\n")
+    (tmp_path / "r.csv").write_text("1,2,3,4\n", encoding="utf-8")
     (result,) = load_predictor(lone, "", load_dataset("mnist-sample", "test").info).predict(
         [tmp_path / "r.csv"], 3)
     assert sorted(g.label for g in result.top) == ["0", "1", "2"]  # type: ignore[union-attr]
-    (tmp_path / CLASSES_FILE).write_text('["only", "two"]')
+    (tmp_path / CLASSES_FILE).write_text('["only", "two"]', encoding="utf-8")
     (result,) = load_predictor(lone, "", load_dataset("mnist-sample", "test").info).predict(
         [tmp_path / "r.csv"], 3)
     assert isinstance(result, Unread) and "names 2 classes; the model gives 3" in result.error
@@ -210,7 +212,7 @@ def test_the_command_prints_json_lines_and_exits_2_on_a_bad_file(saved, tmp_path
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert [x["file"] for x in lines] == files and all(len(x["top"]) == 1 for x in lines)
     assert set(lines[0]["top"][0]) == {"class", "index", "probability"}
-    (tmp_path / "x.png").write_text("text")
+    (tmp_path / "x.png").write_text("text", encoding="utf-8")
     code = main(["predict", str(saved / MODEL_FILE), files[0], str(tmp_path / "x.png")])
     out, err = capsys.readouterr()
     assert code == ExitCode.USAGE
@@ -219,8 +221,8 @@ def test_the_command_prints_json_lines_and_exits_2_on_a_bad_file(saved, tmp_path
 
 
 def test_the_command_refuses_a_model_that_is_not_one(tmp_path, capsys):
-    (tmp_path / "model.pt2").write_text("no")
-    (tmp_path / "a.png").write_text("no")
+    (tmp_path / "model.pt2").write_text("no", encoding="utf-8")
+    (tmp_path / "a.png").write_text("no", encoding="utf-8")
     assert main(["predict", str(tmp_path / "model.pt2"), str(tmp_path / "a.png")]) == 2
     assert "is not a torch.export program (.pt2)" in capsys.readouterr().err
     assert main(["predict", str(tmp_path / "model.pt2"), "a.png", "--top", "0"]) == 2

@@ -90,9 +90,9 @@ def test_host_two_joins_then_evaluate_agrees(tmp_path):
     code, eout, eerr = finish(cli("evaluate", str(tmp_path / "trained_model.pt2"), "--json"))
     assert code == 0, eerr
     assert json.loads(eout)["accuracy"] == pytest.approx(accuracy, abs=0.01)
-    assert json.loads((tmp_path / "classes.json").read_text()) == list("0123456789")
+    assert json.loads((tmp_path / "classes.json").read_text(encoding="utf-8")) == list("0123456789")
     files = write_digits(tmp_path / "digits", 10)
-    (tmp_path / "digits" / "notes.png").write_text("not an image")
+    (tmp_path / "digits" / "notes.png").write_text("not an image", encoding="utf-8")
     code, pout, perr = finish(cli("predict", str(tmp_path / "trained_model.pt2"), *files,
                                   str(tmp_path / "digits" / "notes.png"), "--json"))
     assert code == 2 and "notes.png" in pout and "1 of 11 files" in perr, perr
