@@ -42,9 +42,9 @@ def message_cases() -> dict[str, tuple[Any, list[bytes]]]:
         "PULL": (Pull(token=HEX32, after=41, wait_ms=2000, fingerprint="f" * 16), []),
         "MODEL": (Model(version=42, codec="zstd", numel=21840, base=41, check="1f2e3d4c",
                         start=1312, batch=32, steps=0, lr=0.02, momentum=0.0,
-                        push_codec="int8", topk=0.01), [PAYLOAD]),
+                        push_codec="int8", topk=0.01), [PAYLOAD, b""]),
         "PUSH": (Push(token=HEX32, version=41, codec="int8", numel=21840, loss=2.302585,
-                      samples=32, steps=0, compute_ms=12.5, bandwidth=1.25e7), [PAYLOAD]),
+                      samples=32, steps=0, compute_ms=12.5, bandwidth=1.25e7), [PAYLOAD, b""]),
         "REJECT": (Reject(code="STALE", detail="current version is 42", version=42,
                           retry_after=0.0), []),
     }

@@ -64,10 +64,19 @@ class WorkerReady(Event, frozen=True):
 
 
 class WorkerLeft(Event, frozen=True):
-    """``reason``: left, silent, kicked, arch_mismatch or stuck."""
+    """``reason``: left, silent, kicked, arch_mismatch, stuck or model_refused."""
 
     kind: ClassVar[str] = "worker_left"
     worker: WorkerInfo
+    reason: str
+
+
+class ModelRefused(Event, frozen=True):
+    """A worker refused the session's model (its graph failed the worker's checks) or was
+    refused it (another torch release than the hub's); ``reason`` says which, in words."""
+
+    kind: ClassVar[str] = "model_refused"
+    name: str  # the worker's name
     reason: str
 
 
@@ -198,6 +207,22 @@ class Joined(Event, frozen=True):
     state: str = "waiting"  # the session's, when it joined (training: it takes over a shard)
 
 
+class ModelReceived(Event, frozen=True):
+    """What the worker will train: ``how`` is "built-in" (built here by name) or "graph
+    checked" (the hub's graph, which passed this machine's checks)."""
+
+    kind: ClassVar[str] = "model_received"
+    name: str
+    parameters: int  # the values this worker trains (frozen ones never travel)
+    ops: int  # the graph's operations; 0 for a built-in
+    how: str
+
+    def describe(self) -> str:
+        """One line for people: the model, what trains here, how it was got."""
+        ops = f", {self.ops:,} ops" if self.ops else ""
+        return f"Model {self.name}: {self.parameters:,} parameters to train{ops}, {self.how}"
+
+
 class ShardReceived(Event, frozen=True):
     kind: ClassVar[str] = "shard"
     received: int
@@ -312,11 +337,12 @@ class Ended(Event, frozen=True):
 
 
 HUB_EVENTS: tuple[type[Event], ...] = (
-    WorkerJoined, WorkerReady, WorkerLeft, StateChanged, RoundClosed, ModeChanged, Evaluated,
-    Rejected, PairingRefused, Finished, Stopped, DiskError, PinChanged, HubStopped)
+    WorkerJoined, WorkerReady, WorkerLeft, ModelRefused, StateChanged, RoundClosed,
+    ModeChanged, Evaluated, Rejected, PairingRefused, Finished, Stopped, DiskError, PinChanged,
+    HubStopped)
 WORKER_EVENTS: tuple[type[Event], ...] = (
-    PairedWith, Joined, ShardReceived, Pushed, HubSilent, HubLost, HubBack, HubStopped,
-    PairingWait, SessionFull, Rejoining, Resync, WorkerDone)
+    PairedWith, Joined, ModelReceived, ShardReceived, Pushed, HubSilent, HubLost, HubBack,
+    HubStopped, PairingWait, SessionFull, Rejoining, Resync, WorkerDone)
 SERVICE_EVENTS: tuple[type[Event], ...] = (
     DeviceChosen, Listening, Advertising, LogLine, Failed, Ended)
 BY_KIND: dict[str, type[Event]] = {cls.kind: cls for cls in HUB_EVENTS}  # what the wire carries

@@ -59,7 +59,10 @@ class Option:
     gt: float | None = None
     le: float | None = None
     lt: float | None = None
-    valid: Callable[[Any], bool] | None = None  # a check beyond the choices and bounds
+    valid: Callable[[Any], bool] | None = None  # a check beyond the choices and bounds (it
+    # may raise ConfigError to say exactly what is wrong)
+    editable: bool = False  # the choices are suggestions: any value ``valid`` accepts goes
+    # (no argparse choices; an editable combo box in the dialog)
     error: str = ""  # the ConfigError's text when a check fails
     fronts: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # front end: default
     auto: Callable[[Mapping[str, Any], Any], Any] | None = None  # the command line's value
@@ -230,13 +233,14 @@ def argument(cls: type, name: str, command: str) -> dict[str, Any]:
         return {**words, "action": "store_false" if negative else "store_true",
                 "default": value}
     words["type"] = _scalar(kind)
-    if found.metavar or not found.allowed():  # argparse's own is the dest's: the flag's
+    listed = found.allowed() and not found.editable  # argparse refuses anything else
+    if found.metavar or not listed:  # argparse's own is the dest's: the flag's
         words["metavar"] = found.metavar or (found.flag or name).lstrip("-").replace(
             "-", "_").upper()
     if found.repeat:
         return {**words, "action": "append", "default": None}
     words["default"] = None if found.auto is not None else value
-    if found.allowed():
+    if listed:
         words["choices"] = found.allowed()
     return words
 
@@ -299,6 +303,9 @@ def restore(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
             value = msgspec.convert(data[name], kinds[name])
         except msgspec.ValidationError:
             continue
-        if found.accepts(value):
-            values[name] = value
+        try:
+            if found.accepts(value):
+                values[name] = value
+        except ConfigError:  # a check that says why: a saved value that no longer fits
+            continue
     return values

@@ -60,8 +60,9 @@ if "QT_QPA_PLATFORM" not in os.environ:
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
 
-# Singletons a library starts once per process and keeps (pyzmq's zero-copy collector).
-PROCESS_WIDE = {"zmq.utils.garbage"}
+# Singletons a library starts once per process and keeps (pyzmq's zero-copy collector,
+# tqdm's monitor, which torch.export's interpreter starts on its first export).
+PROCESS_WIDE = {"zmq.utils.garbage", "tqdm._monitor"}
 
 
 def _children() -> set[int]:

@@ -19,6 +19,7 @@ import torch
 
 from computeshare_desktop.codec import get_codec
 from computeshare_desktop.data import load_dataset
+from computeshare_desktop.graph import torch_release
 from computeshare_desktop.hub import HubConfig, HubCore, Reply
 from computeshare_desktop.hub.allowlist import Allowlist
 from computeshare_desktop.hub.trainer import ParameterServer
@@ -33,6 +34,7 @@ PIN = "123456"
 WRONG = "654321"
 SESSION_ID = "s1"
 T0 = 1000.0  # the fake clock starts here, so "0" never hides a missing `now`
+TORCH = torch_release()  # what a worker's JOIN says it runs
 
 Z85_CHARS = ("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
              ".-:+=^!/*?&<>()[]{}@%$#")
@@ -162,7 +164,7 @@ def join(hub: HubCore, peer: bytes, now: float, *, pin: str = PIN, name: str | N
         paired = pair(hub, peer, now, pin=pin, name=name)
         if not isinstance(paired, Paired):
             return paired
-    return only(send(hub, peer, Join(name or peer.decode(), device), now))
+    return only(send(hub, peer, Join(name or peer.decode(), device, TORCH), now))
 
 
 # ----------------------------------------------------------------- workers
@@ -192,14 +194,14 @@ class Worker:
              loss: float = 1.0, samples: int = 8, codec: str = "raw",
              numel: int | None = None, payload: bytes | None = None,
              compute_ms: float = 5.0, steps: int | None = None,
-             bandwidth: float = 0.0) -> list[Out]:
+             bandwidth: float = 0.0, stats: bytes = b"") -> list[Out]:
         data = get_codec(codec).encode(grad) if payload is None else payload
         msg = Push(token=self.token, version=hub.server.version if version is None else version,
                    codec=codec, numel=grad.numel() if numel is None else numel, loss=loss,
                    samples=samples,
                    steps=hub.config.local_steps if steps is None else steps,
                    compute_ms=compute_ms, bandwidth=bandwidth)
-        frames = encode(msg, [data])
+        frames = encode(msg, [data, stats])
         self.last_push_bytes = sum(len(f) for f in frames)
         return send_frames(hub, self.peer, frames, now)
 

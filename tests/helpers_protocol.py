@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from computeshare_desktop.protocol import MESSAGE_CLASSES, PROTOCOL_VERSION, MsgType, encode
-from computeshare_desktop.protocol.messages import (Ack, Bye, Done, Join, Model, Paired,
+from computeshare_desktop.protocol.messages import (Ack, Bye, Done, GraphData, GraphGet,
+                                                    GraphRefusal, Join, Model, Paired,
                                                     PairFinish, PairReply, PairStart, Ping, Pong,
                                                     Pull, Push, Reject, Shard, ShardData,
                                                     Waiting, Welcome)
@@ -24,13 +25,16 @@ EXAMPLES: dict[MsgType, Any] = {
     MsgType.PAIR_REPLY: PairReply(pair_id=HEX32, msg_b=SPAKE_MSG),
     MsgType.PAIR_FINISH: PairFinish(pair_id=HEX32, worker_key=CURVE_KEY, proof=HEX32 * 2),
     MsgType.PAIRED: Paired(hub_key=CURVE_KEY, session_id="s1", proof=HEX32 * 2),
-    MsgType.JOIN: Join(name="laptop", device="cuda:0 (NVIDIA H200)"),
+    MsgType.JOIN: Join(name="laptop", device="cuda:0 (NVIDIA H200)", torch="2.14.1"),
     MsgType.WELCOME: Welcome(session_id="s1", worker_id=3, token=HEX32, shard=1, num_shards=2,
                              shard_size=2000, dataset="mnist-sample", model="simplenet",
                              fingerprint="f" * 16, batch_size=32, seed=0, rounds=600,
                              codec="zstd", state="waiting", version=0, optimizer="adamw",
                              weight_decay=0.05, label_smoothing=0.1, clip_grad=1.0,
-                             precision="auto"),
+                             precision="auto", compute="graph", torch="2.14.1"),
+    MsgType.GRAPH_GET: GraphGet(token=HEX32, part="program", offset=4194304),
+    MsgType.GRAPH_DATA: GraphData(part="state", offset=0, total=46_000_000),
+    MsgType.GRAPH_REFUSED: GraphRefusal(token=HEX32, reason="op aten.foo is not allowed"),
     MsgType.SHARD: Shard(token=HEX32, offset=1024, count=512),
     MsgType.SHARD_DATA: ShardData(offset=0, total=2000, image_shape=[512, 1, 28, 28]),
     MsgType.PULL: Pull(token=HEX32, after=-1, wait_ms=2000, fingerprint="f" * 16),

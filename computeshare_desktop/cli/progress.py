@@ -10,8 +10,8 @@ from typing import Any
 from tqdm import tqdm
 
 from ..events import (Advertising, Evaluated, Finished, Handlers, Joined, Listening, LogLine,
-                      ModeChanged, Pushed, RoundClosed, Stopped, WorkerInfo, WorkerJoined,
-                      WorkerLeft)
+                      ModelReceived, ModelRefused, ModeChanged, Pushed, RoundClosed, Stopped,
+                      WorkerInfo, WorkerJoined, WorkerLeft)
 from ..service import Tagged
 
 
@@ -86,6 +86,8 @@ class HubView:
                          .on(Evaluated, lambda e: self.bar.set(acc=f"{100 * e.accuracy:.1f}%"))
                          .on(WorkerJoined, lambda e: self._worker(e.worker, "joined"))
                          .on(WorkerLeft, lambda e: self._worker(e.worker, "left"))
+                         .on(ModelRefused, lambda e: self.bar.write(
+                             f"worker {e.name} refused the model: {e.reason}"))
                          .on(Finished, self._finished).on(Stopped, self._stopped))
 
     def on(self, tagged: Tagged) -> None:
@@ -147,6 +149,7 @@ class WorkerView:
     def __init__(self, *, quiet: bool) -> None:
         self.bar = RoundBar(0, quiet=quiet, desc="worker")
         self.handlers = (Handlers().on(Joined, lambda e: self.bar.reset(e.rounds))
+                         .on(ModelReceived, lambda e: self.bar.write(e.describe()))
                          .on(Pushed, self._pushed))
 
     def on(self, tagged: Tagged) -> None:

@@ -59,6 +59,7 @@ class CheckedProgram:
     persistent: set[str] = field(default_factory=set)  # buffers in the state dict
     constants: dict[str, Meta] = field(default_factory=dict)
     ops: Counter[str] = field(default_factory=Counter)
+    mutated: list[str] = field(default_factory=list)  # buffers it updates in training
 
     @property
     def op_count(self) -> int:
@@ -304,6 +305,7 @@ def _check_outputs(decoded: schema.ExportedProgram, checked: CheckedProgram) -> 
     mutated = [spec.value.buffer_name for spec in outputs if spec.kind == "buffer_mutation"]
     if len(set(mutated)) != len(mutated) or not set(mutated) <= checked.buffers.keys():
         raise GraphRefused("the graph updates a buffer it does not have, or one twice")
+    checked.mutated = mutated
     call = module.module_call_graph[0].signature
     if (call.in_spec, call.out_spec) != expected_specs() or len(call.forward_arg_names) != 1:
         raise GraphRefused("the graph's calling convention is not forward(x) -> tensor")

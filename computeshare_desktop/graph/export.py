@@ -54,6 +54,7 @@ class TrainingGraph:
     torch_version: str  # the hub's torch release, e.g. "2.14.1"
     op_count: int
     fingerprint: str  # graph_fingerprint(program, trainable specs, state specs)
+    mutated: tuple[str, ...] = ()  # the buffers the graph updates in training, in its order
 
     def summary(self) -> str:
         return (f"{len(self.trainable)} trainable tensors, {len(self.state)} other tensors, "
@@ -109,7 +110,8 @@ def export_training_graph(model: nn.Module, example: torch.Tensor) -> TrainingGr
         torch_version=torch_release(), op_count=checked.op_count,
         fingerprint=graph_fingerprint(data, specs,
                                       [TensorSpec.of(n, t) for n, t in state.items()],
-                                      aliases))
+                                      aliases),
+        mutated=tuple(checked.mutated))
 
 
 def _aliases(model: nn.Module, names: set[str]) -> dict[str, str]:

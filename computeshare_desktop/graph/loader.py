@@ -9,6 +9,7 @@ example inputs, and ``.module(check_guards=False)``. Neither ``torch.load``,
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -24,6 +25,9 @@ from computeshare_desktop.models import flat
 DTYPES = {1: torch.uint8, 2: torch.int8, 3: torch.int16, 4: torch.int32, 5: torch.int64,
           6: torch.float16, 7: torch.float32, 8: torch.float64, 12: torch.bool,
           13: torch.bfloat16}
+# torch's deserializer keeps process-wide state while it runs (_CURRENT_DESERIALIZER): two
+# workers of one process (tests, a host's own worker) rebuild one graph at a time.
+_REBUILDING = threading.Lock()
 
 
 @dataclass(slots=True)
@@ -152,8 +156,9 @@ def _rebuild(checked: CheckedProgram, state_dict: dict[str, torch.Tensor],
         # the validated Structs, re-encoded: nothing the checks did not read goes further
         tree = msgspec.to_builtins(checked.program)
         serialized = _dict_to_dataclass(torch_schema.ExportedProgram, tree)
-        program = ExportedProgramDeserializer().deserialize(serialized, state_dict,
-                                                            constants, None)
+        with _REBUILDING:
+            program = ExportedProgramDeserializer().deserialize(serialized, state_dict,
+                                                                constants, None)
         if torch.device(device).type != "cpu":
             from torch.export.passes import move_to_device_pass
 

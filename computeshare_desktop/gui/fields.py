@@ -1,8 +1,9 @@
 """Dialog fields made from the schema: one editor per option that has a dialog label.
 
 The widget follows the option's type: a combo box for choices (their data are the values,
-their text the schema's labels), a spin box with the option's bounds, step and decimals,
-a check box (or, for a ``section`` option, a checkable group box), a line edit.
+their text the schema's labels; editable where the choices are only suggestions), a spin
+box with the option's bounds, step and decimals, a check box (or, for a ``section``
+option, a checkable group box), a line edit.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ class Editor:
         """What the widget shows, as the option's value."""
         w = self.widget
         if isinstance(w, QComboBox):
+            if w.isEditable():  # a choice by its text, or whatever was typed
+                index = w.findText(w.currentText().strip())
+                return w.itemData(index) if index >= 0 else w.currentText().strip()
             return w.currentData()
         if isinstance(w, QDoubleSpinBox):
             return round(w.value(), FLOAT_DIGITS)
@@ -47,7 +51,11 @@ class Editor:
         """Show ``value`` (a choice that is not offered leaves the first one)."""
         w = self.widget
         if isinstance(w, QComboBox):
-            w.setCurrentIndex(max(0, w.findData(value)))
+            index = w.findData(value)
+            if index < 0 and w.isEditable():
+                w.setEditText(str(value))
+            else:
+                w.setCurrentIndex(max(0, index))
         elif isinstance(w, (QSpinBox, QDoubleSpinBox)):
             w.setValue(value)
         elif isinstance(w, (QCheckBox, QGroupBox)):
@@ -68,6 +76,12 @@ def editors(cls: type, initial: Any) -> dict[str, Editor]:
 def _make(option: Option, kind: Any) -> QWidget:
     if option.allowed():
         combo = QComboBox()
+        if option.editable:  # the choices are suggestions: a value may be typed
+            combo.setEditable(True)
+            line = combo.lineEdit()
+            assert line is not None
+            line.setAccessibleName(option.label)
+            line.setPlaceholderText(option.placeholder)
         for value in option.allowed():
             combo.addItem(option.labels.get(value, value), value)
         return combo

@@ -8,7 +8,8 @@ They read and write the fields of a ``ProgressFields`` and its helpers (``_say``
 from __future__ import annotations
 
 from ..events import (Advertising, DiskError, Ended, Evaluated, Failed, Finished, Joined,
-                      Listening, LogLine, ModeChanged, PairingRefused, Rejected, RoundClosed,
+                      Listening, LogLine, ModelRefused, ModeChanged, PairingRefused, Rejected,
+                      RoundClosed,
                       StateChanged, Stopped, WorkerJoined, WorkerLeft, WorkerReady)
 from .formatting import percent
 from .progress_fields import ProgressFields
@@ -116,6 +117,11 @@ def evaluated(s: ProgressFields, e: Evaluated, now: float) -> None:
 def rejected(s: ProgressFields, e: Rejected, now: float) -> None:
     """Count the refusal; ``apply`` logs one summary per batch, not a line each."""
     s._refused[e.code] += 1
+
+
+def model_refused(s: ProgressFields, e: ModelRefused, now: float) -> None:
+    """Log a worker that refused the model (or was refused it), and why."""
+    s._say(f"Worker {e.name} refused the model: {e.reason}")
 
 
 def pairing_refused(s: ProgressFields, e: PairingRefused, now: float) -> None:

@@ -21,7 +21,8 @@ from typing import Any, Callable
 
 from ..events import (Advertising, DeviceChosen, DiskError, Ended, Evaluated, Event, Failed,
                       Finished, HubBack, HubLost, HubSilent, HubStopped, Joined, Listening,
-                      LogLine, ModeChanged, PairedWith, PairingRefused, PairingWait, Pushed,
+                      LogLine, ModelReceived, ModelRefused, ModeChanged, PairedWith,
+                      PairingRefused, PairingWait, Pushed,
                       Rejected, Rejoining, RoundClosed, SessionFull, ShardReceived,
                       StateChanged, Stopped, WorkerDone, WorkerJoined, WorkerLeft,
                       WorkerReady)
@@ -132,6 +133,7 @@ HANDLERS: dict[tuple[str, type[Event]], Handler] = {
     ("hub", Evaluated): hub.evaluated,
     ("hub", Rejected): hub.rejected,
     ("hub", PairingRefused): hub.pairing_refused,
+    ("hub", ModelRefused): hub.model_refused,
     ("hub", Finished): hub.finished,
     ("hub", Stopped): hub.stopped,
     ("hub", DiskError): hub.disk_error,
@@ -144,6 +146,7 @@ HANDLERS: dict[tuple[str, type[Event]], Handler] = {
     ("worker", DeviceChosen): worker.device_chosen,
     ("worker", PairedWith): worker.paired_with,
     ("worker", Joined): worker.joined,
+    ("worker", ModelReceived): worker.model_received,
     ("worker", ShardReceived): worker.shard_received,
     ("worker", Pushed): worker.pushed,
     ("worker", HubSilent): worker.hub_silent,

@@ -11,7 +11,8 @@ counters, the test accuracy and the final result, which its own session does not
 from __future__ import annotations
 
 from ..events import (DeviceChosen, Ended, Evaluated, Failed, Finished, HubBack, HubLost,
-                      HubSilent, HubStopped, Joined, PairedWith, PairingWait, Pushed,
+                      HubSilent, HubStopped, Joined, ModelReceived, PairedWith, PairingWait,
+                      Pushed,
                       Rejoining, RoundClosed, SessionFull, ShardReceived, StateChanged,
                       WorkerDone, WorkerJoined, WorkerLeft)
 from . import progress_hub
@@ -44,6 +45,11 @@ def joined(s: ProgressFields, e: Joined, now: float) -> None:
         s.phase, s.status = "waiting", "Waiting for the hub to start training"
     s._say(f"Joined as worker {e.worker_id}: shard {e.shard + 1} of "
            f"{e.num_shards}, {e.model} on {e.dataset}, {e.rounds} rounds")
+
+
+def model_received(s: ProgressFields, e: ModelReceived, now: float) -> None:
+    """Log what this machine trains, and how it got it (built-in, or the graph checked)."""
+    s._say(e.describe())
 
 
 def shard_received(s: ProgressFields, e: ShardReceived, now: float) -> None:

@@ -7,6 +7,11 @@ versions old by the time it arrives:
 
 * **Staleness bound.** An update more than ``max_staleness`` versions old is refused
   (STALE); the worker downloads the newest model and carries on.
+* **Running statistics** (graphs with BatchNorm): each update's change of the statistics
+  is added as it arrives, in full, like a synchronous round of one worker. It was
+  measured from the statistics that worker downloaded, so a stale one pulls the hub's
+  toward its batches a little less than it would have at its own version; the statistics
+  are averages already, and no staleness factor is put on them.
 * **Staleness-aware learning rate** (after Zhang et al., IJCAI 2016, "Staleness-aware
   Async-SGD"). With N workers, an update is normally about N - 1 versions old: each of
   the others pushed once meanwhile, as they would have in one synchronous round, and the
@@ -22,7 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 
@@ -62,7 +67,7 @@ class AsyncSchedule(Schedule):
         often)."""
         return {}
 
-    def accept(self, member: Member, msg: Push, payload: Frame, shard_size: int,
+    def accept(self, member: Member, msg: Push, body: Sequence[Frame], shard_size: int,
                now: float) -> None:
         """Take an update computed on any version within the bound."""
         version = self.server.version
@@ -81,15 +86,16 @@ class AsyncSchedule(Schedule):
         if task is None or task.version != msg.version:
             raise RemoteProtocolError(RejectCode.STALE,
                                       f"version {msg.version} is not the work handed out")
-        self._add(member, msg, payload, task, now, staleness)
+        self._add(member, msg, body, task, now, staleness)
 
     def due(self, now: float, ready: list[Member]) -> bool | None:
         """A version closes on its first update."""
         return True if self.round.contributions else None
 
-    def _step(self, rnd: Round, update: torch.Tensor, samples: int) -> None:
+    def _step(self, rnd: Round, update: torch.Tensor, samples: int,
+              stats: torch.Tensor | None = None) -> None:
         self.server.step(update, samples, steps=1, topk=rnd.topk,
-                         scale=staleness_scale(rnd.staleness, self.config.workers))
+                         scale=staleness_scale(rnd.staleness, self.config.workers), stats=stats)
         self.histogram[rnd.staleness] += 1
 
     def _round_extras(self, rnd: Round) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import Any, get_args
 from ..codec import CODECS, DEFAULT_FRACTION
 from ..data import DATASETS
 from ..errors import ConfigError
-from ..models import MODELS
+from ..models import MODELS, parse_model_spec, parse_prefixes
 from ..protocol.messages import Optimizer, Precision
 from ..schema import ADVANCED, LINK, RECIPE, TRAINING, WORKERS, Rule, check, option
 from .lr_schedule import SCHEDULES as LR_SCHEDULES
@@ -38,6 +38,35 @@ def async_rounds(values: Mapping[str, Any], rounds: int) -> int:
     return rounds * values["workers"] if values["updates"] == "async" else rounds
 
 
+def model_spec_valid(text: str) -> bool:
+    """A ``--model`` any of whose four forms reads (a ConfigError says why not); files are
+    opened when the session builds the model."""
+    parse_model_spec(text)
+    return True
+
+
+def weights_valid(text: str) -> bool:
+    """``--weights``: anything but blank space (the session reads it)."""
+    return text == text.strip()
+
+
+def prefixes_valid(text: str) -> bool:
+    """``--train-only``: empty, or module names separated by commas (ConfigError if not)."""
+    if text:
+        parse_prefixes(text)
+    return True
+
+
+def absolute_model(text: str) -> str:
+    """The spec with a file's path made absolute, so that a resumed session (started from
+    elsewhere) finds the same file; other specs as they are."""
+    spec = parse_model_spec(text)
+    if spec.path is None:
+        return text
+    path = spec.path.expanduser().absolute()
+    return str(path) if spec.name == "" else f"{path}:{spec.name}"
+
+
 def _preset_help() -> str:
     links = "; ".join(f"{p.name}: {p.summary}" for p in PRESETS.values())
     return f"the link: {links}; auto (default): measure the first rounds, then pick one"
@@ -52,9 +81,26 @@ class SessionOptions:
         commands=SESSION, choices=DATASETS, error=f"dataset must be one of {', '.join(DATASETS)}",
         saved=True, label="Dataset", group=TRAINING)
     model: str = option(
-        "simplenet", "default {default}", flag="--model", commands=SESSION, choices=MODELS,
-        error=f"model must be one of {', '.join(MODELS)}", saved=True, label="Model",
-        group=TRAINING)
+        "simplenet", "the model: a built-in name ({choices}; default {default}), "
+        "torchvision:ARCH (any torchvision classifier), PATH.py:NAME (a class or function "
+        "in your file, run on this machine only) or PATH.pt2 (a torch.export program); "
+        "workers get anything but a built-in as a checked graph".format(
+            choices=", ".join(MODELS), default="{default}"),
+        flag="--model", commands=SESSION, metavar="SPEC", choices=MODELS, editable=True,
+        valid=model_spec_valid, saved=True, label="Model", group=TRAINING,
+        tip="A built-in, or type torchvision:resnet18, /path/net.py:Net or /path/prog.pt2")
+    weights: str = option(
+        "", "starting weights: a state_dict file (.pth, .pt, .safetensors), or for "
+        "torchvision:ARCH a weights name (DEFAULT, IMAGENET1K_V1) from the torch hub cache "
+        "(downloaded when missing, where there is internet); default: none",
+        flag="--weights", commands=SESSION, metavar="PATH|NAME", valid=weights_valid,
+        label="Starting weights", group=TRAINING,
+        placeholder="none (a .pth/.safetensors file, or DEFAULT for torchvision)")
+    train_only: str = option(
+        "", "train only these modules, freezing the rest (frozen weights never travel), "
+        "e.g. fc or layer4,fc; default: train everything", flag="--train-only",
+        commands=SESSION, metavar="PREFIX[,PREFIX]", valid=prefixes_valid,
+        label="Train only", group=TRAINING, placeholder="everything (or e.g. fc)")
     workers: int = option(
         2, "number of shards = workers expected (default {default})", flag="--workers",
         commands=SESSION, help_for={"demo": "local worker processes (default {default})"},

@@ -4,6 +4,10 @@ The transport hands every request to ``handle(peer, frames, now)`` and calls ``t
 often; both return the replies to send. Long-polls (PULL) are parked here and answered when
 a new version is published or their wait runs out, which is why replies can come out of
 ``tick`` and out of other peers' requests.
+
+A model shipped as a graph (``graph``) is served in parts after the Welcome (GRAPH_GET, by
+byte ranges); such a session admits only workers on the hub's torch release, and a worker
+that refuses the graph says why (GRAPH_REFUSED), which is logged and reported.
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ import torch
 from ..codec import CODECS, get_codec
 from ..data import ArrayDataset
 from ..errors import RemoteProtocolError
-from ..events import (Event, PairingRefused, Rejected, StateChanged, WorkerJoined,
-                      WorkerLeft, WorkerReady)
+from ..events import (Event, ModelRefused, PairingRefused, Rejected, StateChanged,
+                      WorkerJoined, WorkerLeft, WorkerReady)
+from ..graph import GraphRefused, release, torch_release
 from ..protocol import TO_HUB, TO_PAIRING, RejectCode, SessionState, auth, decode, encode
-from ..protocol.messages import (Ack, Bye, Done, Join, Model, Ping, Pong, Pull, Push, Reject,
-                                 Shard, ShardData, Waiting, Welcome)
+from ..protocol.messages import (Ack, Bye, Done, GraphData, GraphGet, GraphRefusal, Join, Model,
+                                 Ping, Pong, Pull, Push, Reject, Shard, ShardData, Waiting,
+                                 Welcome)
 from ..protocol.tensors import tensor_to_frame
 from ..protocol.wire import Frame
 from ..sampling import shard_indices
@@ -34,10 +40,12 @@ from .rejects import RejectLog
 from .rounds import Round, Task
 from .schedule import Schedule
 from .trainer import ParameterServer
+from .user_model import ShippedGraph
 
 log = logging.getLogger(__name__)
 
 MAX_SHARD_CHUNK_BYTES = 4 * 1024 * 1024
+MAX_GRAPH_CHUNK_BYTES = 4 * 1024 * 1024  # of one GRAPH_DATA reply
 MAX_PAIRING_FRAME = 1024
 
 
@@ -62,8 +70,12 @@ class HubCore:
     def __init__(self, config: HubConfig, *, pin: str, session_id: str, hub_key: str,
                  train_set: ArrayDataset, server: ParameterServer, fingerprint: str,
                  allowlist: Allowlist | None = None,
-                 cursors: dict[int, int] | None = None) -> None:
+                 cursors: dict[int, int] | None = None,
+                 graph: ShippedGraph | None = None) -> None:
+        """``fingerprint``: what workers must match (the graph's for a ``graph``, which
+        workers then fetch; None: a built-in they build by name)."""
         self.config = config
+        self.graph = graph
         self.session_id = session_id
         self.server = server
         self.fingerprint = fingerprint
@@ -205,6 +217,8 @@ class HubCore:
             self._event(WorkerLeft(member.info(), "left"))
             self._maybe_close(now, out)
             return (Ack(self.server.version),)
+        if isinstance(msg, GraphRefusal):
+            return self._graph_refused(member, msg, now, out)
         if self.done:
             self._told.add(member.worker_id)
             return (Done(self.server.version),)
@@ -212,6 +226,8 @@ class HubCore:
             return (Pong(self.server.version, self.state.value),)
         if isinstance(msg, Shard):
             return self._shard(member, msg)
+        if isinstance(msg, GraphGet):
+            return self._graph_part(msg)
         if isinstance(msg, Pull):
             return self._pull(peer, member, msg, now, out)
         return self._push(member, msg, body, now, out)
@@ -221,6 +237,8 @@ class HubCore:
             raise RemoteProtocolError(RejectCode.HUB_STOPPED, "the host stopped the session")
         if self.done:
             raise RemoteProtocolError(RejectCode.SESSION_DONE, "training has finished")
+        if self.graph is not None:
+            self._check_torch(msg)
         token = auth.new_token()
         member = self.members.admit(token, msg.name, msg.device, now, key=peer_key)
         if member is None:
@@ -232,11 +250,52 @@ class HubCore:
             session_id=self.session_id,
             worker_id=member.worker_id, token=token, shard=member.shard,
             num_shards=c.workers, shard_size=len(self._shard_data(member.shard)[1]),
-            dataset=c.dataset, model=c.model, fingerprint=self.fingerprint,
+            dataset=c.dataset, fingerprint=self.fingerprint,
+            model=c.model if self.graph is None else self.graph.manifest.model,
             batch_size=c.batch_size, seed=c.seed, rounds=c.rounds, codec=c.codec,
             state=self.state.value, version=self.server.version, optimizer=c.optimizer,
             weight_decay=c.weight_decay, label_smoothing=c.label_smoothing,
-            clip_grad=c.clip_grad, precision=c.precision)
+            clip_grad=c.clip_grad, precision=c.precision,
+            compute="builtin" if self.graph is None else "graph", torch=torch_release())
+
+    def _check_torch(self, msg: Join) -> None:
+        """A graph's format changes between torch releases: the worker's must be ours."""
+        ours = torch_release()
+        try:
+            theirs = release(msg.torch)
+        except GraphRefused:
+            theirs = repr(msg.torch[:40])
+        if theirs == ours:
+            return
+        detail = (f"the hub runs torch {ours} and this worker torch {theirs}: a model shipped "
+                  f"as a graph needs the same release on both; install torch {ours} here")
+        log.warning("[hub v%d] worker %s refused: %s", self.server.version, msg.name, detail)
+        self._event(ModelRefused(msg.name, detail))
+        raise RemoteProtocolError(RejectCode.TORCH_MISMATCH, detail)
+
+    def _graph_part(self, msg: GraphGet) -> tuple[Any, ...]:
+        """A byte range of one part of the graph (each reply at most a chunk)."""
+        if self.graph is None:
+            raise RemoteProtocolError(RejectCode.BAD_RANGE,
+                                      "this session's model is a built-in: build it by name")
+        data = self.graph.part(msg.part)
+        if not 0 <= msg.offset < len(data):
+            raise RemoteProtocolError(RejectCode.BAD_RANGE,
+                                      f"offset {msg.offset} of {len(data)} bytes")
+        return (GraphData(part=msg.part, offset=msg.offset, total=len(data)),
+                memoryview(data)[msg.offset:msg.offset + MAX_GRAPH_CHUNK_BYTES])
+
+    def _graph_refused(self, member: Member, msg: GraphRefusal, now: float,
+                       out: list[Reply]) -> tuple[Any, ...]:
+        """The worker refuses the graph and leaves: its shard is free at once."""
+        log.warning("[hub v%d] worker %d (%s) refused the model: %s", self.server.version,
+                    member.worker_id, member.name, msg.reason)
+        self.members.remove(member.token, "refused the model")
+        self._forget(member)
+        self._event(WorkerLeft(member.info(), "model_refused"))
+        self._event(ModelRefused(member.name, msg.reason))
+        self._maybe_close(now, out)
+        return (Ack(self.server.version),)
 
     def _shard(self, member: Member, msg: Shard) -> tuple[Any, ...]:
         images, labels = self._shard_data(member.shard)
@@ -279,10 +338,11 @@ class HubCore:
         """The current version for a worker holding ``have``, with its work for the round.
 
         The payload is encoded once per version and shared by every reply (a delta for
-        workers one version behind, the whole model for the others).
+        workers one version behind, the whole model for the others), and so are the
+        running statistics of a graph (whole, raw).
         """
-        payload = self.server.payload(have)
-        self.round.served_model(member.worker_id, len(payload.data))
+        payload, stats = self.server.payload(have), self.server.stats_frame()
+        self.round.served_model(member.worker_id, len(payload.data) + len(stats))
         task = self._task(member)
         mode = self.server.mode
         return (Model(version=payload.version, codec=payload.codec, numel=self.server.numel,
@@ -290,7 +350,7 @@ class HubCore:
                       batch=task.batch, steps=task.steps, lr=task.lr,
                       momentum=self.server.worker_momentum, push_codec=mode.codec,
                       topk=self.round.topk),
-                payload.data)
+                payload.data, stats)
 
     def _task(self, member: Member) -> Task:
         return self.schedule.task(member, len(self._shard_data(member.shard)[1]))
@@ -309,7 +369,7 @@ class HubCore:
     def _accept(self, member: Member, msg: Push, body: list[Frame], now: float) -> None:
         if self.state is not SessionState.TRAINING:
             raise RemoteProtocolError(RejectCode.NOT_TRAINING, self.state.value)
-        self.schedule.accept(member, msg, body[0], len(self._shard_data(member.shard)[1]), now)
+        self.schedule.accept(member, msg, body, len(self._shard_data(member.shard)[1]), now)
 
     # ----------------------------------------------------------------- rounds
     def _ready(self) -> list[Member]:

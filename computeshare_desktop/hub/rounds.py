@@ -41,6 +41,7 @@ class Contribution:
     samples: int  # all steps together
     loss: float
     compute_s: float
+    stats: torch.Tensor | None = None  # the change of the running statistics (graphs)
 
 
 @dataclass(slots=True)
@@ -117,6 +118,23 @@ class Round:
             grad.add_(c.grad, alpha=c.samples / total)
         loss = sum(c.loss * c.samples for c in items) / total
         return grad, loss
+
+    def stats_average(self) -> torch.Tensor | None:
+        """Sample-weighted mean change of the running statistics (None: none travel).
+
+        Every worker starts the round from the hub's statistics, so adding this change
+        makes them the sample-weighted mean of the workers' (the batches' means, weighted
+        so, are exactly the union batch's mean).
+        """
+        items = sorted(self.contributions.values(), key=lambda c: c.shard)
+        if not items or items[0].stats is None:
+            return None
+        total = sum(c.samples for c in items)
+        change = torch.zeros_like(items[0].stats)
+        for c in items:
+            assert c.stats is not None
+            change.add_(c.stats, alpha=c.samples / total)
+        return change
 
 
 def check_push(msg: Push, task: Task, numel: int) -> None:

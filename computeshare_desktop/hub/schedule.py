@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import statistics
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 
@@ -20,6 +20,7 @@ from ..codec import get_codec
 from ..errors import RemoteProtocolError
 from ..events import Event, ModeChanged, RoundClosed
 from ..protocol import RejectCode
+from ..protocol.graphs import stats_from_frame
 from ..protocol.messages import Push
 from ..protocol.wire import Frame
 from .config import HubConfig
@@ -87,9 +88,10 @@ class Schedule:
         return task
 
     # ----------------------------------------------------------------- pushes
-    def accept(self, member: Member, msg: Push, payload: Frame, shard_size: int,
+    def accept(self, member: Member, msg: Push, body: Sequence[Frame], shard_size: int,
                now: float) -> None:
-        """Count a push towards the round, or raise RemoteProtocolError with why not."""
+        """Count a push (its frames: the update, the statistics' change) towards the round,
+        or raise RemoteProtocolError with why not."""
         version = self.server.version
         task = self.task(member, shard_size)
         if msg.version < version:
@@ -101,21 +103,26 @@ class Schedule:
             raise RemoteProtocolError(RejectCode.BAD_VERSION, f"current version is {version}")
         if member.shard in self.round.contributions:  # per shard: a rejoin is no new batch
             raise RemoteProtocolError(RejectCode.DUPLICATE, f"shard already pushed for {version}")
-        self._add(member, msg, payload, task, now)
+        self._add(member, msg, body, task, now)
         self.deadlines.observe(member.worker_id, now - self.round.opened_at)
 
-    def _add(self, member: Member, msg: Push, payload: Frame, task: Task, now: float,
+    def _add(self, member: Member, msg: Push, body: Sequence[Frame], task: Task, now: float,
              staleness: int = 0) -> None:
         """Check and decode a push for ``task`` and add it to the round (``staleness``:
         async, versions between the update's model and this round's)."""
         check_push(msg, task, self.server.numel)
+        payload = body[0]
         codec = get_codec(msg.codec)
         update = codec.decode(payload, msg.numel)
         if not codec.finite and not bool(torch.isfinite(update).all()):
             raise RemoteProtocolError(RejectCode.NOT_FINITE, "update contains NaN/inf")
+        stats = stats_from_frame(body[1], self.server.stats_numel)
+        if stats is not None and not bool(torch.isfinite(stats).all()):
+            raise RemoteProtocolError(RejectCode.NOT_FINITE, "statistics contain NaN/inf")
         compute_s = min(max(0.0, msg.compute_ms) / 1000, 1e6)
         self.round.add(Contribution(member.worker_id, member.shard, update, msg.samples,
-                                    msg.loss, compute_s), now, len(payload), staleness)
+                                    msg.loss, compute_s, stats), now,
+                       len(payload) + len(body[1]), staleness)
         self.planner.observe(member.worker_id, msg.samples, compute_s)
         member.credit(msg.version, msg.samples, compute_s, msg.bandwidth, now)
 
@@ -150,7 +157,7 @@ class Schedule:
         update, loss = self._combine(rnd)
         items = rnd.contributions.values()
         samples = sum(c.samples for c in items)
-        self._step(rnd, update, samples)
+        self._step(rnd, update, samples, self._combine_stats(rnd))
         seconds = now - rnd.opened_at
         busy = {c.worker_id: min(1.0, c.compute_s / seconds) if seconds > 0 else 1.0
                 for c in items}
@@ -183,10 +190,21 @@ class Schedule:
         return (combine(updates, self.config.aggregation),
                 statistics.median(c.loss for c in items))
 
-    def _step(self, rnd: Round, update: torch.Tensor, samples: int) -> None:
+    def _combine_stats(self, rnd: Round) -> torch.Tensor | None:
+        """The round's change of the running statistics: the sample-weighted mean, or
+        with a robust rule the same rule as the updates (never clipped: they are no
+        gradients); None when none travel."""
+        if self.clipper is None:
+            return rnd.stats_average()
+        changes = [c.stats for c in sorted(rnd.contributions.values(), key=lambda c: c.shard)
+                   if c.stats is not None]
+        return combine(changes, self.config.aggregation) if changes else None
+
+    def _step(self, rnd: Round, update: torch.Tensor, samples: int,
+              stats: torch.Tensor | None = None) -> None:
         """The optimizer step that ends a round of ``samples`` samples (all steps)."""
         self.server.step(update, samples // max(1, rnd.steps), steps=max(1, rnd.steps),
-                         topk=rnd.topk)
+                         topk=rnd.topk, stats=stats)
 
     def stuck(self, pushed: set[int], ready: list[Member]) -> list[Member]:
         """After a round closed with the shards in ``pushed``: the members that have now

@@ -9,6 +9,7 @@ slow evaluation nor a slow disk holds up the rounds or the replies.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import threading
 import time
@@ -16,6 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
+import torch
 
 from .. import __version__
 from ..data import dataset_info, load_dataset
@@ -23,11 +25,10 @@ from ..devices import pick_device
 from ..errors import ConfigError
 from ..events import (DiskError, Evaluated, Event, Finished, LogLine, ModeChanged, PinChanged,
                       RoundClosed, StateChanged, Stopped)
-from ..evaluation import evaluate
-from ..models import build_model, fingerprint
+from ..evaluation import eval_ready, evaluate
 from ..protocol import PROTOCOL_VERSION, auth
 from ..protocol.wire import Frame
-from .config import HubConfig
+from .config import HubConfig, absolute_model
 from .allowlist import Allowlist
 from .core import HubCore, Reply
 from .endpoint import EventSink, HubResult, SessionStatus
@@ -35,6 +36,7 @@ from .exports import export_program, failure_text
 from .outputs import MODEL_FILE, PROGRAM_FILE, OutputDir
 from .presets import Mode
 from .trainer import ParameterServer
+from .user_model import build_hub_model, ship_model
 from .writer import CheckpointWriter, copy_tensors
 
 log = logging.getLogger(__name__)
@@ -61,13 +63,21 @@ class HubSession:
         meta = self.out.read_session() if resume else {}
         if resume:
             config = HubConfig.from_json(meta["config"])
+        else:  # a file's path absolute: --resume finds it from anywhere
+            config = dataclasses.replace(config, model=absolute_model(config.model))
         self.config = config
         self.info = dataset_info(config.dataset)
         self.test_set = load_dataset(config.dataset, "test")
+        train_set = load_dataset(config.dataset, "train")
         self.eval_device = pick_device("auto").device  # the hub evaluates on its best one
-        model = build_model(config.model, self.info, seed=config.seed)
+        # The user's model, its weights (a resumed session's come from its checkpoint) and
+        # how workers get it: all before the session opens, so any error is said now.
+        model = build_hub_model(config, self.info,
+                                weights=not (resume and self.out.has_checkpoint()))
         self.server = ParameterServer.for_session(model, config)
         cursors = self._restore() if resume else {}
+        self.model = ship_model(model, config, train_set)
+        self.server.track(self.model.stat_buffers(), self.model.counters())
         if resume:  # the rounds after the checkpoint are replayed: their records go
             dropped = self._write("metrics", self.out.cut_metrics, self.server.version)
             if dropped:
@@ -78,13 +88,14 @@ class HubSession:
         if not resume:
             allowlist.clear()  # a new session starts with nobody paired
         self.core = HubCore(config, pin=pin, session_id=self.session_id, hub_key=hub_key,
-                            train_set=load_dataset(config.dataset, "train"),
-                            server=self.server, fingerprint=fingerprint(model),
-                            allowlist=allowlist, cursors=cursors)
+                            train_set=train_set, server=self.server,
+                            fingerprint=self.model.fingerprint, allowlist=allowlist,
+                            cursors=cursors, graph=self.model.graph)
         self.out.write_session({"config": config.to_json(), "session_id": self.session_id,
                                 "hub_key": hub_key, "fingerprint": self.core.fingerprint,
                                 "protocol": PROTOCOL_VERSION, "computeshare": __version__,
-                                "parameters": self.server.numel})
+                                "parameters": self.server.numel,
+                                "compute": self.model.compute})
         self._pool = ThreadPoolExecutor(  # named after its session's thread (log scopes)
             max_workers=1, thread_name_prefix=f"{threading.current_thread().name}/eval")
         self._evals: list[tuple[int, Future[tuple[float, float]]]] = []
@@ -234,8 +245,7 @@ class HubSession:
         self._collect_evals(block=True)
         version = self.server.version
         if self.last_eval is None or self.last_eval[0] != version:
-            model = copy.deepcopy(self.server.model).to(self.eval_device)
-            self._record_eval(version, *evaluate(model, self.test_set))
+            self._record_eval(version, *evaluate(self._eval_snapshot(), self.test_set))
         _, accuracy, loss = self.last_eval  # type: ignore[misc]
         if self.config.checkpoint_every:
             self.save_checkpoint()
@@ -286,13 +296,19 @@ class HubSession:
             # An evaluation still waiting is out of date: drop it, so evaluations slower
             # than the rounds never pile up model copies (one running, one waiting at most).
             self._evals = [(v, f) for v, f in self._evals if not f.cancel()]
-            snapshot = copy.deepcopy(self.server.model).to(self.eval_device)
+            snapshot = self._eval_snapshot()
             self._evals.append((version, self._pool.submit(evaluate, snapshot, self.test_set)))
         if due(c.checkpoint_every):
             self._queue_checkpoint()
         if due(c.snapshot_every):
             self._write("snapshot", self.out.save_snapshot, version,
                         self.server.model.state_dict(), self._elapsed())
+
+    def _eval_snapshot(self) -> torch.nn.Module:
+        """A copy of the hub's model as it is now, on the evaluation device, that eval mode
+        reaches: the user's module as it is; a program's (whose mode is fixed) with its
+        graph switched to inference (``eval_ready``)."""
+        return eval_ready(copy.deepcopy(self.server.model)).to(self.eval_device)
 
     def _collect_evals(self, block: bool) -> None:
         while self._evals and (block or self._evals[0][1].done()):

@@ -43,6 +43,14 @@ only averages, so that the sparse average stays sparse.
 
 After each step the new weights are *published*: the delta from the previously published
 weights is encoded once and shared by every worker's download (see ``codec.delta``).
+
+A model shipped as a graph also has running statistics (BatchNorm's running mean and
+variance: ``track``). They are not trained: each worker's forward passes move its copy,
+and a push carries the change over its work. The step adds the round's combined change
+(the sample-weighted mean in synchronous rounds, so that the hub's statistics are the
+sample-weighted mean of the workers'; one update's change in async mode), and every model
+download carries the hub's statistics whole, so each round starts from them. The step
+counters (``num_batches_tracked``) advance by the version's steps.
 """
 
 from __future__ import annotations
@@ -56,6 +64,7 @@ import torch
 from ..codec import Codec, get_codec
 from ..codec.delta import FULL, apply_delta, make_delta, weights_check
 from ..models import flatten, parameter_count, split, trainable
+from ..protocol.graphs import stats_frame as encode_stats
 from .config import OPTIMIZERS, HubConfig
 from .lr_schedule import STEADY, LrSchedule
 from .presets import Mode
@@ -138,6 +147,9 @@ class ParameterServer:
         self.published = Publisher(self.flat(), version, get_codec("zstd"))
         self.mode, self.outer, self.outer_lr = mode, outer, outer_lr
         self.set_mode(mode, outer, outer_lr)
+        self.stats: list[torch.Tensor] = []  # running statistics (see track)
+        self.counters: list[torch.Tensor] = []
+        self._stats_frame: tuple[int, bytes] = (-1, b"")  # (version, frame)
 
     @classmethod
     def for_session(cls, model: torch.nn.Module, config: HubConfig) -> ParameterServer:
@@ -148,6 +160,26 @@ class ParameterServer:
                    weight_decay=config.weight_decay, optimizer=config.optimizer,
                    schedule=LrSchedule(config.schedule, config.warmup, config.rounds),
                    clip_grad=config.clip_grad)
+
+    def track(self, stats: list[torch.Tensor], counters: list[torch.Tensor]) -> None:
+        """Keep these buffers of the model as running statistics (float32, combined from
+        the workers' changes and sent with each model) and step counters."""
+        self.stats, self.counters = list(stats), list(counters)
+        self._stats_frame = (-1, b"")
+
+    @property
+    def stats_numel(self) -> int:
+        """Values in a statistics frame (0: the model has none that travel)."""
+        return sum(t.numel() for t in self.stats)
+
+    def stats_frame(self) -> bytes:
+        """The current running statistics as raw float32, encoded once per version (empty
+        when none travel)."""
+        if not self.stats:
+            return b""
+        if self._stats_frame[0] != self.version:
+            self._stats_frame = (self.version, encode_stats(flatten(self.stats)))
+        return self._stats_frame[1]
 
     @property
     def local_steps(self) -> int:
@@ -208,10 +240,12 @@ class ParameterServer:
         return self.base_lr * scale * self.schedule.factor(self.version)
 
     def step(self, update: torch.Tensor, samples: int, steps: int = 1,
-             topk: float | None = None, scale: float = 1.0) -> None:
+             topk: float | None = None, scale: float = 1.0,
+             stats: torch.Tensor | None = None) -> None:
         """Apply one averaged update of ``steps`` steps over ``samples`` samples a step;
         the version advances by ``steps``; publish it (``topk``: the round's fraction;
-        ``scale``: a factor on the learning rate, for stale async updates)."""
+        ``scale``: a factor on the learning rate, for stale async updates; ``stats``: the
+        round's change of the running statistics)."""
         for p, part in zip(self.params, split(update, self.params), strict=True):
             p.grad = part  # the update is ours: no copy
         if self.clip_grad and not self.local_steps:  # scales the update in place
@@ -222,10 +256,19 @@ class ParameterServer:
             group["lr"] = lr
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        self._step_stats(stats, steps)
         self.version += steps
         if topk is not None:
             self._download(topk)
         self.published.publish(self.flat(), self.version)
+
+    def _step_stats(self, change: torch.Tensor | None, steps: int) -> None:
+        with torch.no_grad():
+            if change is not None and self.stats:
+                for buffer, part in zip(self.stats, split(change, self.stats), strict=True):
+                    buffer.add_(part)
+            for counter in self.counters:
+                counter.add_(steps)
 
     def flat(self) -> torch.Tensor:
         """A copy of the weights as one flat float32 vector."""
@@ -260,3 +303,4 @@ class ParameterServer:
             self.adamw.load_state_dict({"state": own, "param_groups": groups})
         self.version = int(state["version"])  # type: ignore[call-overload]
         self.published = Publisher(self.flat(), self.version, self.published.codec)
+        self._stats_frame = (-1, b"")

@@ -31,6 +31,7 @@ class RejectCode(str, Enum):
     NOT_TRAINING = "NOT_TRAINING"  # the hub is not accepting gradients right now
     HUB_STOPPED = "HUB_STOPPED"  # the hub is stopping (its user stopped it): leave now
     BANNED = "BANNED"  # this key was kicked from the session: it cannot pair again
+    TORCH_MISMATCH = "TORCH_MISMATCH"  # a graph needs the hub's torch release on the worker
 
 
 MEANINGS: dict[RejectCode, str] = {
@@ -57,6 +58,8 @@ MEANINGS: dict[RejectCode, str] = {
     RejectCode.NOT_TRAINING: "the hub is not training right now",
     RejectCode.HUB_STOPPED: "the hub stopped the session",
     RejectCode.BANNED: "this machine was removed from the session by its host",
+    RejectCode.TORCH_MISMATCH: "the hub ships its model as a graph, which needs the same "
+                               "torch release on this machine",
 }
 
 assert set(MEANINGS) == set(RejectCode), "every reject code needs a meaning"

@@ -24,12 +24,17 @@ Real = Int | float
 # JSON can spell lone surrogates (\ud800), which no later .encode() accepts: not text.
 Str = Annotated[str, msgspec.Meta(max_length=MAX_STR_CHARS,
                                   pattern="\\A[^\\ud800-\\udfff]*\\Z")]
+Offset = Annotated[int, msgspec.Meta(ge=0, le=MAX_INT)]  # a position or size in bytes
 Dims = Annotated[list[Annotated[int, msgspec.Meta(ge=0, le=2**31)]],
                  msgspec.Meta(max_length=MAX_LIST_ITEMS)]
 # The training recipe's choices travel as these words only (the session's options offer
 # exactly these: hub/config.py reads them from here).
 Optimizer = Literal["sgd", "adamw"]  # the hub's optimizer, and the inner one of local steps
 Precision = Literal["auto", "fp32", "bf16", "fp16"]  # each worker resolves it for its device
+# How a worker gets the session's model: "builtin", it builds a registry model by name;
+# "graph", it fetches the hub's checked graph (GRAPH_GET) after the Welcome.
+ComputeKind = Literal["builtin", "graph"]
+GraphPart = Literal["manifest", "program", "state"]  # what a GRAPH_GET asks for, in order
 
 
 class MsgType(str, Enum):
@@ -41,6 +46,9 @@ class MsgType(str, Enum):
     PAIRED = "paired"  # hub -> worker: hub key + key confirmation
     JOIN = "join"  # worker -> hub (encrypted socket): take a shard
     WELCOME = "welcome"  # hub -> worker: membership, shard and session configuration
+    GRAPH_GET = "graph_get"  # worker -> hub: a byte range of one part of the model's graph
+    GRAPH_DATA = "graph_data"  # hub -> worker: those bytes
+    GRAPH_REFUSED = "graph_refused"  # worker -> hub: this machine refuses the graph (why)
     SHARD = "shard"  # worker -> hub: ask for a chunk of the data shard
     SHARD_DATA = "shard_data"  # hub -> worker: images and labels of that chunk
     PULL = "pull"  # worker -> hub: long-poll for a model newer than `after`
@@ -106,6 +114,7 @@ class Join(Message, frozen=True):
     FRAMES: ClassVar[int] = 0
     name: Str
     device: Str
+    torch: Str  # the worker's torch release ("2.14.1"): a graph needs the hub's
 
 
 class Welcome(Message, frozen=True):
@@ -132,6 +141,37 @@ class Welcome(Message, frozen=True):
     label_smoothing: Real  # of the training loss, in [0, 1)
     clip_grad: Real  # local steps: each step's gradient norm is clipped to it; 0: off
     precision: Precision
+    compute: ComputeKind  # builtin: build `model` by name; graph: fetch it (GRAPH_GET)
+    torch: Str  # the hub's torch release; a graph is refused under another release
+
+
+class GraphGet(Message, frozen=True):
+    """The bytes of ``part`` from ``offset`` on, as many as one GRAPH_DATA carries (no
+    frames)."""
+
+    TYPE: ClassVar[MsgType] = MsgType.GRAPH_GET
+    token: Str
+    part: GraphPart
+    offset: Offset
+
+
+class GraphData(Message, frozen=True):
+    """A range of a part: its frame is bytes [offset, offset + len) of ``total``."""
+
+    TYPE: ClassVar[MsgType] = MsgType.GRAPH_DATA
+    part: GraphPart
+    offset: Offset
+    total: Offset
+    FRAMES: ClassVar[int] = 1
+
+
+class GraphRefusal(Message, frozen=True):
+    """The worker refuses the hub's graph and leaves (as BYE does), saying why in
+    ``reason``: one line, GraphRefused.reason (no frames)."""
+
+    TYPE: ClassVar[MsgType] = MsgType.GRAPH_REFUSED
+    token: Str
+    reason: Str
 
 
 class Shard(Message, frozen=True):
@@ -161,7 +201,8 @@ class Pull(Message, frozen=True):
 
 class Model(Message, frozen=True):
     TYPE: ClassVar[MsgType] = MsgType.MODEL
-    FRAMES: ClassVar[int] = 1  # the weights, encoded with `codec`
+    FRAMES: ClassVar[int] = 2  # the weights, encoded with `codec`; the running statistics
+    # (a graph's: raw float32 in the manifest's `stats` order; empty for a built-in)
     version: Int
     codec: Str
     numel: Int
@@ -185,7 +226,8 @@ class Waiting(Message, frozen=True):
 
 class Push(Message, frozen=True):
     TYPE: ClassVar[MsgType] = MsgType.PUSH
-    FRAMES: ClassVar[int] = 1  # the gradient (steps 0) or the weight change, encoded
+    FRAMES: ClassVar[int] = 2  # the gradient (steps 0) or the weight change, encoded; the
+    # change of the running statistics over the work (raw float32; empty for a built-in)
     token: Str
     version: Int
     codec: Str
@@ -240,14 +282,14 @@ class Reject(Message, frozen=True):
 MESSAGE_CLASSES: dict[MsgType, type[Message]] = {
     cls.TYPE: cls
     for cls in (
-        PairStart, PairReply, PairFinish, Paired, Join, Welcome, Shard, ShardData, Pull, Model,
-        Waiting,
+        PairStart, PairReply, PairFinish, Paired, Join, Welcome, GraphGet, GraphData,
+        GraphRefusal, Shard, ShardData, Pull, Model, Waiting,
         Push, Ack, Ping, Pong, Bye, Done, Reject,
     )
 }
 
 assert set(MESSAGE_CLASSES) == set(MsgType), "every message type needs a class"
 
-TO_HUB = frozenset({MsgType.JOIN, MsgType.SHARD, MsgType.PULL, MsgType.PUSH, MsgType.PING,
-                    MsgType.BYE})
+TO_HUB = frozenset({MsgType.JOIN, MsgType.GRAPH_GET, MsgType.GRAPH_REFUSED, MsgType.SHARD,
+                    MsgType.PULL, MsgType.PUSH, MsgType.PING, MsgType.BYE})
 TO_PAIRING = frozenset({MsgType.PAIR_START, MsgType.PAIR_FINISH})

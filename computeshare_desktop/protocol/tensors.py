@@ -11,17 +11,28 @@ import torch
 from ..errors import RemoteProtocolError
 from .codes import RejectCode
 
-DTYPES: dict[str, torch.dtype] = {"uint8": torch.uint8, "int64": torch.int64,
-                                  "float32": torch.float32}
-_NP: dict[str, np.dtype] = {"uint8": np.dtype("<u1"), "int64": np.dtype("<i8"),
-                            "float32": np.dtype("<f4")}
+DTYPES: dict[str, torch.dtype] = {
+    "uint8": torch.uint8, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32,
+    "int64": torch.int64, "float16": torch.float16, "bfloat16": torch.bfloat16,
+    "float32": torch.float32, "float64": torch.float64, "bool": torch.bool}
+# How the bytes are read: bfloat16 (numpy has none) as its 16 bits, bool as bytes (any
+# nonzero byte is True, so no byte pattern makes an invalid bool).
+_NP: dict[str, np.dtype] = {
+    "uint8": np.dtype("<u1"), "int8": np.dtype("<i1"), "int16": np.dtype("<i2"),
+    "int32": np.dtype("<i4"), "int64": np.dtype("<i8"), "float16": np.dtype("<f2"),
+    "bfloat16": np.dtype("<i2"), "float32": np.dtype("<f4"), "float64": np.dtype("<f8"),
+    "bool": np.dtype("<u1")}
+_BITS = {torch.bfloat16: torch.int16, torch.bool: torch.uint8}  # sent as these bits
 MAX_DIMS = 8  # the most dimensions a frame may declare (numpy stops at 64)
 
 
 def tensor_to_frame(tensor: torch.Tensor) -> bytes:
     """Little-endian bytes of a CPU tensor whose dtype is in DTYPES."""
-    return tensor.detach().cpu().contiguous().numpy().astype(
-        _NP[_name(tensor.dtype)], copy=False).tobytes()
+    name = _name(tensor.dtype)
+    tensor = tensor.detach().cpu().contiguous()
+    if tensor.dtype in _BITS:
+        tensor = tensor.view(_BITS[tensor.dtype])
+    return tensor.numpy().astype(_NP[name], copy=False).tobytes()
 
 
 def _name(dtype: torch.dtype) -> str:
@@ -53,4 +64,7 @@ def frame_to_tensor(frame: bytes | memoryview, dtype: str, shape: Sequence[int],
     except ValueError:
         # An empty shape such as (0, 2**62, 2**62) needs no bytes, yet numpy cannot build it.
         raise RemoteProtocolError(RejectCode.BAD_SHAPE, f"bad shape {list(shape)}") from None
-    return torch.from_numpy(array.copy())
+    tensor = torch.from_numpy(array.copy())
+    if dtype == "bfloat16":
+        return tensor.view(torch.bfloat16)
+    return tensor != 0 if dtype == "bool" else tensor

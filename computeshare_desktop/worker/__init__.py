@@ -1,6 +1,7 @@
 """The worker: its protocol core (no I/O), the driver that runs it, device choice and compute."""
 
-from .compute import BuiltinFactory, Compute, ComputeFactory, GradientComputer
+from .compute import (BuiltinFactory, Compute, ComputeFactory, GradientComputer, GraphFactory,
+                      ModelFactory)
 from .core import WorkerCore
 from ..devices import DEVICE_CHOICES, DeviceChoice, pick_device
 from .driver import WorkerDriver
@@ -8,5 +9,5 @@ from .options import Channel, WorkerOptions, WorkerResult
 from .session import WorkerSession
 
 __all__ = ["BuiltinFactory", "Channel", "Compute", "ComputeFactory", "DEVICE_CHOICES",
-           "DeviceChoice", "GradientComputer", "WorkerCore", "WorkerDriver", "WorkerOptions",
-           "WorkerResult", "WorkerSession", "pick_device"]
+           "DeviceChoice", "GradientComputer", "GraphFactory", "ModelFactory", "WorkerCore",
+           "WorkerDriver", "WorkerOptions", "WorkerResult", "WorkerSession", "pick_device"]

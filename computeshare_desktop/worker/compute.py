@@ -3,7 +3,12 @@
 The worker core never computes: it asks its driver to, through the ``Compute`` protocol,
 and a ``ComputeFactory`` builds the compute for a session from its Welcome and shard. The
 built-in models are one factory (``BuiltinFactory``: the model from the registry, checked
-against the hub's fingerprint); others (a checked graph sent by the hub) plug in the same way.
+against the hub's fingerprint); a model the hub ships as a graph is another
+(``GraphFactory``: the graph checked and rebuilt by ``graph.load_training_graph``, never
+the hub's code), and ``ModelFactory`` picks between them as the Welcome says.
+
+A graph's running statistics (BatchNorm's) start each round as the hub's (``load_stats``)
+and their change over the work goes back with the update (``Update.stats``).
 
 The session's recipe (recipe.py) shapes the work: the training loss's label smoothing, the
 precision (autocast; fp16 behind a loss scaler), and for local steps the inner optimizer
@@ -23,11 +28,13 @@ from ..data import DatasetInfo, dataset_info
 from ..devices import precision_for
 from ..errors import RejectedError
 from ..evaluation import batch_loss
-from ..models import (adopt, build_model, fingerprint, flatten, gradients, parameter_count,
-                      split, trainable)
+from ..graph import GraphModel, GraphRefused, load_training_graph
+from ..graph.inference import FixedMode
+from ..models import adopt, build_model, fingerprint, flatten, gradients, split, trainable
 from ..protocol import RejectCode
 from ..protocol.messages import Welcome
 from ..sampling import stream_positions
+from .graphs import ReceivedGraph
 from .recipe import PLAIN, Recipe
 
 SCALED_TRIES = 8  # fp16: a gradient that overflowed is computed again at a lower loss scale
@@ -41,6 +48,7 @@ class Update:
     loss: float  # mean training loss over the batches
     samples: int  # all steps together
     seconds: float  # compute time, weight loading included
+    stats: torch.Tensor | None = None  # the change of the running statistics (graphs)
 
 
 class Compute(Protocol):
@@ -62,13 +70,19 @@ class Compute(Protocol):
                     lr: float, *, momentum: float = 0.0,
                     velocity: torch.Tensor | None = None) -> Update: ...
 
+    def load_stats(self, stats: torch.Tensor) -> None:
+        """Set the running statistics to the hub's before the work (called only for a
+        model whose statistics travel)."""
+        ...
+
 
 class ComputeFactory(Protocol):
     """Builds the compute of a session."""
 
-    def check(self, welcome: Welcome) -> None:
+    def check(self, welcome: Welcome, graph: ReceivedGraph | None = None) -> None:
         """Raise RejectedError(ARCH_MISMATCH) when this machine cannot compute the
-        session's model (called before the shard is downloaded)."""
+        session's model, GraphRefused when it refuses the hub's ``graph`` (called before
+        the shard is downloaded)."""
         ...
 
     def build(self, welcome: Welcome, images: torch.Tensor, labels: torch.Tensor) -> Compute:
@@ -83,7 +97,7 @@ class BuiltinFactory:
         self.device = device
         self._checked: tuple[Welcome, torch.nn.Module] | None = None  # built by check()
 
-    def check(self, welcome: Welcome) -> None:
+    def check(self, welcome: Welcome, graph: ReceivedGraph | None = None) -> None:
         model = build_model(welcome.model, dataset_info(welcome.dataset))
         if fingerprint(model) != welcome.fingerprint:
             raise RejectedError(RejectCode.ARCH_MISMATCH,
@@ -102,15 +116,81 @@ class BuiltinFactory:
                                 recipe=Recipe.of(welcome))
 
 
+class GraphFactory:
+    """A model the hub ships as a graph: checked and rebuilt here (``load_training_graph``:
+    an allow-list of ops, a strict schema, no pickle, no code), on one device."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self._checked: tuple[Welcome, GraphModel, list[torch.Tensor]] | None = None
+
+    def check(self, welcome: Welcome, graph: ReceivedGraph | None = None) -> None:
+        if graph is None:
+            raise GraphRefused("the hub sent no graph for its model")
+        m = graph.manifest
+        model = load_training_graph(graph.program, m.trainable, graph.state,
+                                    hub_torch=welcome.torch, aliases=m.aliases,
+                                    device=self.device)
+        if model.fingerprint != welcome.fingerprint or model.op_count != m.op_count:
+            raise GraphRefused("the graph rebuilt here is not the one the hub announced "
+                               "(its fingerprint or op count differs)")
+        buffers = dict(model.module.named_buffers())
+        stats = []
+        for name in m.stats:
+            buffer = buffers.get(name)
+            if buffer is None or buffer.dtype != torch.float32:
+                raise GraphRefused(f"the running statistic {name!r} is no float32 buffer "
+                                   f"of the graph")
+            stats.append(buffer)
+        self._checked = (welcome, model, stats)
+
+    def build(self, welcome: Welcome, images: torch.Tensor,
+              labels: torch.Tensor) -> GradientComputer:
+        if self._checked is None or self._checked[0] is not welcome:
+            raise GraphRefused("the graph was not checked for this session")
+        _, model, stats = self._checked
+        self._checked = None
+        # The program's train mode is fixed: FixedMode's train() only sets the flag.
+        return GradientComputer(FixedMode(model.module), dataset_info(welcome.dataset),
+                                self.device, images, labels, shard=welcome.shard,
+                                seed=welcome.seed, recipe=Recipe.of(welcome),
+                                params=model.parameters, stats=stats)
+
+
+class ModelFactory:
+    """What a worker computes with by default: the registry's built-ins by name, the
+    hub's graphs checked, as the Welcome's ``compute`` says."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.builtin = BuiltinFactory(device)
+        self.graph = GraphFactory(device)
+
+    def _for(self, welcome: Welcome) -> BuiltinFactory | GraphFactory:
+        return self.graph if welcome.compute == "graph" else self.builtin
+
+    def check(self, welcome: Welcome, graph: ReceivedGraph | None = None) -> None:
+        self._for(welcome).check(welcome, graph)
+
+    def build(self, welcome: Welcome, images: torch.Tensor,
+              labels: torch.Tensor) -> GradientComputer:
+        return self._for(welcome).build(welcome, images, labels)
+
+
 class GradientComputer:
     """Holds the model and the shard on the worker's device."""
 
     def __init__(self, model: torch.nn.Module, info: DatasetInfo, device: torch.device,
                  images: torch.Tensor, labels: torch.Tensor, *, shard: int,
-                 seed: int, recipe: Recipe = PLAIN) -> None:
+                 seed: int, recipe: Recipe = PLAIN,
+                 params: list[torch.nn.Parameter] | None = None,
+                 stats: list[torch.Tensor] | None = None) -> None:
+        """``params``: the trainable parameters in the flat vector's order (default: the
+        model's that require a gradient); ``stats``: buffers that travel as running
+        statistics (default: none)."""
         self.model = model.to(device).train()
-        self.params = trainable(self.model)
-        self.numel = parameter_count(self.model)
+        self.params = trainable(self.model) if params is None else list(params)
+        self.numel = sum(p.numel() for p in self.params)
+        self.stats = list(stats or [])
         self.info = info
         self.device = device
         self.images = images.to(device)
@@ -124,6 +204,24 @@ class GradientComputer:
         # plain SGD steps have none of their own, so a holder that never steps stands in.
         self._holder = torch.optim.SGD(self.params, lr=0.0)
         self.adamw: torch.optim.AdamW | None = None  # the inner AdamW, kept across rounds
+        self._stats_start: torch.Tensor | None = None  # the statistics the work began from
+
+    def load_stats(self, stats: torch.Tensor) -> None:
+        """The hub's running statistics, into the model's buffers."""
+        with torch.no_grad():
+            for buffer, part in zip(self.stats, split(stats.to(self.device), self.stats),
+                                    strict=True):
+                buffer.copy_(part)
+        self._stats_start = stats
+
+    def _stats_change(self) -> torch.Tensor | None:
+        """How the work moved the running statistics (None: none travel)."""
+        if not self.stats:
+            return None
+        now = flatten(self.stats).to("cpu", torch.float32)
+        start = self._stats_start if self._stats_start is not None else now
+        self._stats_start = None
+        return now - start
 
     def _batch_loss(self, start: int, batch: int) -> torch.Tensor:
         """Forward and backward on one batch of the stream (the loss scaled for fp16)."""
@@ -175,7 +273,8 @@ class GradientComputer:
             if finite:
                 break  # (still not finite after the tries: the hub refuses it, NOT_FINITE)
         flat = gradients(self.params).to("cpu", torch.float32)
-        return Update(flat, float(loss), batch, time.perf_counter() - began)
+        return Update(flat, float(loss), batch, time.perf_counter() - began,
+                      self._stats_change())
 
     def local_steps(self, weights: torch.Tensor, start: int, batch: int, steps: int,
                     lr: float, *, momentum: float = 0.0,
@@ -204,7 +303,7 @@ class GradientComputer:
             change = start_weights - flatten(self.params)
         loss = float(torch.stack(losses).mean()) if losses else 0.0
         return Update(change.to("cpu", torch.float32), loss, batch * steps,
-                      time.perf_counter() - began)
+                      time.perf_counter() - began, self._stats_change())
 
     def _inner_adamw(self, lr: float) -> torch.optim.AdamW | None:
         """The inner AdamW at ``lr`` (made at the first local steps), or None for SGD."""

@@ -4,7 +4,9 @@ clock, no threads, no compute.
 It mirrors ``hub/core.py``: a driver (``driver.py`` for a real worker, the soak's
 ``SimWorker``) calls ``start`` and then one input per action it carried out, and gets the
 next effects back (see effects.py). The core owns the whole protocol: pairing with the PIN
-and the waits the hub may ask for, joining (a full session, a forgotten key), the shard, the
+and the waits the hub may ask for, joining (a full session, a forgotten key), the model's
+graph when the hub ships one (graphs.py: fetched after the Welcome, checked by the
+compute's factory, refused with a GRAPH_REFUSED that tells the hub why), the shard, the
 pull / compute / push rounds (rounds.py), every refusal the hub may send, rejoining, and the
 goodbye. Retries, heartbeats and giving up on a silent hub are the driver's (liveness.py):
 the core never sees a timeout.
@@ -20,15 +22,18 @@ import torch
 
 from ..errors import (ComputeShareError, HubStoppedError, HubUnreachableError,
                       LocalProtocolError, RejectedError)
-from ..events import (HubStopped, Joined, PairedWith, PairingWait, Rejoining, Resync,
-                      SessionFull, WorkerDone)
+from ..events import (HubStopped, Joined, ModelReceived, PairedWith, PairingWait, Rejoining,
+                      Resync, SessionFull, WorkerDone)
+from ..graph import GraphRefused, release, torch_release
 from ..protocol import MEANINGS, RejectCode, decode, encode
-from ..protocol.messages import (Ack, Bye, Done, Join, Model, Paired, PairReply, Ping, Reject,
-                                 ShardData, Waiting, Welcome)
+from ..protocol.messages import (MAX_STR_CHARS, Ack, Bye, Done, GraphData, GraphRefusal, Join,
+                                 Model, Paired, PairReply, Ping, Reject, ShardData, Waiting,
+                                 Welcome)
 from ..protocol.wire import Frame
 from .compute import Update
 from .download import MAX_SHARD_REPLY, ShardDownload
 from .effects import Effect, Emit, Finish, Goodbye, Load, Prepare, Send, WaitUntil, Work
+from .graphs import GRAPH_CHUNK, GraphDownload, ReceivedGraph
 from .link import LinkMeter
 from .options import WorkerOptions, WorkerResult
 from .pairing import PairingRun, pause_for
@@ -54,6 +59,7 @@ class Phase(str, Enum):
     PAIR_WAIT = "pair_wait"  # the end of a lock-out or busy spell (then a fresh run)
     JOIN = "join"  # the hub's WELCOME
     FULL_WAIT = "full_wait"  # time to ask a full session again
+    GRAPH = "graph"  # a range of the model's graph
     PREPARE = "prepare"  # the compute's check of the session's model
     SHARD = "shard"  # a chunk of the shard
     LOAD = "load"  # the compute, built with the shard
@@ -68,9 +74,10 @@ class Phase(str, Enum):
 # The reply each request phase takes (DONE, REJECT aside).
 EXPECTED: dict[Phase, type | tuple[type, ...]] = {
     Phase.PAIR_START: PairReply, Phase.PAIR_FINISH: Paired, Phase.JOIN: Welcome,
-    Phase.SHARD: ShardData, Phase.PULL: (Model, Waiting), Phase.PUSH: Ack}
+    Phase.GRAPH: GraphData, Phase.SHARD: ShardData, Phase.PULL: (Model, Waiting),
+    Phase.PUSH: Ack}
 PAIRING = (Phase.PAIR_START, Phase.PAIR_FINISH)
-ENDS_ON_DONE = (Phase.SHARD, Phase.PULL, Phase.PUSH)  # DONE there: the session is over
+ENDS_ON_DONE = (Phase.GRAPH, Phase.SHARD, Phase.PULL, Phase.PUSH)  # DONE: the session is over
 
 
 class WorkerCore:
@@ -105,6 +112,8 @@ class WorkerCore:
         self._pairing: PairingRun | None = None
         self._full_since: float | None = None
         self._download: ShardDownload | None = None
+        self._graph: GraphDownload | None = None  # while the graph arrives
+        self._received: ReceivedGraph | None = None  # from its arrival to the shard's loading
         self._rounds: Rounds | None = None  # from the shard's loading to the next join
         self._error: BaseException | None = None
 
@@ -157,11 +166,19 @@ class WorkerCore:
     def loaded(self, numel: int, device: torch.device, now: float) -> list[Effect]:
         """The compute holds the shard; its weights have ``numel`` values on ``device``."""
         self._expect(Phase.LOAD)
-        assert self.welcome is not None
-        self._download = None
-        self.link.sharing = self.welcome.num_shards
-        self._rounds = Rounds(numel, device, self.updates, self._filter)
-        return self._pull(now)
+        w, graph = self.welcome, self._received
+        assert w is not None
+        self._download = self._received = None
+        self.link.sharing = w.num_shards
+        stats = graph.manifest.stats_numel() if graph is not None else 0
+        self._rounds = Rounds(numel, device, self.updates, self._filter, stats_numel=stats)
+        received = ModelReceived(
+            name=w.model, parameters=numel, ops=graph.manifest.op_count if graph else 0,
+            how="graph checked" if graph is not None else "built-in")
+        log.info("model %s: %s parameters to train, %s", received.name,
+                 f"{received.parameters:,}", received.how + (
+                     f" ({received.ops} ops)" if received.ops else ""))
+        return [Emit(received), *self._pull(now)]
 
     def computed(self, update: Update, now: float) -> list[Effect]:
         """The round's update (from the last ``Work``)."""
@@ -223,13 +240,15 @@ class WorkerCore:
             case Paired():
                 return self._paired(msg, now)
             case Welcome():
-                return self._joined(msg)
+                return self._joined(msg, now)
+            case GraphData():
+                return self._graph_range(msg, body, now)
             case ShardData():
                 return self._chunk(msg, body, now)
             case Waiting():
                 return self._pull(now)
             case Model():
-                return self._model_arrived(msg, body[0], now)
+                return self._model_arrived(msg, body, now)
             case Ack():
                 assert self._rounds is not None
                 self.link.observe(len(self._rounds.payload), now - self._sent_at)
@@ -311,7 +330,8 @@ class WorkerCore:
         if self.hub_key is None:
             return self._pair(now)
         self.phase = Phase.JOIN
-        return [self._send(Join(name=self.opts.name, device=self.device), now)]
+        return [self._send(Join(name=self.opts.name, device=self.device,
+                                torch=torch_release()), now)]
 
     def _session_full(self, error: RejectedError, now: float) -> list[Effect]:
         """A full session may free a shard (a worker died): ask again, within give_up_s."""
@@ -323,18 +343,47 @@ class WorkerCore:
         self.phase = Phase.FULL_WAIT
         return [Emit(SessionFull()), WaitUntil(now + FULL_RETRY_S)]
 
-    def _joined(self, w: Welcome) -> list[Effect]:
+    def _joined(self, w: Welcome, now: float) -> list[Effect]:
         if w.shard_size < 1 or w.num_shards < 1:
             raise RejectedError(RejectCode.MALFORMED, "the hub sent an empty shard")
         Recipe.of(w)  # an impossible recipe is refused before the shard is downloaded
         self.welcome = w
         log.info("joined session %s as worker %d on shard %d of %d", w.session_id,
                  w.worker_id, w.shard, w.num_shards)
+        joined = Emit(Joined(worker_id=w.worker_id, shard=w.shard, num_shards=w.num_shards,
+                             dataset=w.dataset, model=w.model, rounds=w.rounds,
+                             device=self.device, batch_size=w.batch_size, state=w.state))
+        if w.compute == "graph":
+            ours, theirs = torch_release(), release(w.torch)
+            if theirs != ours:  # the hub checks it too; the format is not stable
+                raise GraphRefused(f"the hub runs torch {theirs} and this worker torch {ours}: "
+                                   f"a graph needs the same release; install torch {theirs}")
+            self._graph = GraphDownload(w)
+            return [joined, *self._next_graph_range(now)]
+        return [joined, self._prepare(None)]
+
+    def _prepare(self, graph: ReceivedGraph | None) -> Prepare:
+        assert self.welcome is not None
+        self._received = graph
         self.phase = Phase.PREPARE
-        return [Emit(Joined(worker_id=w.worker_id, shard=w.shard, num_shards=w.num_shards,
-                            dataset=w.dataset, model=w.model, rounds=w.rounds,
-                            device=self.device, batch_size=w.batch_size, state=w.state)),
-                Prepare(w)]
+        return Prepare(self.welcome, graph)
+
+    # ----------------------------------------------------------------- the graph
+    def _next_graph_range(self, now: float) -> list[Effect]:
+        download = self._graph
+        assert download is not None
+        ask = download.request()
+        if ask is None:
+            self._graph = None
+            return [self._prepare(download.result())]
+        self.phase = Phase.GRAPH
+        return [self._send(ask, now, reply_bytes=GRAPH_CHUNK)]
+
+    def _graph_range(self, msg: GraphData, body: list[Frame], now: float) -> list[Effect]:
+        assert self._graph is not None
+        self.link.observe(sum(len(f) for f in body), now - self._sent_at)
+        self._graph.take(msg, body)
+        return self._next_graph_range(now)
 
     def _rejoin(self, now: float) -> list[Effect]:
         log.warning("the hub no longer knows this worker: joining again")
@@ -368,10 +417,10 @@ class WorkerCore:
         return [self._send(pull, now, reply_bytes=4 * rounds.numel,  # at most the whole model
                            wait_s=self.opts.pull_wait_ms / 1000)]
 
-    def _model_arrived(self, msg: Model, payload: Frame, now: float) -> list[Effect]:
+    def _model_arrived(self, msg: Model, body: list[Frame], now: float) -> list[Effect]:
         assert self._rounds is not None
         try:
-            task = self._rounds.task(msg, payload)
+            task = self._rounds.task(msg, body[0], body[1])
         except Drift as exc:
             log.warning("model copy out of step with the hub (%s): downloading it whole", exc)
             return [Emit(Resync(version=msg.version)), *self._pull(now)]
@@ -383,7 +432,7 @@ class WorkerCore:
         assert w is not None and rounds is not None
         push = rounds.push(w.token, self.link.rate)
         self.phase = Phase.PUSH
-        return [self._send(push, now, body=(rounds.payload,))]
+        return [self._send(push, now, body=(rounds.payload, rounds.stats_payload))]
 
     def _pushed(self, accepted: bool, now: float) -> list[Effect]:
         assert self._rounds is not None and self._rounds.model is not None
@@ -393,12 +442,18 @@ class WorkerCore:
 
     # ----------------------------------------------------------------- the end
     def _end(self, now: float, error: BaseException | None = None) -> list[Effect]:
-        """Say goodbye when joined (the hub frees the shard at once), then finish."""
+        """Say goodbye when joined (the hub frees the shard at once), then finish. A
+        refused graph's goodbye says why (GRAPH_REFUSED), for the hub to log and show."""
         self._error = error
+        self._graph = self._received = None
         if self.welcome is not None and self.hub_key is not None and self.hub_stopped is None:
             self.phase = Phase.BYE
-            return [Goodbye(Send.of(Bye(token=self.welcome.token), BYE_TIMEOUT_S,
-                                    self.hub_key))]
+            token = self.welcome.token
+            farewell = (GraphRefusal(token=token, reason=error.reason[:MAX_STR_CHARS])
+                        if isinstance(error, GraphRefused) else Bye(token=token))
+            if isinstance(error, GraphRefused):
+                log.warning("refusing the hub's model: %s", error.reason)
+            return [Goodbye(Send.of(farewell, BYE_TIMEOUT_S, self.hub_key))]
         return self._finish(now)
 
     def _finish(self, now: float) -> list[Effect]:

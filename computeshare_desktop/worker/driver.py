@@ -162,7 +162,7 @@ class WorkerDriver:
         try:
             match action:
                 case Prepare():
-                    self.factory.check(action.welcome)
+                    self.factory.check(action.welcome, action.graph)
                     step = self.core.prepared
                 case Load():
                     self.compute = self.factory.build(action.welcome, action.images,

@@ -19,6 +19,7 @@ from ..protocol import encode
 from ..protocol.messages import Welcome
 from ..protocol.wire import Frame
 from .compute import Compute, Update
+from .graphs import ReceivedGraph
 from .options import WorkerResult
 
 
@@ -51,10 +52,11 @@ class Send:
 @dataclass(frozen=True, slots=True)
 class Prepare:
     """Check that this machine can compute the session's model (the factory raises
-    RejectedError(ARCH_MISMATCH) if not), before the shard is downloaded; report with
-    ``prepared``."""
+    RejectedError(ARCH_MISMATCH) if not, or GraphRefused for a ``graph`` it refuses),
+    before the shard is downloaded; report with ``prepared``."""
 
     welcome: Welcome
+    graph: ReceivedGraph | None = None  # the hub's graph (None: a built-in, by name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,9 +80,12 @@ class Task:
     lr: float
     momentum: float
     velocity: torch.Tensor | None  # updated in place by local steps with momentum
+    stats: torch.Tensor | None = None  # the hub's running statistics (graphs that have any)
 
     def run(self, compute: Compute) -> Update:
-        """Do the work on ``compute``."""
+        """Do the work on ``compute`` (from the hub's running statistics, if any)."""
+        if self.stats is not None:
+            compute.load_stats(self.stats)
         if self.steps == 0:
             return compute.gradient(self.weights, self.start, self.batch)
         return compute.local_steps(self.weights, self.start, self.batch, self.steps, self.lr,

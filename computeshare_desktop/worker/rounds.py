@@ -17,6 +17,7 @@ from ..codec import Codec
 from ..errors import RejectedError
 from ..events import Pushed
 from ..protocol import RejectCode
+from ..protocol.graphs import stats_frame, stats_from_frame
 from ..protocol.messages import Model, Pull, Push
 from ..protocol.wire import Frame
 from .compute import Update
@@ -32,8 +33,11 @@ class Rounds:
     the encoder's state outlives it."""
 
     def __init__(self, numel: int, device: torch.device, updates: UpdateEncoder,
-                 payload_filter: PayloadFilter | None = None) -> None:
+                 payload_filter: PayloadFilter | None = None, *, stats_numel: int = 0) -> None:
+        """``stats_numel``: values of the running statistics that travel with each model
+        and push (a graph's; 0 for a built-in)."""
         self.numel = numel
+        self.stats_numel = stats_numel
         self.device = device
         self.replica = Replica(numel)
         self.updates = updates
@@ -43,15 +47,17 @@ class Rounds:
         self._pending: Pending | None = None
         self.rest = 0.0  # seconds of rest after the work (max_rate)
         self.payload = b""  # what the push carries
+        self.stats_payload = b""  # and the change of the running statistics (raw)
 
     def pull(self, token: str, wait_ms: int, fingerprint: str) -> Pull:
         """The long-poll for the version after ours."""
         return Pull(token=token, after=self.replica.version, wait_ms=wait_ms,
                     fingerprint=fingerprint)
 
-    def task(self, msg: Model, payload: Frame) -> Task:
-        """Take ``msg``'s version and its work; Drift when the copy is not the hub's,
-        RejectedError when the work is impossible."""
+    def task(self, msg: Model, payload: Frame, stats: Frame = b"") -> Task:
+        """Take ``msg``'s version, its running statistics and its work; Drift when the copy
+        is not the hub's, RejectedError when the work is impossible."""
+        hub_stats = stats_from_frame(stats, self.stats_numel)
         self.replica.apply(msg, payload)
         if msg.batch < 1 or msg.steps < 0 or not (msg.lr >= 0 and 0 <= msg.momentum < 1):
             raise RejectedError(RejectCode.MALFORMED, "the hub planned impossible work")
@@ -59,7 +65,8 @@ class Rounds:
         self.model = msg
         self._velocity = self.updates.velocity_for(msg, self.numel, self.device)
         return Task(weights=self.replica.weights, start=msg.start, batch=msg.batch,
-                    steps=msg.steps, lr=msg.lr, momentum=msg.momentum, velocity=self._velocity)
+                    steps=msg.steps, lr=msg.lr, momentum=msg.momentum, velocity=self._velocity,
+                    stats=hub_stats)
 
     def finish(self, update: Update, max_rate: float) -> float:
         """Encode the work's update; the seconds to rest before pushing it: with
@@ -67,6 +74,7 @@ class Rounds:
         time, so the hub sizes this worker's share to its pace."""
         assert self.model is not None
         self._pending = self.updates.encode(self.model, update, self._velocity)
+        self.stats_payload = stats_frame(update.stats)
         self.rest = 0.0
         if max_rate > 0:
             self.rest = max(0.0, update.samples / max_rate - update.seconds)

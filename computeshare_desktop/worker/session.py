@@ -3,9 +3,9 @@
 A thin facade over the two halves of a worker: ``WorkerCore`` (core.py), the protocol, pure,
 and ``WorkerDriver`` (driver.py), which carries out its effects over a ``Connector``'s
 channels with the retry, heartbeat and give-up policies, and runs the compute that a
-``ComputeFactory`` builds (the registry's models by default). Sockets stay outside: the
-connector makes the channels, so a session runs the same over ZeroMQ, in tests, or over
-any future transport.
+``ComputeFactory`` builds (by default the registry's models, or the hub's checked graph).
+Sockets stay outside: the connector makes the channels, so a session runs the same over
+ZeroMQ, in tests, or over any future transport.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import threading
 from typing import Any
 
 from ..events import Event
-from .compute import BuiltinFactory, Compute, ComputeFactory
+from .compute import Compute, ComputeFactory, ModelFactory
 from .core import WorkerCore
 from ..devices import DeviceChoice
 from .driver import EventSink, WorkerDriver
@@ -29,7 +29,8 @@ class WorkerSession:
                  hub_key: str | None = None, factory: ComputeFactory | None = None) -> None:
         """``expected_key``: the hub key fingerprint a discovery advert announced, if any;
         ``hub_key``: the hub's public key from an earlier pairing (then no PIN is needed);
-        ``factory``: builds the compute (default: the registry's models on ``device``)."""
+        ``factory``: builds the compute (default: the registry's models, or the
+        hub's checked graph, on ``device``)."""
         self.opts = options
         self.device = device
         self.sinks: list[EventSink] = [on_event] if on_event else []
@@ -38,7 +39,7 @@ class WorkerSession:
                                worker_key=connector.public_key, expected_key=expected_key,
                                hub_key=hub_key, payload_filter=self.encode_gradient)
         self.driver = WorkerDriver(self.core, connector,
-                                   factory or BuiltinFactory(device.device), options,
+                                   factory or ModelFactory(device.device), options,
                                    self._emit, stop=self.stop)
 
     def run(self) -> WorkerResult:

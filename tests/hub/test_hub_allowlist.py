@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from helpers_hub import (T0, admit, decode_replies, fake_key, grads, make_hub, only, reject_code,
-                         send, start_training)
+from helpers_hub import (T0, TORCH, admit, decode_replies, fake_key, grads, make_hub, only,
+                         reject_code, send, start_training)
 
 from computeshare_desktop.codec import get_codec
 from computeshare_desktop.events import RoundClosed, WorkerLeft
@@ -24,9 +24,9 @@ def test_nothing_gets_past_a_key_that_never_paired() -> None:
     w1, w2 = start_training(hub)
     grad = get_codec("raw").encode(grads(hub, 1)[0])
     hub.drain_events()
-    push = encode(Push(w1.token, 0, "raw", hub.server.numel, 1.0, 8, 0, 1.0, 0.0), [grad])
+    push = encode(Push(w1.token, 0, "raw", hub.server.numel, 1.0, 8, 0, 1.0, 0.0), [grad, b""])
     requests: list[list[Any]] = [
-        encode(Join("x", "cpu")), encode(Pull(w1.token, -1, 10, hub.fingerprint)), push,
+        encode(Join("x", "cpu", TORCH)), encode(Pull(w1.token, -1, 10, hub.fingerprint)), push,
         encode(Ping(w1.token)), encode(Shard(w1.token, 0, 10)), encode(Bye(w1.token)),
         [b"garbage"], []]
     for key in (STRANGER, None):
@@ -48,7 +48,8 @@ def test_a_token_only_works_with_the_key_it_joined_with() -> None:
         reply = only(send(hub, w2.peer, msg, T0, key=w2.key))  # an allowed key, not w1's
         assert reject_code(reply) is RejectCode.UNKNOWN_WORKER, msg
     stolen = Push(w1.token, 0, "raw", grad.numel(), 1.0, 8, 0, 1.0, 0.0)
-    reply = only(send(hub, w2.peer, stolen, T0, [get_codec("raw").encode(grad)], key=w2.key))
+    reply = only(send(hub, w2.peer, stolen, T0, [get_codec("raw").encode(grad), b""],
+                      key=w2.key))
     assert reject_code(reply) is RejectCode.UNKNOWN_WORKER
     assert len(hub.members) == 2 and hub.round.contributions == {}
     # the key, not the connection: the same key from another peer id is still w1
@@ -67,7 +68,7 @@ def test_kick_revokes_the_key_frees_the_shard_and_spares_the_others() -> None:
     assert hub.members.free_shard() == w1.welcome.shard
     left = [e for e in hub.drain_events() if isinstance(e, WorkerLeft)]
     assert [(e.worker.id, e.reason) for e in left] == [(w1.welcome.worker_id, "kicked")]
-    for msg in (Ping(w1.token), Join("w1", "cpu"), Pull(w1.token, -1, 10, hub.fingerprint)):
+    for msg in (Ping(w1.token), Join("w1", "cpu", TORCH), Pull(w1.token, -1, 10, hub.fingerprint)):
         assert reject_code(only(send(hub, w1.peer, msg, T0 + 0.2))) is RejectCode.NOT_PAIRED
     # the round no longer waits for w1: the next tick closes it on w2's gradient alone, and
     # w1's parked PULL is told to rejoin rather than sent the new model
@@ -87,7 +88,7 @@ def test_kick_revokes_the_key_frees_the_shard_and_spares_the_others() -> None:
 def test_kick_removes_every_worker_on_that_key() -> None:
     hub = make_hub(workers=3)
     w1 = admit(hub, b"w1", T0)
-    twin = only(send(hub, b"w1-second-process", Join("w1b", "cpu"), T0, key=w1.key))
+    twin = only(send(hub, b"w1-second-process", Join("w1b", "cpu", TORCH), T0, key=w1.key))
     assert isinstance(twin, Welcome) and twin.shard == 1
     w3 = admit(hub, b"w3", T0)
     hub.drain_events()

@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 import torch
-from helpers_hub import (HUB_KEY, PIN, SESSION_ID, T0, admit, decode_replies, fake_key,
+from helpers_hub import (HUB_KEY, PIN, SESSION_ID, T0, TORCH, admit, decode_replies, fake_key,
                          finish_message, grads, make_hub, only, pair_start, reject_code, send,
                          start_training)
 from helpers_protocol import HEAD
@@ -88,11 +88,11 @@ class Harness:
     def templates(self) -> list[tuple[Any, list[bytes]]]:
         hub, w = self.hub, self.workers[0]
         return [
-            (Join("fuzz", "cpu"), []),
+            (Join("fuzz", "cpu", TORCH), []),
             (Shard(w.token, 0, 10), []),
             (Pull(w.token, hub.server.version - 1, 10, hub.fingerprint), []),
             (Push(w.token, hub.server.version, "raw", hub.server.numel, 1.0, 8, 0, 1.0, 0.0),
-             [self.grad]),
+             [self.grad, b""]),
             (Ping(w.token), []),
             (Bye(w.token), []),
         ]
@@ -250,7 +250,7 @@ def test_a_push_with_fields_at_their_extremes() -> None:
                           ({"codec": "x" * 256}, RejectCode.BAD_CODEC),
                           ({"loss": 1e30, "compute_ms": -1e308}, None),
                           ({"loss": 1.0}, RejectCode.DUPLICATE)):
-        reply = only(send(hub, w1.peer, msgspec.structs.replace(msg, **changes), T0, [grad]))
+        reply = only(send(hub, w1.peer, msgspec.structs.replace(msg, **changes), T0, [grad, b""]))
         if code is None:
             assert isinstance(reply, Ack)
         else:

@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from helpers_hub import (HUB_KEY, PIN, SESSION_ID, T0, WRONG, admit, decode_replies,
+from helpers_hub import (HUB_KEY, PIN, SESSION_ID, T0, TORCH, WRONG, admit, decode_replies,
                           fake_key,
                          finish_message, full_round, join, make_hub, only, pair, pair_start,
                          pairing_send, reject_code, send, start_training)
@@ -61,7 +61,7 @@ def test_right_pin_pairs_and_the_hub_proves_it_back(hub: HubCore) -> None:
 
 def test_a_paired_key_can_join(hub: HubCore) -> None:
     assert isinstance(pair(hub, b"p1", T0, name="laptop"), Paired)
-    welcome = only(send(hub, b"p1", Join("laptop", "cpu"), T0))
+    welcome = only(send(hub, b"p1", Join("laptop", "cpu", TORCH), T0))
     assert isinstance(welcome, Welcome)
     assert (welcome.worker_id, welcome.shard, welcome.num_shards) == (1, 0, 2)
     assert welcome.shard_size == 2000 and welcome.version == 0 and welcome.state == "waiting"
@@ -77,7 +77,8 @@ def test_wrong_pin_is_bad_pin_and_the_key_stays_out(hub: HubCore) -> None:
     assert reject_code(reply) is RejectCode.BAD_PIN and reply.retry_after == 0.0
     assert len(hub.allowlist) == 0 and hub.pairing.lockout.failures == 1
     assert refused(hub) == [("BAD_PIN", 1, 0.0)]
-    assert reject_code(only(send(hub, b"p1", Join("p1", "cpu"), T0))) is RejectCode.NOT_PAIRED
+    refusal = only(send(hub, b"p1", Join("p1", "cpu", TORCH), T0))
+    assert reject_code(refusal) is RejectCode.NOT_PAIRED
     assert len(hub.members) == 0
 
 
@@ -402,7 +403,7 @@ def test_each_socket_takes_only_its_own_messages(hub: HubCore) -> None:
     run = pair_start(hub, b"p1", T0)[0]
     wrong_way = only(send(hub, b"p1", PairStart(run.msg_a, "p1"), T0))  # allowed key, even
     assert reject_code(wrong_way) is RejectCode.MALFORMED
-    for msg in (Join("p1", "cpu"), Paired(HUB_KEY, SESSION_ID, "00" * 32)):
+    for msg in (Join("p1", "cpu", TORCH), Paired(HUB_KEY, SESSION_ID, "00" * 32)):
         assert reject_code(pairing_send(hub, b"p1", msg, T0)) is RejectCode.MALFORMED
     assert len(hub.members) == 0 and hub.pairing.lockout.failures == 0
 

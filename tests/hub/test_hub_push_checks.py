@@ -27,7 +27,7 @@ NAN, INF = float("nan"), float("inf")
 def push_frames(hub: HubCore, w: Worker, payload: bytes, **changes: Any) -> list[bytes]:
     msg = Push(token=w.token, version=hub.server.version, codec="raw", numel=hub.server.numel,
                loss=1.0, samples=8, steps=0, compute_ms=1.0, bandwidth=0.0)
-    return encode(msgspec.structs.replace(msg, **changes), [payload])
+    return encode(msgspec.structs.replace(msg, **changes), [payload, b""])
 
 
 def good(hub: HubCore) -> bytes:

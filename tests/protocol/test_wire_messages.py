@@ -59,7 +59,7 @@ def test_round_trip_memoryview_frames() -> None:
 def test_round_trip_keeps_non_finite_floats_for_the_receiver_to_judge() -> None:
     push = msgspec.structs.replace(EXAMPLES[MsgType.PUSH], loss=float("nan"),
                                compute_ms=float("inf"))
-    msg, _ = decode(encode(push, [b"x"]))
+    msg, _ = decode(encode(push, [b"x", b""]))
     assert math.isnan(msg.loss) and msg.compute_ms == math.inf
     assert not wire.finite(msg.loss, msg.compute_ms)
     assert wire.finite(1.0, -2.5, 0.0)
@@ -211,12 +211,13 @@ def test_the_header_is_protocol_4_byte_for_byte() -> None:
     version, old or new, reads them alike)."""
     push = Push(token="\u00e9\n\"", version=-1, codec="raw", numel=2**53, loss=float("nan"),
                 samples=0, steps=3, compute_ms=float("-inf"), bandwidth=1.25e7)
-    assert encode(push, [b""])[0] == (
+    assert encode(push, [b"", b""])[0] == (
         b'CS\x04{"t":"push","token":"\\u00e9\\n\\"","version":-1,"codec":"raw",'
         b'"numel":9007199254740992,"loss":NaN,"samples":0,"steps":3,"compute_ms":-Infinity,'
         b'"bandwidth":12500000.0}')
-    join = Join(name="machine-\U0001f642", device="cpu")
-    assert encode(join)[0] == b'CS\x04{"t":"join","name":"machine-\\ud83d\\ude42","device":"cpu"}'
+    join = Join(name="machine-\U0001f642", device="cpu", torch="2.14.1")
+    assert encode(join)[0] == (b'CS\x04{"t":"join","name":"machine-\\ud83d\\ude42","device":"cpu",'
+                               b'"torch":"2.14.1"}')
     assert decode(encode(join))[0] == join  # a surrogate pair is one character, not a lone one
     shape = ShardData(offset=0, total=5, image_shape=[5, 1, 28, 28])
     assert encode(shape, [b"", b""])[0] == (
@@ -225,7 +226,7 @@ def test_the_header_is_protocol_4_byte_for_byte() -> None:
 
 def test_int_is_accepted_where_float_is_expected() -> None:
     obj = {**fields_of(MsgType.PUSH), "loss": 2, "compute_ms": 0}
-    msg, _ = decode([header(obj), b"g"])
+    msg, _ = decode([header(obj), b"g", b""])
     assert msg.loss == 2 and msg.compute_ms == 0
 
 
@@ -250,7 +251,7 @@ def test_header_over_the_cap_is_too_large() -> None:
 
 
 def test_binary_frame_over_the_cap_is_too_large() -> None:
-    frames = encode(EXAMPLES[MsgType.PUSH], [b"\x00" * 1000])
+    frames = encode(EXAMPLES[MsgType.PUSH], [b"\x00" * 1000, b""])
     assert decode(frames, max_frame_bytes=1000)[1][0] == b"\x00" * 1000
     with pytest.raises(RemoteProtocolError) as info:
         decode(frames, max_frame_bytes=999)
@@ -272,8 +273,8 @@ def test_expect_filters_message_types(expect: frozenset[MsgType]) -> None:
 
 
 def test_to_hub_and_to_pairing_are_exactly_the_worker_requests() -> None:
-    assert TO_HUB == {MsgType.JOIN, MsgType.SHARD, MsgType.PULL, MsgType.PUSH, MsgType.PING,
-                      MsgType.BYE}
+    assert TO_HUB == {MsgType.JOIN, MsgType.GRAPH_GET, MsgType.GRAPH_REFUSED, MsgType.SHARD,
+                      MsgType.PULL, MsgType.PUSH, MsgType.PING, MsgType.BYE}
     assert TO_PAIRING == {MsgType.PAIR_START, MsgType.PAIR_FINISH}
     # pairing messages are never accepted on the encrypted socket, nor the reverse
     assert not TO_HUB & TO_PAIRING
@@ -282,7 +283,7 @@ def test_to_hub_and_to_pairing_are_exactly_the_worker_requests() -> None:
 def test_welcome_carries_no_proof_any_more() -> None:
     # the hub proves the PIN once, in PAIRED; after that CURVE authenticates every frame
     assert "proof" not in {f.name for f in msgspec.structs.fields(Welcome)}
-    assert {f.name for f in msgspec.structs.fields(Join)} == {"name", "device"}
+    assert {f.name for f in msgspec.structs.fields(Join)} == {"name", "device", "torch"}
 
 
 # ----------------------------------------------------------------- encoding our own messages
@@ -291,7 +292,7 @@ def test_welcome_carries_no_proof_any_more() -> None:
     (Ack(version=1.5), (), RejectCode.MALFORMED),  # type: ignore[arg-type]
     (Ack(version=2**60), (), RejectCode.MALFORMED),
     (PairStart(msg_a="x" * 257, name="w"), (), RejectCode.MALFORMED),
-    (Join(name="\udc80", device="cpu"), (), RejectCode.MALFORMED),
+    (Join(name="\udc80", device="cpu", torch="2.14.1"), (), RejectCode.MALFORMED),
     (ShardData(0, 0, [1] * 9), (b"", b""), RejectCode.MALFORMED),
     (Ack(version=1), (b"unexpected",), RejectCode.MALFORMED),
     (Push("t", 0, "raw", 1, 0.0, 1, 0, 0.0, 0.0), (), RejectCode.MALFORMED),
@@ -311,7 +312,7 @@ def test_encoding_a_header_over_the_cap_raises_too_large() -> None:
     big = Welcome(session_id=s, worker_id=1, token=s, shard=0, num_shards=1, shard_size=1,
                   dataset=s, model=s, fingerprint=s, batch_size=1, seed=1, rounds=1, codec=s,
                   state=s, version=0, optimizer="sgd", weight_decay=0.0, label_smoothing=0.0,
-                  clip_grad=0.0, precision="fp32")
+                  clip_grad=0.0, precision="fp32", compute="builtin", torch=s)
     with pytest.raises(LocalProtocolError) as info:
         encode(big)
     assert info.value.code is RejectCode.TOO_LARGE

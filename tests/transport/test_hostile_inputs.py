@@ -12,6 +12,7 @@ from computeshare_desktop.events import Rejected
 from computeshare_desktop.protocol import RejectCode, decode, encode
 from computeshare_desktop.protocol.messages import Bye, Join, Model, Pull, Push, Reject, Welcome
 from computeshare_desktop.transport import Identity
+from helpers_hub import TORCH
 from helpers_net import PIN, Raw, RunningHub, WorkerThread, pair, wait_for
 from portable import peak_rss_bytes
 
@@ -23,7 +24,7 @@ def push(raw: Raw, token: str, version: int | None, payload: bytes, *, numel: in
         assert hub is not None
         version = hub.session.server.version
     msg = Push(token, version, codec, numel, loss, 8, 0, 1.0, 0.0)
-    return decode(raw.send(encode(msg, [payload])))[0]
+    return decode(raw.send(encode(msg, [payload, b""])))[0]
 
 
 def code_of(reply: object) -> RejectCode | None:
@@ -49,11 +50,11 @@ def test_hostile_inputs_get_codes_and_training_goes_on(tmp_path):
         # A peer that never paired cannot even complete the CURVE handshake (and is told so
         # by the handshake, not by a timeout).
         with pytest.raises(PermissionError):
-            unpaired.send(encode(Join("sneaky", "cpu")), timeout_s=5.0)
+            unpaired.send(encode(Join("sneaky", "cpu", TORCH)), timeout_s=5.0)
         _, hub_key = pair(hub.port, PIN, "attacker", attacker)
         assert hub_key == hub.identity.public
         raw = Raw(hub.address, identity=attacker, hub_key=hub_key)
-        welcome, _ = decode(raw.send(encode(Join("attacker", "cpu"))))
+        welcome, _ = decode(raw.send(encode(Join("attacker", "cpu", TORCH))))
         assert isinstance(welcome, Welcome)
         token = welcome.token
         worker = WorkerThread(hub.port, "honest")

@@ -11,14 +11,15 @@ from helpers_hub import HUB_KEY, WRONG, fake_key, make_hub, pair
 from worker_sim import DEVICE, FakeFactory, Peer, Sim
 
 from computeshare_desktop.errors import HubStoppedError, HubUnreachableError, RejectedError
-from computeshare_desktop.events import (HubStopped, Joined, PairedWith, PairingWait, Pushed,
-                                         Rejoining, Resync, SessionFull, ShardReceived,
-                                         WorkerDone, WorkerLeft)
+from computeshare_desktop.events import (HubStopped, Joined, ModelReceived, PairedWith,
+                                         PairingWait, Pushed, Rejoining, Resync, SessionFull,
+                                         ShardReceived, WorkerDone, WorkerLeft)
 from computeshare_desktop.codec import get_codec
 from computeshare_desktop.protocol import RejectCode, encode
 from computeshare_desktop.protocol.messages import (Bye, Join, Paired, PairFinish, PairStart,
                                                     Pull, Push, Reject, Shard)
 from computeshare_desktop.protocol.pake import key_fingerprint
+from computeshare_desktop.graph import torch_release
 from computeshare_desktop.worker import BuiltinFactory
 from computeshare_desktop.worker.core import Phase
 from computeshare_desktop.worker.download import MAX_SHARD_REPLY
@@ -48,7 +49,10 @@ def test_two_workers_pair_join_train_and_end_with_the_hub() -> None:
     sim.finish_all()
     assert hub.done
     for w in workers:
-        assert kinds(w.events) == ["paired", "joined", "shard", "pushed", "done"]
+        assert kinds(w.events) == ["paired", "joined", "shard", "model_received", "pushed",
+                                   "done"]
+        assert w.of_kind(ModelReceived) == [ModelReceived("simplenet", hub.server.numel, 0,
+                                                          "built-in")]
         paired = w.of_kind(PairedWith)[0]
         assert paired.hub_key == key_fingerprint(HUB_KEY) and paired.session_id == "s1"
         joined = w.of_kind(Joined)[0]
@@ -161,7 +165,8 @@ def test_a_forgotten_key_without_a_pin_says_to_join_with_the_pin() -> None:
     sim.finish_all()
     error = error_of(w)
     assert isinstance(error, RejectedError) and error.code is RejectCode.NOT_PAIRED
-    assert "PIN" in error.detail and w.messages() == [Join(name="w1", device=DEVICE)]
+    assert "PIN" in error.detail and w.messages() == [Join(name="w1", device=DEVICE,
+                                                                   torch=torch_release())]
 
 
 def test_a_hub_key_other_than_the_advertised_one_is_refused() -> None:
@@ -227,7 +232,7 @@ def test_a_reaped_worker_rejoins_and_trains_again() -> None:
     w1.paused = False
     pushed = len(w1.of_kind(Pushed))
     sim.run(lambda: len(w1.of_kind(Pushed)) > pushed + 2)
-    assert kinds(w1.events)[-4:] == ["rejoin", "joined", "shard", "pushed"]
+    assert kinds(w1.events)[-5:] == ["rejoin", "joined", "shard", "model_received", "pushed"]
     assert len(w1.of_kind(Rejoining)) == 1 and len(w1.messages(Join)) == 2
     assert not w1.messages(PairStart)[1:]  # the key is still allowed: no PIN again
 

@@ -45,12 +45,12 @@ def reject(code: str, detail: str = "", version: int = -1, retry_after: float = 
 
 
 def model(numel: int, *, version: int = 3, base: int = FULL, check: str | None = None,
-          batch: int = 8, steps: int = 0) -> tuple[Model, bytes]:
+          batch: int = 8, steps: int = 0) -> tuple[Model, bytes, bytes]:
     weights = torch.linspace(-1, 1, numel)
     msg = Model(version=version, codec="raw", numel=numel, base=base,
                 check=check or weights_check(weights), start=0, batch=batch, steps=steps,
                 lr=0.1, momentum=0.0, push_codec="raw", topk=0.0)
-    return msg, get_codec("raw").encode(weights)
+    return msg, get_codec("raw").encode(weights), b""  # a built-in: no running statistics
 
 
 def ended_with(peer: Peer, goodbye: bool) -> BaseException | None:
@@ -104,7 +104,7 @@ def test_a_welcome_without_a_shard_is_malformed() -> None:
                 shard_size=0, dataset="mnist-sample", model="simplenet", fingerprint="f",
                 batch_size=8, seed=0, rounds=5, codec="raw", state="waiting", version=0,
                 optimizer="sgd", weight_decay=0.0, label_smoothing=0.0, clip_grad=0.0,
-                precision="fp32")
+                precision="fp32", compute="builtin", torch="2.14.1")
     reply(sim, peer, w)
     assert ended_with(peer, False).code is RejectCode.MALFORMED
 
@@ -179,9 +179,9 @@ def test_a_model_of_another_size_is_bad_shape() -> None:
 def test_a_model_that_does_not_fit_the_copy_is_downloaded_whole(kind: str) -> None:
     sim, peer = at(Phase.PULL)
     numel = sim.hub.server.numel
-    msg, data = model(numel, version=8, base=5) if kind == "unknown base" else \
+    msg, data, stats = model(numel, version=8, base=5) if kind == "unknown base" else \
         model(numel, version=8, check="00000000")
-    effects = reply(sim, peer, msg, data)
+    effects = reply(sim, peer, msg, data, stats)
     assert effects[0] == Emit(Resync(version=8))
     assert isinstance(effects[1].message, Pull) and effects[1].message.after == -1
 

@@ -63,7 +63,7 @@ class FakeFactory:
         self.built: list[FakeCompute] = []
         self.shard_sizes: list[int] = []
 
-    def check(self, welcome: Any) -> None:
+    def check(self, welcome: Any, graph: Any = None) -> None:
         if self.refuse:
             raise RejectedError(RejectCode.ARCH_MISMATCH, "this machine builds another model")
 
@@ -174,7 +174,7 @@ class Sim:
         try:  # the compute, as the real driver runs it
             match action:
                 case Prepare():
-                    peer.factory.check(action.welcome)
+                    peer.factory.check(action.welcome, action.graph)
                     return core.prepared(now)
                 case Load():
                     peer.compute = peer.factory.build(action.welcome, action.images,

@@ -1,0 +1,184 @@
+"""The session's model on the hub, and how workers get it.
+
+``build_hub_model`` builds what ``--model`` names (a built-in, ``torchvision:ARCH``, the
+user's ``PATH.py:NAME`` or a ``PATH.pt2`` program: ``models.build_model_from_spec``), loads
+``--weights`` and freezes all but ``--train-only``. ``ship_model`` then decides how workers
+get it: a pristine built-in (no ``--train-only``) as today, by name, each worker building
+it itself; anything else as a checked graph exported here (``graph.export_training_graph``
+on two normalized training samples), served in parts after the Welcome (``ShippedGraph``).
+Both run before the session opens, so every failure (a missing file, weights that do not
+fit, a model that does not export) is a ConfigError the person sees at once, never a
+worker's problem later. The user's code runs here only.
+
+Running statistics (BatchNorm's ``running_mean``/``running_var``): the float32 buffers the
+graph updates in training travel with each model and each push (``ShippedGraph.stats``);
+the hub combines them (``trainer.ParameterServer``). ``num_batches_tracked`` does not
+travel: the hub counts the model's global steps in it.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from ..data import ArrayDataset, DatasetInfo, DownloadProgress, normalize
+from ..errors import ConfigError
+from ..graph import TrainingGraph, export_training_graph, torch_release
+from ..models import (ModelSpec, SpecKind, build_model_from_spec, fingerprint, freeze_except,
+                      load_starting_weights, parameter_count, parse_model_spec,
+                      parse_prefixes)
+from ..protocol.graphs import (Manifest, encode_manifest, entry, program_sha256,
+                               state_blob)
+from ..protocol.messages import ComputeKind, GraphPart
+from .config import HubConfig
+
+log = logging.getLogger(__name__)
+
+EXAMPLE_BATCH = 2  # training samples the graph is exported with (its batch stays dynamic)
+COUNTER = "num_batches_tracked"  # BatchNorm's step counter: the hub's, never averaged
+PROGRESS_EVERY_S = 2.0  # a weights download logs its progress at most this often
+
+
+@dataclass(frozen=True, eq=False)
+class ShippedGraph:
+    """A model as workers fetch it: the manifest, the program and the state, as bytes."""
+
+    manifest: Manifest
+    parts: dict[str, bytes]  # GraphPart -> its bytes
+
+    @classmethod
+    def of(cls, graph: TrainingGraph, label: str, stats: list[str]) -> ShippedGraph:
+        state = [entry(name, tensor) for name, tensor in graph.state.items()]
+        blob = state_blob(state, graph.state)
+        manifest = Manifest(
+            model=label[:200], trainable=list(graph.trainable), aliases=dict(graph.aliases),
+            state=state, stats=stats, program_bytes=len(graph.program),
+            program_sha256=program_sha256(graph.program), state_bytes=len(blob),
+            op_count=graph.op_count, fingerprint=graph.fingerprint)
+        return cls(manifest, {"manifest": encode_manifest(manifest),
+                              "program": graph.program, "state": blob})
+
+    def part(self, name: GraphPart) -> bytes:
+        return self.parts[name]
+
+    @property
+    def stats(self) -> list[str]:
+        return list(self.manifest.stats)
+
+
+@dataclass(frozen=True, eq=False)
+class SessionModel:
+    """The hub's model and how it travels."""
+
+    spec: ModelSpec
+    module: nn.Module  # the user's module (a program's, for a .pt2): what the hub trains
+    fingerprint: str  # what workers must match: the registry's, or the graph's
+    graph: ShippedGraph | None  # None: a built-in that workers build by name
+
+    @property
+    def compute(self) -> ComputeKind:
+        return "builtin" if self.graph is None else "graph"
+
+    @property
+    def label(self) -> str:
+        return self.spec.label
+
+    def stat_buffers(self) -> list[torch.Tensor]:
+        """The module's buffers that travel as running statistics, in the manifest's order
+        (none for a built-in)."""
+        if self.graph is None:
+            return []
+        return [self.module.get_buffer(name) for name in self.graph.stats]
+
+    def counters(self) -> list[torch.Tensor]:
+        """The step counters (``num_batches_tracked``) the hub advances by each version's
+        steps, so they count the global steps as a single process would (graphs only)."""
+        if self.graph is None:
+            return []
+        return [b for n, b in self.module.named_buffers() if n.rsplit(".", 1)[-1] == COUNTER]
+
+
+def build_hub_model(config: HubConfig, info: DatasetInfo, *, weights: bool = True
+                    ) -> nn.Module:
+    """The model ``config`` names, built from its seed on the CPU, its starting weights
+    loaded (unless ``weights`` is False: a resumed session's checkpoint has them) and all
+    but ``--train-only`` frozen.
+
+    Raises:
+        ConfigError: as the spec, the weights and the prefixes say.
+    """
+    spec = parse_model_spec(config.model)
+    began = time.perf_counter()
+    model = build_model_from_spec(spec, info, seed=config.seed)
+    if spec.kind is SpecKind.PROGRAM:  # its tensors are views into the archive's one blob,
+        model = copy.deepcopy(model)  # which export cannot detach: a copy owns its own
+    if config.weights and weights:
+        load_starting_weights(model, config.weights, spec, progress=_Progress())
+    if config.train_only:
+        frozen = freeze_except(model, parse_prefixes(config.train_only))
+        log.info("--train-only %s: %d parameter tensors frozen, %s values train",
+                 config.train_only, len(frozen), f"{parameter_count(model):,}")
+    log.info("model %s built in %.1f s", spec.label, time.perf_counter() - began)
+    return model
+
+
+def ship_model(model: nn.Module, config: HubConfig, train_set: ArrayDataset) -> SessionModel:
+    """How workers get ``model`` (call it with the weights the session starts from): by
+    name for a pristine built-in, else as a graph exported now.
+
+    Raises:
+        ConfigError: the model does not export to a graph workers accept (the export's
+            first lines and a hint).
+    """
+    spec = parse_model_spec(config.model)
+    if spec.kind is SpecKind.BUILTIN and not config.train_only:
+        return SessionModel(spec, model, fingerprint(model), None)
+    if len(train_set) < EXAMPLE_BATCH:
+        raise ConfigError(f"the training set has {len(train_set)} sample(s); a graph is "
+                          f"exported with {EXAMPLE_BATCH}")
+    began = time.perf_counter()
+    example = normalize(train_set.images[:EXAMPLE_BATCH], train_set.info)
+    graph = export_training_graph(model, example)
+    stats = running_stats(graph, model)
+    shipped = ShippedGraph.of(graph, spec.label, stats)
+    log.info("model %s exported as a graph for workers in %.1f s (torch %s): %s; %d running "
+             "statistics travel with each round", spec.label, time.perf_counter() - began,
+             torch_release(), graph.summary(), len(stats))
+    return SessionModel(spec, model, graph.fingerprint, shipped)
+
+
+def running_stats(graph: TrainingGraph, model: nn.Module) -> list[str]:
+    """The float32 buffers the graph updates in training (BatchNorm's running mean and
+    variance), in the graph's order; other buffers it updates stay the hub's (a counter
+    is advanced by the hub: ``SessionModel.counters``)."""
+    buffers = dict(model.named_buffers())
+    stats, kept = [], []
+    for name in graph.mutated:
+        tensor = graph.state.get(name)
+        if tensor is not None and tensor.dtype == torch.float32 and name in buffers:
+            stats.append(name)
+        elif name.rsplit(".", 1)[-1] != COUNTER:
+            kept.append(name)
+    if kept:
+        log.warning("the graph updates buffers that do not travel (not float32 running "
+                    "statistics): %s; workers' changes to them are not kept", kept[:5])
+    return stats
+
+
+class _Progress:
+    """A weights download's progress as log lines, at most one every few seconds."""
+
+    def __init__(self) -> None:
+        self._last = 0.0
+
+    def __call__(self, progress: DownloadProgress) -> None:
+        now = time.monotonic()
+        if now - self._last >= PROGRESS_EVERY_S or (
+                progress.total_bytes is not None and progress.done_bytes >= progress.total_bytes):
+            self._last = now
+            log.info("%s", progress.text)

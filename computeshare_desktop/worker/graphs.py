@@ -1,0 +1,109 @@
+"""Fetching the hub's model graph after the Welcome, part by part, for the core. Pure.
+
+The parts come in order (``manifest``, ``program``, ``state``), each as byte ranges of at
+most the hub's chunk size. The manifest is decoded strictly and bounds the rest: the
+program must have its size and sha256, the state its size, and each state tensor its
+dtype and shape (``protocol/graphs.py``). Nothing here looks inside the program: the
+compute's factory checks it (``graph.load_training_graph``) before anything of it runs.
+
+A reply that is not the range asked for is the hub breaking the protocol (RejectedError);
+parts that do not hold together are a graph this worker refuses (GraphRefused), which
+the core tells the hub about.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..errors import RejectedError, RemoteProtocolError
+from ..graph import GraphRefused
+from ..protocol import RejectCode
+from ..protocol.graphs import (MAX_MANIFEST_BYTES, MAX_PROGRAM_BYTES, Manifest,
+                               decode_manifest, program_sha256, state_tensors)
+from ..protocol.messages import GraphData, GraphGet, GraphPart, Welcome
+from ..protocol.wire import Frame
+
+GRAPH_CHUNK = 4 * 1024 * 1024  # bytes of one GRAPH_DATA at most (the hub's chunk)
+PARTS: tuple[GraphPart, ...] = ("manifest", "program", "state")
+
+
+@dataclass(frozen=True, eq=False)
+class ReceivedGraph:
+    """The hub's graph as it arrived, not yet checked: the compute's factory checks it."""
+
+    manifest: Manifest
+    program: bytes
+    state: dict[str, torch.Tensor]
+
+
+class GraphDownload:
+    """The parts of one Welcome's graph, in order."""
+
+    def __init__(self, welcome: Welcome) -> None:
+        self.welcome = welcome
+        self._part = 0  # index in PARTS
+        self._data = bytearray()
+        self._total: int | None = None  # the part's size, from its first reply
+        self.manifest: Manifest | None = None
+        self._program = b""
+        self._state: dict[str, torch.Tensor] = {}
+
+    def request(self) -> GraphGet | None:
+        """The next range to ask for; None once every part is here."""
+        while self._part < len(PARTS) and self._expected() == 0:
+            self._part += 1  # an empty state: nothing to fetch
+        if self._part >= len(PARTS):
+            return None
+        return GraphGet(token=self.welcome.token, part=PARTS[self._part],
+                        offset=len(self._data))
+
+    def take(self, msg: GraphData, body: list[Frame]) -> None:
+        """Keep a range. RejectedError(MALFORMED) when it is not the one asked for;
+        GraphRefused when a finished part does not fit the manifest."""
+        part, chunk = PARTS[self._part], body[0]
+        total = self._expected() if self._total is None else self._total
+        if msg.part != part or msg.offset != len(self._data) or not chunk \
+                or (total is not None and msg.total != total) \
+                or msg.total > _cap(part) or len(self._data) + len(chunk) > msg.total:
+            raise RejectedError(RejectCode.MALFORMED, f"unexpected {part} range from the hub")
+        self._total = msg.total
+        self._data += chunk
+        if len(self._data) == msg.total:
+            self._finish_part(part, bytes(self._data))
+            self._part, self._data, self._total = self._part + 1, bytearray(), None
+
+    def result(self) -> ReceivedGraph:
+        """The whole graph (once ``request`` returns None)."""
+        assert self.manifest is not None and self._part >= len(PARTS)
+        return ReceivedGraph(self.manifest, self._program, self._state)
+
+    def _expected(self) -> int | None:
+        """The current part's size as the manifest says (None: not known yet)."""
+        if self.manifest is None or self._part >= len(PARTS):
+            return None
+        return {"program": self.manifest.program_bytes,
+                "state": self.manifest.state_bytes}[PARTS[self._part]]
+
+    def _finish_part(self, part: GraphPart, data: bytes) -> None:
+        try:
+            if part == "manifest":
+                self.manifest = decode_manifest(data)
+                if self.manifest.fingerprint != self.welcome.fingerprint:
+                    raise GraphRefused("the graph's manifest does not match the hub's "
+                                       "fingerprint")
+            elif part == "program":
+                assert self.manifest is not None
+                if program_sha256(data) != self.manifest.program_sha256:
+                    raise GraphRefused("the program's sha256 is not the manifest's")
+                self._program = data
+            else:
+                assert self.manifest is not None
+                self._state = state_tensors(data, self.manifest)
+        except RemoteProtocolError as exc:
+            raise GraphRefused(f"the graph's {part}: {exc.detail}") from None
+
+
+def _cap(part: GraphPart) -> int:
+    return {"manifest": MAX_MANIFEST_BYTES, "program": MAX_PROGRAM_BYTES}.get(part, 2**62)
