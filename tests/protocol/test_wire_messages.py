@@ -41,7 +41,7 @@ def test_examples_cover_every_message_type() -> None:
 @pytest.mark.parametrize("mtype", list(MsgType), ids=lambda t: t.value)
 def test_round_trip(mtype: MsgType) -> None:
     frames = example_frames(mtype)
-    assert frames[0][:3] == b"CS\x04" == HEAD
+    assert frames[0][:3] == b"CS\x05" == HEAD
     msg, body = decode(frames)
     assert msg == EXAMPLES[mtype]
     assert type(msg) is MESSAGE_CLASSES[mtype]
@@ -83,13 +83,13 @@ def test_wrong_magic_is_malformed(head: bytes) -> None:
     assert rejected([head]) is RejectCode.MALFORMED
 
 
-def test_protocol_version_is_four() -> None:
+def test_protocol_version_is_five() -> None:
     # 1 was the HMAC challenge-response pairing, 2 sent whole float32 models every round,
-    # 3's Welcome had no training recipe
-    assert PROTOCOL_VERSION == 4
+    # 3's Welcome had no training recipe, 4 had no graphs and no statistics frames
+    assert PROTOCOL_VERSION == 5
 
 
-@pytest.mark.parametrize("version", [0, 1, 2, 3, 5, 255])
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4, 6, 255])
 def test_other_protocol_version(version: int) -> None:
     frames = example_frames(MsgType.PAIR_START)
     frames[0] = frames[0][:2] + bytes([version]) + frames[0][3:]
@@ -205,23 +205,23 @@ def test_lone_surrogates_anywhere_are_malformed_and_stay_out_of_the_detail(
     info.value.detail.encode("ascii")  # the detail goes back in a REJECT and into logs
 
 
-def test_the_header_is_protocol_4_byte_for_byte() -> None:
+def test_the_header_is_protocol_5_byte_for_byte() -> None:
     """The standard library writes the JSON as before msgspec: fields in order after "t",
     no spaces, non-ASCII escaped, NaN and Infinity spelled out (a peer of the same protocol
     version, old or new, reads them alike)."""
     push = Push(token="\u00e9\n\"", version=-1, codec="raw", numel=2**53, loss=float("nan"),
                 samples=0, steps=3, compute_ms=float("-inf"), bandwidth=1.25e7)
     assert encode(push, [b"", b""])[0] == (
-        b'CS\x04{"t":"push","token":"\\u00e9\\n\\"","version":-1,"codec":"raw",'
+        b'CS\x05{"t":"push","token":"\\u00e9\\n\\"","version":-1,"codec":"raw",'
         b'"numel":9007199254740992,"loss":NaN,"samples":0,"steps":3,"compute_ms":-Infinity,'
         b'"bandwidth":12500000.0}')
     join = Join(name="machine-\U0001f642", device="cpu", torch="2.14.1")
-    assert encode(join)[0] == (b'CS\x04{"t":"join","name":"machine-\\ud83d\\ude42","device":"cpu",'
+    assert encode(join)[0] == (b'CS\x05{"t":"join","name":"machine-\\ud83d\\ude42","device":"cpu",'
                                b'"torch":"2.14.1"}')
     assert decode(encode(join))[0] == join  # a surrogate pair is one character, not a lone one
     shape = ShardData(offset=0, total=5, image_shape=[5, 1, 28, 28])
     assert encode(shape, [b"", b""])[0] == (
-        b'CS\x04{"t":"shard_data","offset":0,"total":5,"image_shape":[5,1,28,28]}')
+        b'CS\x05{"t":"shard_data","offset":0,"total":5,"image_shape":[5,1,28,28]}')
 
 
 def test_int_is_accepted_where_float_is_expected() -> None:

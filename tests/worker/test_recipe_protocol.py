@@ -57,16 +57,17 @@ def test_a_worker_of_another_protocol_version_is_told_so() -> None:
     _, reply = pair_start(hub, b"w1", 1000.0)  # a worker of our version pairs as usual
     assert not isinstance(reply, Reject)
     frames = encode(PairStart(msg_a="41" + "00" * 32, name="old"))
-    old = [MAGIC + bytes([PROTOCOL_VERSION - 1]) + frames[0][3:]]  # protocol 3's header
+    old = [MAGIC + bytes([PROTOCOL_VERSION - 1]) + frames[0][3:]]  # the last protocol's header
     answer = decode(hub.handle_pairing(b"w2", old, 1000.0, "lan/w2")[0].frames)[0]
     assert isinstance(answer, Reject) and answer.code == RejectCode.VERSION_MISMATCH.value
-    assert "protocol 3, we speak 4" in answer.detail and "same ComputeShare" in answer.detail
-    # ... and a worker of ours that hears a protocol-3 hub ends with the same code
+    assert f"protocol {PROTOCOL_VERSION - 1}, we speak {PROTOCOL_VERSION}" in answer.detail
+    assert "same ComputeShare" in answer.detail
+    # ... and a worker of ours that hears an older hub ends with the same code
     sim = Sim(make_hub(workers=1))
     peer = sim.worker(b"w3")
     sim.run(lambda: peer.core.phase is Phase.JOIN and isinstance(peer.action, Send))
     welcome = encode(WELCOME)[0]
-    peer.take(peer.core.replied([MAGIC + bytes([3]) + welcome[3:]], sim.now))
+    peer.take(peer.core.replied([MAGIC + bytes([PROTOCOL_VERSION - 1]) + welcome[3:]], sim.now))
     assert peer.finish is not None
     error = peer.finish.error
     assert isinstance(error, RemoteProtocolError) and error.code is RejectCode.VERSION_MISMATCH
