@@ -11,8 +11,9 @@ import dataclasses
 from pathlib import Path
 
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDoubleSpinBox, QFileDialog,
-                               QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLayout,
-                               QLineEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget)
+                               QFormLayout, QGroupBox, QHBoxLayout, QInputDialog, QLabel,
+                               QLayout, QLineEdit, QPushButton, QSpinBox, QVBoxLayout,
+                               QWidget)
 
 from .. import schema
 from ..codec import get_codec
@@ -21,6 +22,7 @@ from ..errors import ConfigError
 from ..hub.config import MODE_OPTIONS, async_rounds
 from ..hub.outputs import OutputDir
 from ..hub.presets import PRESETS, resolve
+from ..models.userfile import model_names
 from ..service.options import HostOptions
 from .download_dialog import Downloader, run_download
 from .fields import Editor, editors
@@ -76,6 +78,8 @@ class HostDialog(QDialog):
     advanced: QGroupBox
     codec: QComboBox
     topk: QDoubleSpinBox
+    model: QComboBox
+    weights: QLineEdit
 
     def __init__(self, initial: HostOptions, parent: QWidget | None = None,
                  downloader: Downloader = download) -> None:
@@ -97,6 +101,14 @@ class HostDialog(QDialog):
         self._updates_changed()
         self.browse = QPushButton("Browse…")
         self.browse.clicked.connect(self._choose_folder)
+        self.model_browse = QPushButton("File…")
+        self.model_browse.setToolTip("Your own model: a Python file (then pick the class or "
+                                     "function in it) or a torch.export program (.pt2)")
+        self.model_browse.clicked.connect(self._choose_model_file)
+        self.weights_browse = QPushButton("File…")
+        self.weights_browse.setToolTip("Starting weights: a state_dict saved with torch.save "
+                                       "(.pth, .pt) or safetensors")
+        self.weights_browse.clicked.connect(self._choose_weights_file)
         self.name.setPlaceholderText(initial.session_name() if not initial.name else "")
         self.preset_note = QLabel()
         self.preset_note.setProperty("role", "muted")
@@ -141,6 +153,10 @@ class HostDialog(QDialog):
                 rows.append(("", widget))
             elif name == "dataset":
                 rows.append((option.label, _line(widget, self.download_button)))
+            elif name == "model":
+                rows.append((option.label, _line(widget, self.model_browse)))
+            elif name == "weights":
+                rows.append((option.label, _line(widget, self.weights_browse)))
             elif name == "out_dir":
                 rows += [(option.label, _line(widget, self.browse)),
                          ("", _line(self.resume_note, self.resume_button))]
@@ -288,6 +304,43 @@ class HostDialog(QDialog):
             self.error.show()
             return
         super().accept()
+
+    def _choose_model_file(self) -> None:
+        """A .pt2 program as it is; a Python file with the class or function to build,
+        read from the file's syntax (nothing in it runs here), asked when it has several."""
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Your model", str(Path.home()),
+            "Models (*.py *.pt2);;Python files (*.py);;torch.export programs (*.pt2)")
+        if not path:
+            return
+        if path.endswith(".py"):
+            try:
+                names = model_names(Path(path))
+            except ConfigError as exc:
+                self._say(str(exc))
+                return
+            if not names:
+                self._say(f"{Path(path).name} defines no nn.Module class or function")
+                return
+            name, ok = (names[0], True) if len(names) == 1 else QInputDialog.getItem(
+                self, "Which model?", f"{Path(path).name} defines these; which is the "
+                "model to train?", names, 0, False)
+            if not ok:
+                return
+            path = f"{path}:{name}"
+        self.model.setEditText(path)
+        self.error.hide()
+
+    def _choose_weights_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Starting weights", str(Path.home()),
+            "Weights (*.pth *.pt *.safetensors);;All files (*)")
+        if path:
+            self.weights.setText(path)
+
+    def _say(self, text: str) -> None:
+        self.error.setText(text)
+        self.error.show()
 
     def _choose_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Output folder", self.out_dir.text())

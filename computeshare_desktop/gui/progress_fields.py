@@ -47,6 +47,7 @@ class ProgressFields:
         self.out_dir = ""
         self.closed = False  # the runner's thread has ended
         self.batch_size = 0
+        self.received = ""  # on a worker: what it trains and how it got it (ModelReceived)
         self.started_at: float | None = None
         self.ended_at: float | None = None  # when it stopped making progress (elapsed stops)
         self._rounds: deque[tuple[float, int]] = deque(maxlen=ETA_ROUNDS)

@@ -18,6 +18,8 @@ from PySide6.QtGui import QCloseEvent, QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMainWindow, QProgressBar, QPushButton,
                                QSplitter, QVBoxLayout, QWidget)
 
+from ..errors import ConfigError
+from ..models import parse_model_spec
 from ..service import HostService, JoinService, Tagged
 from .charts import ChartsPanel
 from .confirm import StopQuestion
@@ -79,7 +81,7 @@ class ProgressWindow(QMainWindow):
         state = ProgressState("hub", total_rounds=o.rounds, name=name,
                               expected_workers=o.workers)
         return cls(runner, state, title=f"Hosting {name}", pin=runner.pin,
-                   subtitle=f"{o.model} on {o.dataset} · {o.workers} worker(s) · "
+                   subtitle=f"{model_label(o.model)} on {o.dataset} · {o.workers} worker(s) · "
                             f"{o.rounds} rounds of {o.batch_size} per worker",
                    refresh_ms=refresh_ms, question=question)
 
@@ -103,6 +105,10 @@ class ProgressWindow(QMainWindow):
         self.title.setObjectName("Title")
         self.subtitle = QLabel(subtitle)
         self.subtitle.setObjectName("Subtitle")
+        self.received = QLabel()  # a worker's model, as it got it (graph checked, built-in)
+        self.received.setObjectName("Subtitle")
+        self.received.setWordWrap(True)
+        self.received.hide()
         self.chip = QLabel("Starting")
         self.chip.setObjectName("StatusChip")
         self.banner = QLabel()
@@ -156,6 +162,7 @@ class ProgressWindow(QMainWindow):
         titles.setSpacing(2)
         titles.addWidget(self.title)
         titles.addWidget(self.subtitle)
+        titles.addWidget(self.received)
         head.addLayout(titles, 1)
         head.addWidget(self.chip, 0, Qt.AlignmentFlag.AlignTop)
         progress = QHBoxLayout()
@@ -212,6 +219,9 @@ class ProgressWindow(QMainWindow):
         if self.progress_bar.maximum() != total:
             self.progress_bar.setRange(0, total)
         self.progress_bar.setValue(min(s.version, total))
+        if s.received and self.received.text() != s.received:
+            self.received.setText(s.received)
+            self.received.show()
         if s.total_rounds:
             self.progress_label.setText(f"Round {s.version:,} of {s.total_rounds:,}")
         elapsed = s.elapsed_s()
@@ -370,3 +380,11 @@ class ProgressWindow(QMainWindow):
         self.tap.detach()
         self.closed.emit(self)
         super().closeEvent(event)
+
+
+def model_label(text: str) -> str:
+    """A model spec as people read it: a file's name without its folder."""
+    try:
+        return parse_model_spec(text).label
+    except ConfigError:
+        return text

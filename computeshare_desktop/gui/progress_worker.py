@@ -48,8 +48,10 @@ def joined(s: ProgressFields, e: Joined, now: float) -> None:
 
 
 def model_received(s: ProgressFields, e: ModelReceived, now: float) -> None:
-    """Log what this machine trains, and how it got it (built-in, or the graph checked)."""
-    s._say(e.describe())
+    """Show and log what this machine trains, and how it got it (built-in, or the graph
+    checked)."""
+    s.received = e.describe()
+    s._say(s.received)
 
 
 def shard_received(s: ProgressFields, e: ShardReceived, now: float) -> None:

@@ -9,6 +9,7 @@ arguments it accepts among those the dataset offers (``checks.builder_arguments`
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import inspect
 import itertools
@@ -141,3 +142,29 @@ def _arguments(target: Any, label: str, offered: dict[str, object]) -> dict[str,
                 f"{label} needs an argument {p.name!r}, which ComputeShare cannot give: it "
                 f"gives {', '.join(offered)} by name (give {p.name} a default in the file)")
     return chosen
+
+
+def model_names(path: Path) -> list[str]:
+    """The names ``PATH.py:NAME`` may take in ``path``, read from its syntax alone (nothing
+    in the file runs): its top-level classes whose bases name a ``Module``, then its
+    top-level functions, public ones only; the last class first (a file usually defines
+    its blocks before the network). The Host dialog offers them after a file is chosen;
+    the hub checks the choice when it builds the model.
+
+    Raises:
+        ConfigError: the file cannot be read or is not Python.
+    """
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise ConfigError(f"{path} cannot be read as Python: {exc}") from None
+    classes, functions = [], []
+    for node in tree.body:
+        if not isinstance(node, (ast.ClassDef, ast.FunctionDef)) or node.name.startswith("_"):
+            continue
+        if isinstance(node, ast.ClassDef) and any(
+                "Module" in ast.unparse(base) for base in node.bases):
+            classes.append(node.name)
+        elif isinstance(node, ast.FunctionDef):
+            functions.append(node.name)
+    return classes[::-1] + functions
