@@ -101,6 +101,14 @@ class SessionOptions:
         "e.g. fc or layer4,fc; default: train everything", flag="--train-only",
         commands=SESSION, metavar="PREFIX[,PREFIX]", valid=prefixes_valid,
         label="Train only", group=TRAINING, placeholder="everything (or e.g. fc)")
+    offer_code: bool = option(
+        False, "last resort for a PATH.py:NAME model that cannot be exported as a graph: "
+        "offer workers its source file instead, which each runs only once its person "
+        "approves that file's sha256 for this hub (join --trust-code SHA256); default: off, "
+        "such a model is refused", flag="--offer-code", commands=SESSION,
+        label="Offer the model's code if it cannot be exported", group=TRAINING,
+        tip="Workers never run a hub's code unless their person approves this exact file "
+            "(its SHA-256) for this hub. Use it only with machines whose people trust you.")
     workers: int = option(
         2, "number of shards = workers expected (default {default})", flag="--workers",
         commands=SESSION, help_for={"demo": "local worker processes (default {default})"},

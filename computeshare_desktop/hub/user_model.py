@@ -35,6 +35,7 @@ from ..models import (ModelSpec, SpecKind, build_model_from_spec, fingerprint, f
 from ..protocol.graphs import (Manifest, encode_manifest, entry, program_sha256,
                                state_blob)
 from ..protocol.messages import ComputeKind, GraphPart
+from .code_offer import code_parts, refusal
 from .config import HubConfig
 
 log = logging.getLogger(__name__)
@@ -82,7 +83,12 @@ class SessionModel:
 
     @property
     def compute(self) -> ComputeKind:
-        return "builtin" if self.graph is None else "graph"
+        return "builtin" if self.graph is None else "graph"  # code: a graph part by part
+
+    @property
+    def offers_code(self) -> bool:
+        """The model goes to workers as its source (``--offer-code``), not as a graph."""
+        return self.graph is not None and self.graph.manifest.code is not None
 
     @property
     def label(self) -> str:
@@ -131,9 +137,12 @@ def ship_model(model: nn.Module, config: HubConfig, train_set: ArrayDataset) -> 
     """How workers get ``model`` (call it with the weights the session starts from): by
     name for a pristine built-in, else as a graph exported now.
 
+    With ``--offer-code``, a ``PATH.py:NAME`` model that does not export goes as its
+    source instead (``offer_code``).
+
     Raises:
         ConfigError: the model does not export to a graph workers accept (the export's
-            first lines and a hint).
+            first lines and a hint; for a file model, the hint names ``--offer-code``).
     """
     spec = parse_model_spec(config.model)
     if spec.kind is SpecKind.BUILTIN and not config.train_only:
@@ -143,13 +152,31 @@ def ship_model(model: nn.Module, config: HubConfig, train_set: ArrayDataset) -> 
                           f"exported with {EXAMPLE_BATCH}")
     began = time.perf_counter()
     example = normalize(train_set.images[:EXAMPLE_BATCH], train_set.info)
-    graph = export_training_graph(model, example)
+    try:
+        graph = export_training_graph(model, example)
+    except ConfigError as error:
+        if not (config.offer_code and spec.kind is SpecKind.FILE):
+            raise refusal(error, spec) from None
+        return offer_code(model, spec, train_set, error)
     stats = running_stats(graph, model)
     shipped = ShippedGraph.of(graph, spec.label, stats)
     log.info("model %s exported as a graph for workers in %.1f s (torch %s): %s; %d running "
              "statistics travel with each round", spec.label, time.perf_counter() - began,
              torch_release(), graph.summary(), len(stats))
     return SessionModel(spec, model, graph.fingerprint, shipped)
+
+
+def offer_code(model: nn.Module, spec: ModelSpec, train_set: ArrayDataset,
+               error: ConfigError) -> SessionModel:
+    """``--offer-code``: the model that did not export goes to workers as its source file,
+    which each runs only once its person approved that exact sha256 for this hub."""
+    manifest, parts = code_parts(model, spec, train_set.info)
+    first = str(error).splitlines()[0] if str(error) else "it did not export"
+    log.warning("model %s does not export as a graph (%s): offering workers its source "
+                "instead (--offer-code), sha256 %s; each worker runs it only once its "
+                "person approves that hash for this hub", spec.label, first,
+                manifest.program_sha256)
+    return SessionModel(spec, model, manifest.fingerprint, ShippedGraph(manifest, parts))
 
 
 def running_stats(graph: TrainingGraph, model: nn.Module) -> list[str]:

@@ -14,6 +14,12 @@ A hub that ships its model as a graph serves three parts, each fetched by byte r
 The manifest also names the running statistics (``stats``): float32 buffers the graph
 updates in training, which travel with every MODEL (the hub's) and every PUSH (their
 change over the work), raw, in that order.
+
+A model offered as code (Welcome ``compute="code"``, the hub's ``--offer-code``) travels
+the same way: the ``program`` part is then the model's Python source, whose sha256 is the
+one a person approves, and the manifest's ``code`` says which file, which definition and
+the keyword arguments the hub built it with. Nothing here runs it (worker/code.py does,
+once approved).
 """
 
 from __future__ import annotations
@@ -61,6 +67,29 @@ class TensorEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return math.prod(self.shape) * _itemsize(self.dtype)
 
 
+Identifier = Annotated[str, msgspec.Meta(max_length=MAX_NAME_CHARS,
+                                         pattern=r"\A[A-Za-z_][A-Za-z0-9_]*\Z")]
+FileName = Annotated[str, msgspec.Meta(max_length=100,
+                                       pattern=r"\A[A-Za-z0-9_][A-Za-z0-9_.-]*\.py\Z")]
+Argument = Annotated[int, msgspec.Meta(ge=0, le=2**31)]
+MAX_ARGUMENTS = 16
+
+
+class CodeSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A model offered as code: ``NAME`` in the file ``file`` (the ``program`` part),
+    called with ``kwargs`` (sizes only: ``image_size`` may be a pair)."""
+
+    file: FileName  # the file's own name ("net.py"); never a path
+    name: Identifier
+    kwargs: Annotated[dict[Identifier, Argument | Annotated[list[Argument],
+                                                            msgspec.Meta(max_length=2)]],
+                      msgspec.Meta(max_length=MAX_ARGUMENTS)]
+
+    @property
+    def label(self) -> str:
+        return f"{self.file}:{self.name}"
+
+
 class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """What a worker needs to know about a graph before it fetches it."""
 
@@ -74,6 +103,7 @@ class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     state_bytes: Annotated[int, msgspec.Meta(ge=0, le=MAX_STATE_BYTES)]
     op_count: Int
     fingerprint: Str
+    code: CodeSpec | None = None  # a model offered as code: ``program`` is its source
 
     def stats_numel(self) -> int:
         """Values in a statistics frame (float32 each)."""
@@ -125,6 +155,13 @@ def _check(m: Manifest) -> None:
 
 def program_sha256(program: bytes) -> str:
     return hashlib.sha256(program).hexdigest()
+
+
+def code_fingerprint(source_sha256: str, tensors: str, trainable: Sequence[str]) -> str:
+    """The fingerprint of a model offered as code: its source's sha256, its tensors'
+    fingerprint (``models.fingerprint``) and which of them train."""
+    text = "\n".join(["code", source_sha256, tensors, *trainable])
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def state_blob(entries: Sequence[TensorEntry], tensors: Mapping[str, torch.Tensor]) -> bytes:

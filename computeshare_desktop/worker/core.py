@@ -33,6 +33,7 @@ from ..protocol.wire import Frame
 from .compute import Update
 from .download import MAX_SHARD_REPLY, ShardDownload
 from .effects import Effect, Emit, Finish, Goodbye, Load, Prepare, Send, WaitUntil, Work
+from .code import code_how
 from .graphs import GRAPH_CHUNK, GraphDownload, ReceivedGraph
 from .link import LinkMeter
 from .options import WorkerOptions, WorkerResult
@@ -174,7 +175,7 @@ class WorkerCore:
         self._rounds = Rounds(numel, device, self.updates, self._filter, stats_numel=stats)
         received = ModelReceived(
             name=w.model, parameters=numel, ops=graph.manifest.op_count if graph else 0,
-            how="graph checked" if graph is not None else "built-in")
+            how=_how(graph))
         log.info("model %s: %s parameters to train, %s", received.name,
                  f"{received.parameters:,}", received.how + (
                      f" ({received.ops} ops)" if received.ops else ""))
@@ -486,3 +487,10 @@ class WorkerCore:
             raise LocalProtocolError(RejectCode.MALFORMED,
                                      f"the worker core got an input it did not ask for "
                                      f"(phase {self.phase.value})")
+
+
+def _how(graph: ReceivedGraph | None) -> str:
+    """How the worker got its model, for ModelReceived."""
+    if graph is None:
+        return "built-in"
+    return "graph checked" if graph.manifest.code is None else code_how(graph.manifest)

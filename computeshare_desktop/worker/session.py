@@ -14,6 +14,8 @@ import threading
 from typing import Any
 
 from ..events import Event
+from .approvals import CodeApprovals
+from .code import CodeFactory, WithCode
 from .compute import Compute, ComputeFactory, ModelFactory
 from .core import WorkerCore
 from ..devices import DeviceChoice
@@ -26,11 +28,13 @@ class WorkerSession:
 
     def __init__(self, connector: Connector, options: WorkerOptions, device: DeviceChoice,
                  on_event: EventSink | None = None, *, expected_key: str | None = None,
-                 hub_key: str | None = None, factory: ComputeFactory | None = None) -> None:
+                 hub_key: str | None = None, factory: ComputeFactory | None = None,
+                 approvals: CodeApprovals | None = None, trust_code: str = "") -> None:
         """``expected_key``: the hub key fingerprint a discovery advert announced, if any;
         ``hub_key``: the hub's public key from an earlier pairing (then no PIN is needed);
         ``factory``: builds the compute (default: the registry's models, or the
-        hub's checked graph, on ``device``)."""
+        hub's checked graph, on ``device``, or code the hub offers if ``approvals`` has it
+        for this hub, or if it is ``trust_code``, a sha256 then approved and remembered)."""
         self.opts = options
         self.device = device
         self.sinks: list[EventSink] = [on_event] if on_event else []
@@ -38,9 +42,12 @@ class WorkerSession:
         self.core = WorkerCore(options, device=device.description,
                                worker_key=connector.public_key, expected_key=expected_key,
                                hub_key=hub_key, payload_filter=self.encode_gradient)
-        self.driver = WorkerDriver(self.core, connector,
-                                   factory or ModelFactory(device.device), options,
-                                   self._emit, stop=self.stop)
+        if factory is None:
+            code = CodeFactory(device.device, approvals or CodeApprovals(None),
+                               lambda: self.core.hub_key, trust=trust_code)
+            factory = WithCode(ModelFactory(device.device), code)
+        self.driver = WorkerDriver(self.core, connector, factory, options, self._emit,
+                                   stop=self.stop)
 
     def run(self) -> WorkerResult:
         """Train until the session ends; raises RejectedError, HubUnreachableError or
