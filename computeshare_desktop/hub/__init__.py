@@ -2,6 +2,6 @@
 
 from .config import HubConfig
 from .core import HubCore, Reply
-from .session import HubResult, HubSession
+from .session import Given, HubResult, HubSession
 
-__all__ = ["HubConfig", "HubCore", "HubResult", "HubSession", "Reply"]
+__all__ = ["Given", "HubConfig", "HubCore", "HubResult", "HubSession", "Reply"]

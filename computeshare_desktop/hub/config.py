@@ -15,6 +15,7 @@ from typing import Any, get_args
 
 from ..codec import CODECS, DEFAULT_FRACTION
 from ..data import DATASETS
+from ..data.mapped import dataset_valid
 from ..errors import ConfigError
 from ..models import MODELS, parse_model_spec, parse_prefixes
 from ..protocol.messages import Optimizer, Precision
@@ -79,7 +80,8 @@ class SessionOptions:
     dataset: str = option(
         "mnist-sample", "default {default} (bundled, offline)", flag="--dataset",
         commands=SESSION, choices=DATASETS, error=f"dataset must be one of {', '.join(DATASETS)}",
-        saved=True, label="Dataset", group=TRAINING)
+        valid=dataset_valid, saved=True, label="Dataset", group=TRAINING)  # or python:NAME,
+    # data given from Python (api.host): the session is handed it, nothing is loaded
     model: str = option(
         "simplenet", "the model: a built-in name ({choices}; default {default}), "
         "torchvision:ARCH (any torchvision classifier), PATH.py:NAME (a class or function "

@@ -245,7 +245,7 @@ class HubCore:
             raise RemoteProtocolError(RejectCode.SESSION_FULL,
                                       f"all {self.config.workers} shards are taken")
         self._event(WorkerJoined(member.info()))
-        c = self.config
+        c, data = self.config, self.train_set.info
         return Welcome(
             session_id=self.session_id,
             worker_id=member.worker_id, token=token, shard=member.shard,
@@ -256,7 +256,9 @@ class HubCore:
             state=self.state.value, version=self.server.version, optimizer=c.optimizer,
             weight_decay=c.weight_decay, label_smoothing=c.label_smoothing,
             clip_grad=c.clip_grad, precision=c.precision,
-            compute="builtin" if self.graph is None else "graph", torch=torch_release())
+            compute="builtin" if self.graph is None else "graph", torch=torch_release(),
+            channels=data.channels, height=data.height, width=data.width,
+            num_classes=data.num_classes, mean=list(data.mean), std=list(data.std))
 
     def _check_torch(self, msg: Join) -> None:
         """A graph's format changes between torch releases: the worker's must be ours."""

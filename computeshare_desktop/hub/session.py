@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from dataclasses import dataclass
 import logging
 import threading
 import time
@@ -20,7 +21,7 @@ from typing import Any, Callable, Sequence, TypeVar
 import torch
 
 from .. import __version__
-from ..data import dataset_info, load_dataset
+from ..data import ArrayDataset, dataset_info, load_dataset
 from ..devices import pick_device
 from ..errors import ConfigError
 from ..events import (DiskError, Evaluated, Event, Finished, LogLine, ModeChanged, PinChanged,
@@ -49,11 +50,21 @@ ROUND_RECORD = ("round", "version", "loss", "contributors", "rejected", "bytes_i
 T = TypeVar("T")
 
 
+@dataclass(frozen=True, eq=False)
+class Given:
+    """What a session is handed from Python (``api.host``) instead of building it from its
+    configuration; the configuration still names them (session.json)."""
+
+    model: torch.nn.Module | None = None  # trained as it is, instead of building config.model
+    data: tuple[ArrayDataset, ArrayDataset] | None = None  # (train, test), not loaded
+
+
 class HubSession:
     """Runs one training session of the hub."""
 
     def __init__(self, config: HubConfig, *, pin: str, hub_key: str, out_dir: str | Path,
-                 resume: bool = False, on_event: EventSink | None = None) -> None:
+                 resume: bool = False, on_event: EventSink | None = None,
+                 given: Given | None = None) -> None:
         self.out = OutputDir(out_dir)
         self.disk_errors = 0
         self.sinks: list[EventSink] = [on_event] if on_event else []
@@ -66,14 +77,19 @@ class HubSession:
         else:  # a file's path absolute: --resume finds it from anywhere
             config = dataclasses.replace(config, model=absolute_model(config.model))
         self.config = config
-        self.info = dataset_info(config.dataset)
-        self.test_set = load_dataset(config.dataset, "test")
-        train_set = load_dataset(config.dataset, "train")
+        given = given or Given()
+        if given.data is not None:
+            train_set, self.test_set = given.data
+            self.info = train_set.info
+        else:
+            self.info = dataset_info(config.dataset)
+            self.test_set = load_dataset(config.dataset, "test")
+            train_set = load_dataset(config.dataset, "train")
         self.eval_device = pick_device("auto").device  # the hub evaluates on its best one
         # The user's model, its weights (a resumed session's come from its checkpoint) and
         # how workers get it: all before the session opens, so any error is said now.
-        model = build_hub_model(config, self.info,
-                                weights=not (resume and self.out.has_checkpoint()))
+        model = given.model if given.model is not None else build_hub_model(
+            config, self.info, weights=not (resume and self.out.has_checkpoint()))
         self.server = ParameterServer.for_session(model, config)
         cursors = self._restore() if resume else {}
         self.model = ship_model(model, config, train_set)

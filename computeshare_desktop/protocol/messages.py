@@ -35,6 +35,16 @@ Precision = Literal["auto", "fp32", "bf16", "fp16"]  # each worker resolves it f
 # "graph", it fetches the hub's checked graph (GRAPH_GET) after the Welcome.
 ComputeKind = Literal["builtin", "graph"]
 GraphPart = Literal["manifest", "program", "state"]  # what a GRAPH_GET asks for, in order
+# The data's shape, as the Welcome carries it: a worker builds its DatasetInfo from these,
+# never from a registry by name, so a session may train on data no registry knows.
+MAX_CHANNELS = 64
+Channels = Annotated[int, msgspec.Meta(ge=1, le=MAX_CHANNELS)]
+Side = Annotated[int, msgspec.Meta(ge=1, le=2**15)]  # an image's height or width
+Classes = Annotated[int, msgspec.Meta(ge=1, le=2**20)]
+Means = Annotated[list[Annotated[float, msgspec.Meta(ge=-1e3, le=1e3)]],
+                  msgspec.Meta(min_length=1, max_length=MAX_CHANNELS)]  # NaN fails the bounds
+Stds = Annotated[list[Annotated[float, msgspec.Meta(gt=0, le=1e3)]],
+                 msgspec.Meta(min_length=1, max_length=MAX_CHANNELS)]
 
 
 class MsgType(str, Enum):
@@ -143,6 +153,14 @@ class Welcome(Message, frozen=True):
     precision: Precision
     compute: ComputeKind  # builtin: build `model` by name; graph: fetch it (GRAPH_GET)
     torch: Str  # the hub's torch release; a graph is refused under another release
+    # The data (``dataset`` is its name, for people): one image's shape, the classes, and
+    # the per-channel normalisation of images scaled to [0, 1]. Class names stay on the hub.
+    channels: Channels
+    height: Side
+    width: Side
+    num_classes: Classes
+    mean: Means  # one per channel (the worker checks the counts)
+    std: Stds
 
 
 class GraphGet(Message, frozen=True):

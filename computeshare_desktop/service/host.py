@@ -120,7 +120,8 @@ class HostService(ServiceThread):
             identity = load_or_create(identity_path("hub"))
             session = self.session = HubSession(
                 self.plan.config, pin=self.pin, hub_key=identity.public,
-                out_dir=self.out_path, on_event=self._on_hub_event, resume=self.plan.resume)
+                out_dir=self.out_path, on_event=self._on_hub_event, resume=self.plan.resume,
+                given=self.plan.given)
             server = self._server = self._listen(session, identity)
             advertising = self._advertise(session, identity, server.port)
             self._start_local_worker(session, identity, server.port)

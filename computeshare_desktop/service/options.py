@@ -18,7 +18,7 @@ from ..app_options import AppConfig
 from ..defaults import DEFAULT_PORT
 from ..discovery import DiscoveredSession
 from ..errors import ConfigError
-from ..hub import HubConfig
+from ..hub import Given, HubConfig
 from ..hub.config import MODE_OPTIONS, SESSION, SessionOptions, session_config
 from ..hub.outputs import OutputDir
 from ..hub.presets import resolve
@@ -131,6 +131,7 @@ class HostPlan:
     train_here: bool = default(HostOptions, "train_here", "host")  # a worker here too
     device: DeviceChoice | None = None  # the local worker's (None: the best one)
     linger_s: float = 5.0  # after the last round, how long to wait for workers to hear it
+    given: Given | None = None  # a model and data handed from Python (api.host), not built
 
 
 def check_output_folder(path: Path, resume: bool) -> Path:

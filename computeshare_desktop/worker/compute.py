@@ -24,7 +24,7 @@ from typing import Protocol
 
 import torch
 
-from ..data import DatasetInfo, dataset_info
+from ..data import DatasetInfo
 from ..devices import precision_for
 from ..errors import RejectedError
 from ..evaluation import batch_loss
@@ -90,6 +90,21 @@ class ComputeFactory(Protocol):
         ...
 
 
+def welcome_info(welcome: Welcome) -> DatasetInfo:
+    """The session's data as the hub describes it in the Welcome (never a registry's by
+    name: the hub may train on data this machine has never heard of).
+
+    Raises:
+        RejectedError(MALFORMED): the shape does not hold together (a count per channel).
+    """
+    try:
+        return DatasetInfo(welcome.dataset, welcome.channels, welcome.height, welcome.width,
+                           welcome.num_classes, tuple(welcome.mean), tuple(welcome.std))
+    except ValueError as exc:
+        raise RejectedError(RejectCode.MALFORMED, f"the hub described its data wrongly: "
+                                                  f"{exc}") from None
+
+
 class BuiltinFactory:
     """Models from the registry, on one device: the hub's fingerprint must match ours."""
 
@@ -98,7 +113,7 @@ class BuiltinFactory:
         self._checked: tuple[Welcome, torch.nn.Module] | None = None  # built by check()
 
     def check(self, welcome: Welcome, graph: ReceivedGraph | None = None) -> None:
-        model = build_model(welcome.model, dataset_info(welcome.dataset))
+        model = build_model(welcome.model, welcome_info(welcome))
         if fingerprint(model) != welcome.fingerprint:
             raise RejectedError(RejectCode.ARCH_MISMATCH,
                                 "this machine builds a different model: update ComputeShare")
@@ -110,8 +125,7 @@ class BuiltinFactory:
             self.check(welcome)
         assert self._checked is not None
         model, self._checked = self._checked[1], None
-        info = dataset_info(welcome.dataset)
-        return GradientComputer(model, info, self.device, images, labels,
+        return GradientComputer(model, welcome_info(welcome), self.device, images, labels,
                                 shard=welcome.shard, seed=welcome.seed,
                                 recipe=Recipe.of(welcome))
 
@@ -151,7 +165,7 @@ class GraphFactory:
         _, model, stats = self._checked
         self._checked = None
         # The program's train mode is fixed: FixedMode's train() only sets the flag.
-        return GradientComputer(FixedMode(model.module), dataset_info(welcome.dataset),
+        return GradientComputer(FixedMode(model.module), welcome_info(welcome),
                                 self.device, images, labels, shard=welcome.shard,
                                 seed=welcome.seed, recipe=Recipe.of(welcome),
                                 params=model.parameters, stats=stats)
@@ -169,6 +183,7 @@ class ModelFactory:
         return self.graph if welcome.compute == "graph" else self.builtin
 
     def check(self, welcome: Welcome, graph: ReceivedGraph | None = None) -> None:
+        welcome_info(welcome)  # data the hub describes wrongly: refused before the shard
         self._for(welcome).check(welcome, graph)
 
     def build(self, welcome: Welcome, images: torch.Tensor,

@@ -36,6 +36,11 @@ class ShardDownload:
         n = msg.image_shape[0] if msg.image_shape else 0
         if msg.offset != self.have or n == 0 or len(msg.image_shape) != 4:
             raise RejectedError(RejectCode.MALFORMED, "unexpected shard chunk from hub")
+        w = self.welcome
+        if msg.image_shape[1:] != [w.channels, w.height, w.width]:
+            raise RejectedError(RejectCode.MALFORMED, f"the hub's images are "
+                                f"{msg.image_shape[1:]}, not the {w.channels}×{w.height}×"
+                                f"{w.width} its Welcome said")
         self._images.append(frame_to_tensor(body[0], "uint8", msg.image_shape,
                                             MAX_CHUNK_TENSOR))
         self._labels.append(frame_to_tensor(body[1], "int64", [n], MAX_CHUNK_TENSOR))

@@ -312,7 +312,8 @@ def test_encoding_a_header_over_the_cap_raises_too_large() -> None:
     big = Welcome(session_id=s, worker_id=1, token=s, shard=0, num_shards=1, shard_size=1,
                   dataset=s, model=s, fingerprint=s, batch_size=1, seed=1, rounds=1, codec=s,
                   state=s, version=0, optimizer="sgd", weight_decay=0.0, label_smoothing=0.0,
-                  clip_grad=0.0, precision="fp32", compute="builtin", torch=s)
+                  clip_grad=0.0, precision="fp32", compute="builtin", torch=s, channels=1,
+                  height=1, width=1, num_classes=1, mean=[0.0], std=[1.0])
     with pytest.raises(LocalProtocolError) as info:
         encode(big)
     assert info.value.code is RejectCode.TOO_LARGE

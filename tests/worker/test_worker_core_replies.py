@@ -104,7 +104,8 @@ def test_a_welcome_without_a_shard_is_malformed() -> None:
                 shard_size=0, dataset="mnist-sample", model="simplenet", fingerprint="f",
                 batch_size=8, seed=0, rounds=5, codec="raw", state="waiting", version=0,
                 optimizer="sgd", weight_decay=0.0, label_smoothing=0.0, clip_grad=0.0,
-                precision="fp32", compute="builtin", torch="2.14.1")
+                precision="fp32", compute="builtin", torch="2.14.1", channels=1, height=28,
+                width=28, num_classes=10, mean=[0.5], std=[0.5])
     reply(sim, peer, w)
     assert ended_with(peer, False).code is RejectCode.MALFORMED
 
