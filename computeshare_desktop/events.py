@@ -327,6 +327,18 @@ class Failed(Event, frozen=True):
     code: str = "ERROR"
 
 
+class CodeRefused(Event, frozen=True):
+    """This worker refused the hub's model: it is Python code (the hub's ``--offer-code``)
+    whose ``sha256`` its person has not approved for the hub with key ``hub_key``. Nothing
+    of it ran; the app offers to approve that exact hash for that hub and join again."""
+
+    kind: ClassVar[str] = "code_refused"
+    model: str  # "net.py:Net"
+    sha256: str
+    hub_key: str
+    hub: str = ""  # the hub as joined (its address), for people
+
+
 class Ended(Event, frozen=True):
     """The session's thread has ended (``left``: a worker that chose to leave;
     ``result``: it ran to the end)."""
@@ -344,7 +356,7 @@ WORKER_EVENTS: tuple[type[Event], ...] = (
     PairedWith, Joined, ModelReceived, ShardReceived, Pushed, HubSilent, HubLost, HubBack,
     HubStopped, PairingWait, SessionFull, Rejoining, Resync, WorkerDone)
 SERVICE_EVENTS: tuple[type[Event], ...] = (
-    DeviceChosen, Listening, Advertising, LogLine, Failed, Ended)
+    DeviceChosen, Listening, Advertising, LogLine, Failed, CodeRefused, Ended)
 BY_KIND: dict[str, type[Event]] = {cls.kind: cls for cls in HUB_EVENTS}  # what the wire carries
 
 

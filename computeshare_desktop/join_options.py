@@ -7,12 +7,18 @@ reads join's flags before torch loads.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .defaults import DEFAULT_PORT, DEVICE_CHOICES
 from .schema import option
 
 JOIN = ("join",)
+
+
+def sha256_valid(text: str) -> bool:
+    """``--trust-code``: empty, or a sha256 as 64 hex digits (either case)."""
+    return text == "" or re.fullmatch(r"[0-9a-fA-F]{64}", text) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +59,12 @@ class JoinOptions:
     give_up_s: float = option(
         120.0, "seconds without an answer before giving up (default {default})",
         flag="--give-up", commands=JOIN)
+    trust_code: str = option(
+        "", "run the Python code a hub offers for its model (a hub's --offer-code) if its "
+        "sha256 is SHA256, and remember that approval for this hub: the code then runs with "
+        "your rights, unsandboxed (default: never run a hub's code; the refusal prints the "
+        "hash)", flag="--trust-code", commands=JOIN, metavar="SHA256", valid=sha256_valid,
+        error="--trust-code takes the file's sha256: 64 hex digits")
     first_contact_s: float = option(
         15.0, "give up this soon if the hub never answered at all",
         fronts={"app": 10.0})  # the app's Join dialog shows the failure sooner

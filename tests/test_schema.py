@@ -287,6 +287,8 @@ def test_each_join_flag_reaches_the_plan(name, tmp_path):
         value = "hub.lan:7400"
     if name == "device":
         value = "cpu"
+    if name == "trust_code":
+        value = "ab" * 32  # a sha256
     options = commands.join_options(build_parser().parse_args(["join", *flag_argv(JoinOptions,
                                                                              name, value)]))
     assert getattr(options, name) == value

@@ -202,7 +202,8 @@ def join_plan(options: JoinOptions, target: JoinTarget, pin: str,
     it does not follow them)."""
     return JoinPlan(target, pin=pin, name=options.name or worker_name(), label=options.name,
                     device=device, give_up_s=options.give_up_s, max_rate=options.max_rate,
-                    follow_hub=False, wait_s=max(0.0, options.wait_s))
+                    follow_hub=False, wait_s=max(0.0, options.wait_s),
+                    trust_code=options.trust_code.lower())
 
 
 def join(args: argparse.Namespace) -> int:

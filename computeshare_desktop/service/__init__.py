@@ -5,9 +5,10 @@ remembered hubs); the views only start, stop and show. No Qt.
 """
 
 from .host import HostPlan, HostService, choose_pin
-from .join import FEED, JoinPlan, JoinService, remembers
+from .join import FEED, JoinPlan, JoinService, approve_code, code_approvals, remembers
 from .options import AppConfig, HostOptions, JoinTarget
 from .threads import Tagged
 
 __all__ = ["AppConfig", "FEED", "HostOptions", "HostPlan", "HostService", "JoinPlan",
-           "JoinService", "JoinTarget", "Tagged", "choose_pin", "remembers"]
+           "JoinService", "JoinTarget", "Tagged", "approve_code", "choose_pin",
+           "code_approvals", "remembers"]

@@ -184,8 +184,11 @@ class HostService(ServiceThread):
         if not self.plan.train_here:
             return
         target = JoinTarget(host="127.0.0.1", port=port, label="this machine")
+        graph = session.model.graph  # code offered (--offer-code) is this person's own:
+        own = graph.manifest.program_sha256 if session.model.offers_code and graph else ""
         plan = JoinPlan(target, pin=self.pin, name=worker_name(), role="host",
-                        device=self.plan.device, follow_hub=False, hub_key=hub.public)
+                        device=self.plan.device, follow_hub=False, hub_key=hub.public,
+                        trust_code=own, remember_code=False)  # its worker here runs it
         worker = load_or_create(identity_path("worker", plan.identity))
         session.allow(worker.public, "this machine")  # it is ours: nothing to pair
         local = JoinService(plan,

@@ -25,14 +25,18 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import ComputeShareError, HubStoppedError, HubUnreachableError, RejectedError
-from ..events import DeviceChosen, Ended, Event, Failed, Finished, HubStopped, Joined
+from ..events import (CodeRefused, DeviceChosen, Ended, Event, Failed, Finished, HubStopped,
+                      Joined)
 from ..join_options import JoinOptions
 from ..protocol.pake import key_fingerprint
 from ..protocol.ports import HubPorts
 from ..schema import default
 from ..transport import (EventSubscriber, KnownHubs, ZmqConnector, first_reachable,
                          identity_path, load_or_create, probe_hub)
-from ..worker import DeviceChoice, WorkerOptions, WorkerResult, WorkerSession, pick_device
+from ..transport.keys import data_dir
+from ..worker import (CodeApprovals, CodeNotApproved, DeviceChoice, WorkerOptions,
+                      WorkerResult, WorkerSession, pick_device)
+from ..worker.approvals import FILE_NAME as APPROVALS_FILE
 from .messages import refusal_message
 from .options import JoinTarget
 from .threads import ServiceThread, Tagged
@@ -62,6 +66,10 @@ class JoinPlan:
     # yet, this long (scripts that start the hub and its workers together); 0: say why now
     hub_key: str | None = None  # the hub's key, when the hub already allows this worker's
     # (the host's own worker): it joins at once, without pairing
+    trust_code: str = default(JoinOptions, "trust_code")  # a sha256: run the code the hub
+    # offers if it is this file, and remember that approval for this hub
+    remember_code: bool = True  # approvals are read from and written to the user's file
+    # (False: the host's own worker, which runs its person's own file, keeps none)
 
     @property
     def identity(self) -> str:
@@ -83,6 +91,18 @@ def known_hub_key(target: JoinTarget, known: KnownHubs) -> str | None:
         return known.key_with_fingerprint(target.expected_key, key_fingerprint)
     return next((key for host in (target.host, *target.hosts)
                  if (key := known.key_for(f"{host}:{target.port}"))), None)
+
+
+def code_approvals() -> CodeApprovals:
+    """The approvals of hubs' code this user has given (``approved-code.json`` in the
+    per-user data folder, beside the keys)."""
+    return CodeApprovals(data_dir() / APPROVALS_FILE)
+
+
+def approve_code(refused: CodeRefused) -> None:
+    """The person approves the code a hub offered (the app's dialog): that exact sha256,
+    for that hub key, remembered. OSError when it cannot be written."""
+    code_approvals().approve(refused.hub_key, refused.sha256, refused.model)
 
 
 def remembers(target: JoinTarget, name: str) -> bool:
@@ -144,6 +164,10 @@ class JoinService(ServiceThread):
             self._failed(exc, code, refusal_message(code, exc.detail))
         except HubStoppedError as exc:
             self.error, self.error_code = exc, "HUB_STOPPED"  # its HubStopped event says it
+        except CodeNotApproved as exc:
+            self._post(CodeRefused(exc.model, exc.sha256, exc.hub_key, self.target.label
+                                   or f"{self.target.host}:{self.target.port}"))
+            self._failed(exc, "CODE_NOT_APPROVED", str(exc))
         except HubUnreachableError as exc:
             if not self._stop.is_set():
                 self._failed(exc, "UNREACHABLE", str(exc))
@@ -183,8 +207,10 @@ class JoinService(ServiceThread):
         options = WorkerOptions(pin=plan.pin, name=label,
                                 first_contact_s=plan.first_contact_s, give_up_s=plan.give_up_s,
                                 max_rate=plan.max_rate)
+        approvals = code_approvals() if plan.remember_code else CodeApprovals(None)
         session = WorkerSession(connector, options, device, on_event=self._on_worker_event,
-                                expected_key=t.expected_key, hub_key=hub_key)
+                                expected_key=t.expected_key, hub_key=hub_key,
+                                approvals=approvals, trust_code=plan.trust_code)
 
         def remember(event: Event) -> None:  # a restart rejoins without the PIN
             if isinstance(event, Joined) and session.hub_key:

@@ -1,0 +1,49 @@
+"""``--trust-code`` on ``join`` and the service's side of a code refusal: the flag's
+check, the plan it fills, the events a refusal posts (the app's dialog reads them) and the
+approval it stores in the user's folder."""
+
+from __future__ import annotations
+
+import pytest
+
+from computeshare_desktop.cli import commands
+from computeshare_desktop.cli.main import build_parser
+from computeshare_desktop.errors import ConfigError
+from computeshare_desktop.events import CodeRefused, Ended, Failed
+from computeshare_desktop.service import JoinService, JoinTarget, approve_code, code_approvals
+from computeshare_desktop.worker import CodeNotApproved
+
+SHA = "ab12" * 16
+
+
+def test_trust_code_takes_a_sha256_and_reaches_the_plan() -> None:
+    args = build_parser().parse_args(["join", "127.0.0.1:1", "--trust-code", SHA.upper()])
+    options = commands.join_options(args)
+    plan = commands.join_plan(options, JoinTarget.from_address("127.0.0.1:1"), "", None)  # type: ignore[arg-type]
+    assert plan.trust_code == SHA and plan.remember_code
+    with pytest.raises(ConfigError, match="64 hex digits"):
+        commands.join_options(build_parser().parse_args(["join", "--trust-code", "abc"]))
+    assert commands.join_options(build_parser().parse_args(["join"])).trust_code == ""
+
+
+def test_a_refusal_posts_what_the_app_asks_about_and_approving_remembers_it(monkeypatch):
+    target = JoinTarget.from_address("127.0.0.1:7000")
+    service = JoinService(commands.join_plan(
+        commands.join_options(build_parser().parse_args(["join"])), target, "", None))  # type: ignore[arg-type]
+
+    def refused() -> None:
+        raise CodeNotApproved("net.py:Net", SHA, "the hub's key")
+
+    monkeypatch.setattr(service, "_work", refused)
+    service.start()
+    assert service.join(5.0)
+    events = [t.event for t in service.drain()]
+    offer = next(e for e in events if isinstance(e, CodeRefused))
+    assert offer == CodeRefused("net.py:Net", SHA, "the hub's key", target.label)
+    failed = next(e for e in events if isinstance(e, Failed))
+    assert failed.code == "CODE_NOT_APPROVED" and f"--trust-code {SHA}" in failed.message
+    assert isinstance(events[-1], Ended)
+    assert not code_approvals().approved("the hub's key", SHA)
+    approve_code(offer)
+    assert code_approvals().approved("the hub's key", SHA)
+    assert not code_approvals().approved("another key", SHA)
