@@ -26,7 +26,6 @@ from typing import Callable
 import torch
 from torch import nn
 
-from ..data import dataset_info
 from ..errors import ComputeShareError, ConfigError
 from ..graph import GraphRefused
 from ..models import fingerprint
@@ -34,7 +33,7 @@ from ..models.userfile import build_from_file
 from ..protocol.graphs import CodeSpec, Manifest, code_fingerprint, program_sha256
 from ..protocol.messages import Welcome
 from .approvals import CodeApprovals
-from .compute import Compute, ComputeFactory, GradientComputer
+from .compute import Compute, ComputeFactory, GradientComputer, welcome_info
 from .graphs import ReceivedGraph
 from .recipe import Recipe
 
@@ -83,6 +82,7 @@ class CodeFactory:
         if graph is None or graph.manifest.code is None:
             raise GraphRefused("the hub sent no code for its model")
         m, code = graph.manifest, graph.manifest.code
+        welcome_info(welcome)  # data the hub describes wrongly: refused before any code
         sha = program_sha256(graph.program)
         if sha != m.program_sha256:
             raise GraphRefused("the code's sha256 is not the manifest's")
@@ -99,8 +99,8 @@ class CodeFactory:
             raise GraphRefused("the code was not checked for this session")
         _, model, params, stats = self._checked
         self._checked = None
-        return GradientComputer(model, dataset_info(welcome.dataset), self.device, images,
-                                labels, shard=welcome.shard, seed=welcome.seed,
+        return GradientComputer(model, welcome_info(welcome), self.device, images, labels,
+                                shard=welcome.shard, seed=welcome.seed,
                                 recipe=Recipe.of(welcome), params=params, stats=stats)
 
     def _approved(self, m: Manifest, sha: str) -> None:
