@@ -20,11 +20,12 @@ from ..discovery import DiscoveredSession
 from ..errors import ComputeShareError
 from ..join_options import JoinOptions
 from ..schema import default
-from ..service import HostService, JoinPlan, JoinService, remembers
+from ..service import HostService, JoinPlan, JoinService, Tagged, remembers
 from .assets import app_icon
 from .host_dialog import HostDialog
 from .join_dialog import JoinDialog
 from ..service.options import AppConfig, HostOptions, JoinTarget, default_output_folder, worker_name
+from .code_dialog import CodeQuestion
 from .confirm import StopQuestion
 from .progress_window import ProgressWindow
 from .recent_sessions import RecentSessions
@@ -46,6 +47,7 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.settings, self.config = settings, config or AppConfig()
         self.question = StopQuestion(settings)
+        self.code_question = CodeQuestion()  # a hub offers code: run it? (default: no)
         self.setWindowTitle("ComputeShare")
         self.setWindowIcon(app_icon())
         self.runners: list[Runner] = []  # started and not yet ended
@@ -279,9 +281,24 @@ class MainWindow(QMainWindow):
 
     def _joined(self, dialog: JoinDialog) -> None:
         if dialog.runner is not None:
-            self._open_progress(ProgressWindow.for_worker(dialog.runner, dialog.events,
-                                                          self.config.refresh_ms,
-                                                          self.question))
+            self._open_worker(dialog.runner, dialog.events)
+
+    def _open_worker(self, runner: JoinService, events: list[Tagged]) -> ProgressWindow:
+        window = ProgressWindow.for_worker(runner, events, self.config.refresh_ms,
+                                           self.question, code_question=self.code_question)
+        window.rejoin.connect(self._rejoin)
+        return self._open_progress(window)
+
+    def _rejoin(self, window: ProgressWindow) -> ProgressWindow | None:
+        """Join the hub of ``window`` again (its person approved the code it offers): a new
+        worker window replaces the old one (the hub's key is remembered: no PIN)."""
+        old = window.runner
+        if not isinstance(old, JoinService):
+            return None
+        runner = self._new_worker(old.target, old.plan.pin).start()
+        window.confirmed = True
+        window.close()
+        return self._open_worker(runner, [])
 
     def _open_progress(self, window: ProgressWindow) -> ProgressWindow:
         window.closed.connect(self._progress_closed)

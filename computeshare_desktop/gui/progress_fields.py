@@ -11,7 +11,7 @@ import time
 from collections import Counter, deque
 from typing import Callable
 
-from ..events import Finished, RoundClosed, WorkerInfo
+from ..events import CodeRefused, Finished, RoundClosed, WorkerInfo
 from .progress_rows import FinalResult, WorkerRow
 
 SMOOTHING = 0.1  # weight of the newest loss in the smoothed curve (an EMA, as TensorBoard)
@@ -48,6 +48,7 @@ class ProgressFields:
         self.closed = False  # the runner's thread has ended
         self.batch_size = 0
         self.received = ""  # on a worker: what it trains and how it got it (ModelReceived)
+        self.code_offer: CodeRefused | None = None  # a worker: the hub's code it refused
         self.started_at: float | None = None
         self.ended_at: float | None = None  # when it stopped making progress (elapsed stops)
         self._rounds: deque[tuple[float, int]] = deque(maxlen=ETA_ROUNDS)

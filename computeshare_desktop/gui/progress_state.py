@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..events import (Advertising, DeviceChosen, DiskError, Ended, Evaluated, Event, Failed,
-                      Finished, HubBack, HubLost, HubSilent, HubStopped, Joined, Listening,
-                      LogLine, ModelReceived, ModelRefused, ModeChanged, PairedWith,
+from ..events import (Advertising, CodeRefused, DeviceChosen, DiskError, Ended, Evaluated,
+                      Event, Failed, Finished, HubBack, HubLost, HubSilent, HubStopped, Joined,
+                      Listening, LogLine, ModelReceived, ModelRefused, ModeChanged, PairedWith,
                       PairingRefused, PairingWait, Pushed,
                       Rejected, Rejoining, RoundClosed, SessionFull, ShardReceived,
                       StateChanged, Stopped, WorkerDone, WorkerJoined, WorkerLeft,
@@ -158,6 +158,7 @@ HANDLERS: dict[tuple[str, type[Event]], Handler] = {
     ("worker", Rejoining): worker.rejoining,
     ("worker", WorkerDone): worker.worker_done,
     ("worker", Failed): worker.failed,
+    ("worker", CodeRefused): worker.code_refused,
     ("worker", Ended): worker.ended,
     # the hub's events as the worker hears them (a worker's window)
     (FEED, HubStopped): worker.hub_stopped,

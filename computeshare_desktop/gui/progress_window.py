@@ -20,8 +20,9 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMainWindow, QProgressBar, Q
 
 from ..errors import ConfigError
 from ..models import parse_model_spec
-from ..service import HostService, JoinService, Tagged
+from ..service import HostService, JoinService, Tagged, approve_code
 from .charts import ChartsPanel
+from .code_dialog import CodeQuestion
 from .confirm import StopQuestion
 from .formatting import human_bytes, human_duration, human_rate, percent
 from .panels import FinishCard, LogPane, StatCard, row
@@ -53,14 +54,18 @@ class ProgressWindow(QMainWindow):
     """Progress bar, curves, workers, traffic, log, Stop/Leave and, at the end, the result."""
 
     closed = Signal(object)  # this window, once closed (its runner may still be stopping)
+    rejoin = Signal(object)  # this window, once its person approved the hub's code: join again
 
     def __init__(self, runner: Runner, state: ProgressState, *, title: str, subtitle: str,
                  pin: str | None = None, refresh_ms: int = 100,
                  traffic: Callable[[], tuple[int, int]] | None = None,
-                 question: StopQuestion | None = None) -> None:
+                 question: StopQuestion | None = None,
+                 code_question: CodeQuestion | None = None) -> None:
         super().__init__()
         self.runner, self.state, self._traffic = runner, state, traffic
         self.question = question  # None: stop without asking
+        self.code_question = code_question  # None: code a hub offers is refused, unasked
+        self._asked_code = False
         self.confirmed = False  # the user already said yes (e.g. to quitting the app)
         self.setWindowTitle(f"{title} — ComputeShare")
         self.pin_card = PinCard(pin) if pin else None
@@ -87,16 +92,18 @@ class ProgressWindow(QMainWindow):
 
     @classmethod
     def for_worker(cls, runner: JoinService, events: list[Tagged] | None = None,
-                   refresh_ms: int = 100,
-                   question: StopQuestion | None = None) -> "ProgressWindow":
-        """The window of a worker this app runs; ``events``: those the Join dialog read."""
+                   refresh_ms: int = 100, question: StopQuestion | None = None,
+                   code_question: CodeQuestion | None = None) -> "ProgressWindow":
+        """The window of a worker this app runs; ``events``: those the Join dialog read;
+        ``code_question``: asks whether to run code the hub offers (then ``rejoin``)."""
         name = runner.plan.name
         state = ProgressState("worker", name=name)
         state.apply(events or [])
         return cls(runner, state, title=f"Training for {runner.target.label}",
                    subtitle=f"Worker {name} · hub {runner.target.host}:"
                             f"{runner.target.port}",
-                   refresh_ms=refresh_ms, traffic=runner.traffic, question=question)
+                   refresh_ms=refresh_ms, traffic=runner.traffic, question=question,
+                   code_question=code_question)
 
     # ----------------------------------------------------------------- layout
     def _build(self, title: str, subtitle: str) -> None:
@@ -273,6 +280,9 @@ class ProgressWindow(QMainWindow):
                                      "Stop session")
         if s.phase == "failed" and s.error:
             self.progress_label.setText(s.error)
+        if s.code_offer is not None and not self._asked_code:
+            self._asked_code = True  # once: the question is modal, so not from this render
+            QTimer.singleShot(0, self.ask_code)
 
     def _render_banner(self) -> None:
         banner = self.state.banner
@@ -296,6 +306,23 @@ class ProgressWindow(QMainWindow):
                 f"use Connect to address… with {where}:{s.port}")
 
     # ----------------------------------------------------------------- actions
+    def ask_code(self) -> bool:
+        """Ask whether to run the code the hub offered (the default: don't); approved,
+        store the approval (that hash, that hub) and ask to join again (``rejoin``)."""
+        offer = self.state.code_offer
+        if offer is None or self.code_question is None \
+                or not self.code_question.ask(self, offer):
+            return False
+        try:
+            approve_code(offer)
+        except OSError as exc:
+            self.state.note(f"The approval could not be saved: {exc}")
+            return False
+        self.state.note(f"Approved {offer.model} (sha256 {offer.sha256}) for this hub; "
+                        f"joining again")
+        self.rejoin.emit(self)
+        return True
+
     @property
     def training(self) -> bool:
         """True while this window's session trains (stopping it loses time, so ask)."""

@@ -10,9 +10,9 @@ counters, the test accuracy and the final result, which its own session does not
 
 from __future__ import annotations
 
-from ..events import (DeviceChosen, Ended, Evaluated, Failed, Finished, HubBack, HubLost,
-                      HubSilent, HubStopped, Joined, ModelReceived, PairedWith, PairingWait,
-                      Pushed,
+from ..events import (CodeRefused, DeviceChosen, Ended, Evaluated, Failed, Finished, HubBack,
+                      HubLost, HubSilent, HubStopped, Joined, ModelReceived, PairedWith,
+                      PairingWait, Pushed,
                       Rejoining, RoundClosed, SessionFull, ShardReceived, StateChanged,
                       WorkerDone, WorkerJoined, WorkerLeft)
 from . import progress_hub
@@ -142,6 +142,12 @@ def worker_done(s: ProgressFields, e: WorkerDone, now: float) -> None:
 def failed(s: ProgressFields, e: Failed, now: float) -> None:
     """This worker failed."""
     s._fail(e.message)
+
+
+def code_refused(s: ProgressFields, e: CodeRefused, now: float) -> None:
+    """The hub offered code this machine's person has not approved: the window asks."""
+    s.code_offer = e
+    s._say(f"Refused the hub's code {e.model} (sha256 {e.sha256}): not approved")
 
 
 def ended(s: ProgressFields, e: Ended, now: float) -> None:
