@@ -208,8 +208,9 @@ class Joined(Event, frozen=True):
 
 
 class ModelReceived(Event, frozen=True):
-    """What the worker will train: ``how`` is "built-in" (built here by name) or "graph
-    checked" (the hub's graph, which passed this machine's checks)."""
+    """What the worker will train: ``how`` is "built-in" (built here by name), "graph
+    checked" (the hub's graph, which passed this machine's checks) or "code approved
+    (HASH)" (the hub's Python file, whose sha256 its person approved for that hub)."""
 
     kind: ClassVar[str] = "model_received"
     name: str
