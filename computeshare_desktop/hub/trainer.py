@@ -63,7 +63,8 @@ import torch
 
 from ..codec import Codec, get_codec
 from ..codec.delta import FULL, apply_delta, make_delta, weights_check
-from ..models import flatten, parameter_count, split, trainable
+from ..errors import ConfigError
+from ..models import flatten, misfit, parameter_count, split, trainable
 from ..protocol.graphs import stats_frame as encode_stats
 from .config import OPTIMIZERS, HubConfig
 from .lr_schedule import STEADY, LrSchedule
@@ -289,9 +290,19 @@ class ParameterServer:
         return state
 
     def restore(self, state: dict[str, object]) -> None:
-        """Inverse of ``state``; the restored weights are published whole."""
+        """Inverse of ``state``; the restored weights are published whole.
+
+        Raises:
+            ConfigError: the checkpoint's weights do not fit the model (the first keys
+                named), as when its file was edited since.
+        """
         model: Any = state["model"]
         momentum: Any = state["momentum"]
+        wrong = misfit(model, self.model)
+        if wrong:  # a model file edited since: said before anything of the session changes
+            raise ConfigError(f"the checkpoint does not fit the session's model: {wrong} (the "
+                              f"model changed since it was saved: put its file back as it "
+                              f"was, or start a new session in another folder)")
         self.model.load_state_dict(model)
         for p, buf in zip(self.params, momentum, strict=True):
             if buf.numel():

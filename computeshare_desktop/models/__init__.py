@@ -18,7 +18,7 @@ from computeshare_desktop.models.freeze import freeze_except, parse_prefixes
 from computeshare_desktop.models.registry import MODELS, build_model
 from computeshare_desktop.models.specs import (ModelSpec, SpecKind, build_model_from_spec,
                                                parse_model_spec)
-from computeshare_desktop.models.weights import load_starting_weights
+from computeshare_desktop.models.weights import load_starting_weights, misfit
 
 __all__ = [
     "MODELS",
@@ -36,6 +36,7 @@ __all__ = [
     "gradients",
     "load_flat_parameters",
     "load_starting_weights",
+    "misfit",
     "parameter_count",
     "parse_model_spec",
     "parse_prefixes",

@@ -121,6 +121,14 @@ def _state_dict(loaded: object, path: Path) -> Mapping[str, torch.Tensor]:
 
 def _check_fit(state: Mapping[str, torch.Tensor], model: nn.Module, origin: str,
                spec: ModelSpec) -> None:
+    wrong = misfit(state, model)
+    if wrong:
+        raise ConfigError(f"the weights in {origin} do not fit {spec.label}: {wrong}")
+
+
+def misfit(state: Mapping[str, torch.Tensor], model: nn.Module) -> str:
+    """How ``state`` does not fit ``model``: its missing and unexpected keys and wrong
+    shapes (the first of each named); empty when it fits."""
     target = model.state_dict()
     missing = [k for k in target if k not in state and not k.endswith(_OPTIONAL_SUFFIX)]
     unexpected = [k for k in state if k not in target]
@@ -130,9 +138,7 @@ def _check_fit(state: Mapping[str, torch.Tensor], model: nn.Module, origin: str,
     parts = [f"{what} ({len(keys)}): {_listed(keys)}" for what, keys in
              (("missing keys", missing), ("unexpected keys", unexpected),
               ("wrong shapes", wrong)) if keys]
-    if parts:
-        raise ConfigError(f"the weights in {origin} do not fit {spec.label}: "
-                          f"{'; '.join(parts)}{_prefix_hint(unexpected, target)}")
+    return f"{'; '.join(parts)}{_prefix_hint(unexpected, target)}" if parts else ""
 
 
 def _listed(keys: list[str]) -> str:

@@ -10,7 +10,6 @@ in tests/models/, tests/graph/, tests/hub/test_hub_graph.py and tests/worker/.""
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import textwrap
@@ -21,12 +20,12 @@ import msgspec
 import pytest
 import torch
 
-from computeshare_desktop.cli.main import main
 from computeshare_desktop.errors import ExitCode
 from computeshare_desktop.events import ModelRefused, WorkerLeft
 from computeshare_desktop.hub.user_model import ShippedGraph
 from computeshare_desktop.protocol.graphs import decode_manifest, encode_manifest, program_sha256
 from computeshare_desktop.service import host as host_service
+from helpers_cli import run_cli
 from helpers_graph import model_file
 from helpers_net import PIN as NET_PIN
 from helpers_net import RunningHub, cli, wait_for
@@ -139,25 +138,16 @@ class NoServer:
         raise AssertionError("the session opened: HubServer was created")
 
 
-@pytest.fixture
-def cli_logging():
-    """main() installs its own log handler on the root logger: put pytest's back after."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:], root.level = handlers, level
-
-
 @pytest.mark.parametrize("case", CASES, ids=[c.__name__ for c in CASES])
-def test_host_refuses_a_bad_model_before_the_session_opens(case, tmp_path, monkeypatch, capsys,
-                                                           cli_logging) -> None:
+def test_host_refuses_a_bad_model_before_the_session_opens(case, tmp_path, monkeypatch,
+                                                           capsys) -> None:
     model_args, expected = case(tmp_path)
     out = tmp_path / "session"
     out.mkdir()
     (out / "notes.txt").write_text("the person's own file", encoding="utf-8")
     monkeypatch.setattr(host_service, "HubServer", NoServer)
     monkeypatch.setenv("COMPUTESHARE_PIN", PIN)
-    code = main(["host", *model_args, "--dataset", "mnist-sample", "--out", str(out),
+    code = run_cli(["host", *model_args, "--dataset", "mnist-sample", "--out", str(out),
                  "--bind", "127.0.0.1", "--port", "0", "--no-advertise", "--quiet"])
     stdout, stderr = capsys.readouterr()
     assert code == ExitCode.USAGE == 2, stderr
@@ -197,8 +187,8 @@ def test_a_real_host_process_exits_2_on_a_model_that_does_not_export(tmp_path) -
 
 
 @pytest.mark.slow
-def test_a_worker_refuses_a_forbidden_op_and_the_hub_carries_on(tmp_path, monkeypatch, capsys,
-                                                                 cli_logging) -> None:
+def test_a_worker_refuses_a_forbidden_op_and_the_hub_carries_on(tmp_path, monkeypatch,
+                                                                 capsys) -> None:
     """Over real sockets: a graph edited by hand to call an op off the allow-list is refused
     by ``join`` (exit 5, naming the op), the hub is told and frees the shard, and the next
     worker, given the true graph, trains the session to its end."""
@@ -209,7 +199,7 @@ def test_a_worker_refuses_a_forbidden_op_and_the_hub_carries_on(tmp_path, monkey
     try:
         true_graph = hub.session.core.graph
         hub.session.core.graph = with_forbidden_op(true_graph)
-        assert main([*join, "--name", "wary"]) == ExitCode.REFUSED == 5
+        assert run_cli([*join, "--name", "wary"]) == ExitCode.REFUSED == 5
         err = capsys.readouterr().err
         assert "computeshare join: error: model graph refused: " in err and "_foobar" in err, err
         refused = wait_for(lambda: hub.of_kind(ModelRefused), 10, "the hub told")
@@ -217,7 +207,7 @@ def test_a_worker_refuses_a_forbidden_op_and_the_hub_carries_on(tmp_path, monkey
         assert [e.reason for e in hub.of_kind(WorkerLeft)] == ["model_refused"]
         assert hub.rounds() == [] and hub.thread.is_alive()
         hub.session.core.graph = true_graph
-        assert main([*join, "--name", "trusting"]) == 0
+        assert run_cli([*join, "--name", "trusting"]) == 0
         assert "graph checked" in capsys.readouterr().err
         assert hub.join(60) is not None
     finally:
