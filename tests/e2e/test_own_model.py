@@ -19,9 +19,9 @@ from helpers_net import cli, free_ports, metrics
 
 pytestmark = pytest.mark.slow
 PIN = "864213"
-# AdamW learns this net in few rounds: 80-95% of mnist-sample's 1,000 test digits after 100
-# (chance: 10%; seen from 62% to 95% across runs, as BatchNorm's statistics settle). The
-# test takes ~30 s of CPU time, most of it four Pythons importing torch.
+# AdamW learns this net in few rounds: ~94% of mnist-sample's 1,000 test digits after 100
+# (chance: 10%; earlier, while BatchNorm's statistics settle, it swings from run to run).
+# The test takes ~25 s of CPU time, most of it four Pythons importing torch.
 ROUNDS = 100
 
 # Written for this test only: pre-activation residual blocks with strided 1x1 projections,
@@ -53,7 +53,7 @@ class PreActBlock(nn.Module):
 class DigitResNet(nn.Module):
     def __init__(self, in_channels, num_classes, width=12, p_drop=0.1):
         super().__init__()
-        self.stem = nn.Conv2d(in_channels, width, 3, padding=1, bias=False)
+        self.stem = nn.Conv2d(in_channels, width, 3, stride=2, padding=1, bias=False)
         self.stages = nn.Sequential(PreActBlock(width, width, 1),
                                     PreActBlock(width, 2 * width, 2),
                                     PreActBlock(2 * width, 2 * width, 2))
@@ -116,7 +116,7 @@ def test_a_strangers_model_trains_across_two_joins_and_its_pt2_scores_alone(tmp_
     hub_accuracy = final[0]["accuracy"]
     printed = float(re.search(r"final test accuracy: ([\d.]+)%", hub_out).group(1))
     assert printed == pytest.approx(100 * hub_accuracy, abs=0.006)
-    assert hub_accuracy > 0.4, "it did not learn"
+    assert hub_accuracy > 0.6, "it did not learn"
 
     alone = fresh_python_accuracy(out / "trained_model.pt2", tmp_path)
     assert alone["ours"] == [], "the fresh Python imported this package"
