@@ -9,9 +9,12 @@ result, so that a model a worker would refuse is refused here, before the sessio
 
 from __future__ import annotations
 
+import io
 import json
+import logging
+import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +29,8 @@ from computeshare_desktop.graph.base import (
     torch_release,
 )
 from computeshare_desktop.graph.checks import check_program
+
+log = logging.getLogger(__name__)
 
 MIN_BATCH = 2  # an example batch of 1 would fix the batch dimension to 1
 
@@ -140,11 +145,16 @@ def _check_inputs(model: nn.Module, example: torch.Tensor) -> None:
 
 def _exported(model: nn.Module, example: torch.Tensor) -> torch.export.ExportedProgram:
     batch = torch.export.Dim("batch", min=MIN_BATCH)
+    printed = io.StringIO()  # a failing export prints its partial graph (torch's print)
     try:
-        program = torch.export.export(model, (example,), dynamic_shapes=({0: batch},))
+        with redirect_stderr(printed):
+            program = torch.export.export(model, (example,), dynamic_shapes=({0: batch},))
         program = program.run_decompositions()
     except Exception as err:  # torch raises many kinds; each becomes one clear error
+        log.debug("what torch printed while the export failed:\n%s", printed.getvalue())
         raise ConfigError(export_failure(err)) from err
+    if printed.getvalue():  # not ours to swallow when the export worked
+        sys.stderr.write(printed.getvalue())
     _clone_running_stats(program)
     return program
 
