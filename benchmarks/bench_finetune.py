@@ -31,7 +31,7 @@ workers' first download included; the hub's export and the workers' start before
 one-off costs, not counted).
 
     sudo .venv/bin/python -m benchmarks.bench_finetune            # ~8 min (2 cores)
-    sudo .venv/bin/python -m benchmarks.bench_finetune --quick    # ~4 min
+    sudo .venv/bin/python -m benchmarks.bench_finetune --quick    # ~3 min
 """
 
 from __future__ import annotations
