@@ -15,7 +15,7 @@ from computeshare_desktop.graph.base import (
     torch_release,
 )
 from computeshare_desktop.graph.checks import CheckedProgram, check_program
-from computeshare_desktop.graph.export import TrainingGraph, export_training_graph
+from computeshare_desktop.graph.export import TrainingGraph, export_training_graph, frozen_norms
 from computeshare_desktop.graph.inference import (
     eval_module_from_program,
     export_inference_program,
@@ -33,6 +33,7 @@ __all__ = [
     "eval_module_from_program",
     "export_inference_program",
     "export_training_graph",
+    "frozen_norms",
     "graph_fingerprint",
     "load_training_graph",
     "program_module",

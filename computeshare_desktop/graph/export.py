@@ -82,9 +82,25 @@ def mode(model: nn.Module, training: bool) -> Iterator[None]:
         model.train(was)
 
 
+def frozen_norms(model: nn.Module) -> list[str]:
+    """The normalization layers with running statistics (BatchNorm's kind) whose own
+    parameters are all frozen (``--train-only`` froze them, or the model did): they run in
+    eval mode in the training graph, normalizing with their running statistics and never
+    updating them, so a frozen backbone stays exactly as loaded (and its statistics do
+    not travel). A layer without parameters (``affine=False``) trains as usual."""
+    frozen = []
+    for name, module in model.named_modules():
+        own = list(module.parameters(recurse=False))
+        if (isinstance(module, nn.modules.batchnorm._NormBase) and module.track_running_stats
+                and own and not any(p.requires_grad for p in own)):
+            frozen.append(name)
+    return frozen
+
+
 def export_training_graph(model: nn.Module, example: torch.Tensor) -> TrainingGraph:
-    """Export ``model`` in train mode for workers. ``example`` is one input batch on the
-    CPU, at least 2 samples (the batch dimension stays dynamic, from 2 up).
+    """Export ``model`` in train mode for workers, but for its frozen normalization layers
+    (``frozen_norms``). ``example`` is one input batch on the CPU, at least 2 samples (the
+    batch dimension stays dynamic, from 2 up).
 
     Raises:
         ConfigError: the model does not export, or exports to a graph workers refuse; the
@@ -92,6 +108,8 @@ def export_training_graph(model: nn.Module, example: torch.Tensor) -> TrainingGr
     """
     _check_inputs(model, example)
     with mode(model, True):
+        for name in frozen_norms(model):  # mode() puts them back with the rest
+            model.get_submodule(name).eval()
         program = _exported(model, example)
     data = _serialized(program)
     try:

@@ -16,6 +16,7 @@ from computeshare_desktop.graph import (
     GraphModel,
     TrainingGraph,
     export_training_graph,
+    frozen_norms,
     load_training_graph,
 )
 from computeshare_desktop.models import flat
@@ -97,10 +98,28 @@ def test_frozen_parameters_travel_as_state_and_stay_frozen():
     loaded = rebuilt(model, graph)
     frozen = dict(loaded.module.named_parameters())["stem.0.weight"]
     assert not frozen.requires_grad and torch.equal(frozen, model.stem[0].weight)
+    # The frozen BatchNorm runs in eval mode: running statistics in, none updated, so
+    # they do not travel; the trained part's BatchNorm trains as usual.
+    assert frozen_norms(model) == ["stem.1"] and model.stem[1].training
+    assert not any(n.startswith("stem.") for n in graph.mutated)
+    assert any(n.startswith("stages.") for n in graph.mutated)
+    before = loaded.module.get_buffer("stem.1.running_mean").clone()
+    model.stem[1].eval()  # the eager reference, frozen the same way
     x, y = torch.randn(3, 3, 16, 16), torch.randint(0, 10, (3,))
     _, grad = step(model, flat.trainable(model), x, y, seed=0)
     _, grad_g = step(loaded.module, loaded.parameters, x, y, seed=0)
     assert torch.allclose(grad, grad_g, atol=TOL) and frozen.grad is None
+    assert torch.equal(loaded.module.get_buffer("stem.1.running_mean"), before)
+
+
+def test_a_norm_layer_without_parameters_or_with_trainable_ones_trains_as_usual():
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4, affine=False),
+                          nn.BatchNorm2d(4), nn.Flatten(), nn.LazyLinear(10))
+    model(torch.randn(2, 3, 8, 8))
+    model[0].requires_grad_(False)
+    assert frozen_norms(model) == []
+    model[2].requires_grad_(False)
+    assert frozen_norms(model) == ["2"]
 
 
 def test_exporting_leaves_the_users_module_as_it_was():
