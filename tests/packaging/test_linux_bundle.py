@@ -174,6 +174,36 @@ def test_demo_trains_with_a_worker_process(bundle, tmp_path):
     assert (tmp_path / "demo" / "trained_model.pth").is_file()
 
 
+USER_NET = """
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self, in_channels, num_classes):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(in_channels, 8, 3, stride=2), nn.BatchNorm2d(8),
+                                  nn.GELU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(),
+                                  nn.Dropout(0.1), nn.Linear(128, num_classes))
+
+    def forward(self, x):
+        return self.body(x)
+"""
+
+
+def test_a_users_model_travels_as_a_checked_graph(bundle, tmp_path):
+    """The bundle has what the graph path needs on both sides (torch.export, sympy, the
+    strict loader), and writes the .pt2."""
+    (tmp_path / "user_net.py").write_text(USER_NET, encoding="utf-8")
+    proc = run_exe(bundle, "computeshare",
+                   ["demo", "--workers", "1", "--rounds", "10", "--eval-every", "0", "--quiet",
+                    "--model", str(tmp_path / "user_net.py") + ":Net",
+                    "--out", str(tmp_path / "demo")], clean_env(tmp_path), tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "Model user_net.py:Net:" in proc.stdout + proc.stderr
+    assert "graph checked" in proc.stdout + proc.stderr
+    assert (tmp_path / "demo" / "trained_model.pt2").is_file()
+
+
 # --- the self-test -------------------------------------------------------------------------
 
 @pytest.mark.skipif(not (ROOT / "computeshare_desktop" / "selftest.py").exists(),
