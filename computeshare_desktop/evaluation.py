@@ -21,6 +21,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from .data import ArrayDataset, DatasetInfo, dataset_info, load_dataset, normalize
+from .data.folders import is_folder_spec
+from .data.prepared import load_data
 from .errors import ConfigError
 from .graph.inference import FixedMode, Normalized, eval_module
 from .models import build_model_from_spec, parse_model_spec
@@ -79,15 +81,22 @@ class Score:
     samples: int
 
 
-def evaluate_file(path: Path, model_name: str, dataset: str) -> Score:
+def evaluate_file(path: Path, model_name: str, dataset: str, *, image_size: int = 0,
+                  test_fraction: float = 0.1) -> Score:
     """Score a saved model on ``dataset``'s test split: a ``.pt2`` program fed images in
-    [0, 1], or a state_dict of ``model_name`` (a model spec) for ``dataset``.
+    [0, 1], or a state_dict of ``model_name`` (a model spec) for ``dataset``. A folder of
+    images is prepared as its session did (``image_size``, ``test_fraction``).
 
     Raises:
         ConfigError: the file cannot be read, is not that model for that dataset, or the
             program takes other inputs than the dataset's images.
     """
-    info = dataset_info(dataset)
+    test: ArrayDataset | None = None
+    if is_folder_spec(dataset):
+        test = load_data(dataset, image_size=image_size, test_fraction=test_fraction)[1]
+        info = test.info
+    else:
+        info = dataset_info(dataset)
     if path.suffix.lower() == PROGRAM_SUFFIX:
         saved = load_program_model(path, info)
         if saved.sample_shape != sample_shape(info):
@@ -96,7 +105,8 @@ def evaluate_file(path: Path, model_name: str, dataset: str) -> Score:
         model, raw = saved.module, True
     else:
         model, raw = eval_ready(load_state_model(path, model_name, info)), False
-    test = load_dataset(dataset, "test")
+    if test is None:
+        test = load_dataset(dataset, "test")
     accuracy, loss = evaluate(model, test, raw=raw)
     return Score(accuracy, loss, len(test))
 

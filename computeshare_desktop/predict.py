@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from .data import DatasetInfo
+from .data.folders import cover
 from .errors import ConfigError
 from .evaluation import SavedModel, load_saved_model
 from .hub.outputs import CLASSES_FILE
@@ -182,18 +183,6 @@ def read_image(path: Path, shape: tuple[int, ...]) -> torch.Tensor:
     pixels = np.asarray(cover(image, width, height), dtype=np.uint8)
     tensor = torch.from_numpy(pixels.reshape(height, width, channels).copy())
     return tensor.permute(2, 0, 1).to(torch.float32).div_(255.0)
-
-
-def cover(image: Any, width: int, height: int) -> Any:
-    """``image`` (Pillow's) scaled to cover ``width``×``height`` with its aspect kept,
-    then cropped to it around the middle."""
-    scale = max(width / image.width, height / image.height)
-    size = (max(width, math.ceil(image.width * scale - 1e-6)),
-            max(height, math.ceil(image.height * scale - 1e-6)))
-    if size != image.size:
-        image = image.resize(size, resample=3)  # bicubic (Image.Resampling.BICUBIC)
-    left, top = (size[0] - width) // 2, (size[1] - height) // 2
-    return image.crop((left, top, left + width, top + height))
 
 
 def read_rows(path: Path, features: int) -> torch.Tensor:

@@ -275,21 +275,32 @@ def _model_file(args: argparse.Namespace) -> tuple[ModelFileOptions, Path, str, 
     options = ModelFileOptions(**_options(ModelFileOptions, args))
     check(options)
     path = Path(options.model_file)
+    saved = _saved_config(path)
+    dataset = args.dataset or saved.get("dataset", default(SessionOptions, "dataset"))
+    model_name = args.model or saved.get("model", default(SessionOptions, "model"))
+    return options, path, dataset, model_name
+
+
+def _saved_config(path: Path) -> dict[str, Any]:
+    """The configuration in the session.json beside a model file ({} when none reads)."""
     meta = path.parent / SESSION_FILE
     try:
         saved = json.loads(meta.read_text(encoding="utf-8")).get("config", {}) \
             if meta.is_file() else {}
     except (OSError, ValueError, AttributeError):
         saved = {}
-    dataset = args.dataset or saved.get("dataset", default(SessionOptions, "dataset"))
-    model_name = args.model or saved.get("model", default(SessionOptions, "model"))
-    return options, path, dataset, model_name
+    return saved if isinstance(saved, dict) else {}
 
 
 def evaluate(args: argparse.Namespace) -> int:
     """Print the test accuracy of a saved model (.pth or .pt2)."""
     options, path, dataset, model_name = _model_file(args)
-    score = evaluate_file(path, model_name, dataset)
+    saved = _saved_config(path)
+    score = evaluate_file(path, model_name, dataset,
+                          image_size=saved.get("image_size", default(SessionOptions,
+                                                                     "image_size")),
+                          test_fraction=saved.get("test_fraction", default(SessionOptions,
+                                                                           "test_fraction")))
     if options.json:
         print(json.dumps({"accuracy": score.accuracy, "loss": score.loss, "dataset": dataset,
                           "model": model_name, "samples": score.samples}))

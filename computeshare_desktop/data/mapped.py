@@ -18,6 +18,7 @@ import torch
 
 from ..errors import ConfigError
 from .arrays import ArrayDataset
+from .folders import is_folder_spec
 from .info import DATASETS, DatasetInfo
 
 PREFIX = "python:"  # a session's dataset name when its data came from Python
@@ -41,8 +42,10 @@ def python_name(name: str) -> str:
 
 
 def dataset_valid(name: str) -> bool:
-    """A dataset the registry knows, or data given from Python (``python:NAME``)."""
-    return name in DATASETS or (name.startswith(PREFIX) and len(name) > len(PREFIX))
+    """A dataset the registry knows, data given from Python (``python:NAME``) or a folder
+    of images."""
+    return (name in DATASETS or (name.startswith(PREFIX) and len(name) > len(PREFIX))
+            or is_folder_spec(name))
 
 
 def read_dataset(dataset: MapDataset, *, name: str, classes: Sequence[str] = (),

@@ -9,6 +9,7 @@ from typing import Sequence
 
 import ifaddr
 
+from ..data.folders import dataset_label
 from ..events import Event, Finished, RoundClosed, StateChanged, WorkerJoined, WorkerLeft
 from ..hub.endpoint import HubEndpoint
 from ..protocol import PROTOCOL_VERSION
@@ -46,8 +47,8 @@ class HubAdvertising:
         self.session = session
         self.advert = SessionAdvert(
             session_id=status.session_id, name=name, host=socket.gethostname(),
-            model=c.model, dataset=c.dataset, joined=status.joined, expected=c.workers,
-            state=status.state, protocol=PROTOCOL_VERSION,
+            model=c.model, dataset=dataset_label(c.dataset), joined=status.joined,
+            expected=c.workers, state=status.state, protocol=PROTOCOL_VERSION,
             key_fingerprint=key_fingerprint(hub_key), port=ports.request,
             pub_port=ports.events, pair_port=ports.pairing, round=status.version,
             rounds=c.rounds)

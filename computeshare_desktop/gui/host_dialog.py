@@ -238,7 +238,7 @@ class HostDialog(QDialog):
         try:
             options.config()
             options.output_path()
-            if not is_available(options.dataset):
+            if options.dataset in DATASETS and not is_available(options.dataset):
                 raise ConfigError(f"{options.dataset} is not on this computer yet: click "
                                   "Download… (it needs the internet once), or choose "
                                   "mnist-sample, which is always there")
@@ -249,7 +249,8 @@ class HostDialog(QDialog):
         super().accept()
 
     def _dataset_changed(self) -> None:
-        self.download_button.setVisible(needs_download(self.dataset.currentData()))
+        name = self.dataset.currentData()  # None: a folder's path typed in
+        self.download_button.setVisible(name in DATASETS and needs_download(name))
 
     def download_dataset(self) -> bool:
         """Download the chosen dataset with a progress dialog; True when it is here."""

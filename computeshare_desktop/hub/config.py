@@ -11,10 +11,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, get_args
 
 from ..codec import CODECS, DEFAULT_FRACTION
 from ..data import DATASETS
+from ..data.folders import is_folder_spec
 from ..data.mapped import dataset_valid
 from ..errors import ConfigError
 from ..models import MODELS, parse_model_spec, parse_prefixes
@@ -68,6 +70,12 @@ def absolute_model(text: str) -> str:
     return str(path) if spec.name == "" else f"{path}:{spec.name}"
 
 
+def absolute_dataset(text: str) -> str:
+    """A folder's path made absolute (a resumed session finds it from anywhere); a
+    dataset's name as it is."""
+    return str(Path(text).expanduser().absolute()) if is_folder_spec(text) else text
+
+
 def _preset_help() -> str:
     links = "; ".join(f"{p.name}: {p.summary}" for p in PRESETS.values())
     return f"the link: {links}; auto (default): measure the first rounds, then pick one"
@@ -78,10 +86,22 @@ class SessionOptions:
     """What a user chooses for a training session (the command line, the Host dialog)."""
 
     dataset: str = option(
-        "mnist-sample", "default {default} (bundled, offline)", flag="--dataset",
-        commands=SESSION, choices=DATASETS, error=f"dataset must be one of {', '.join(DATASETS)}",
+        "mnist-sample", "a built-in dataset ({choices}; default {default}, bundled, offline) "
+        "or a folder of images: PATH/CLASS/* (a test split held out), or PATH/train/CLASS/* "
+        "and PATH/test/CLASS/*".format(choices=", ".join(DATASETS), default="{default}"),
+        flag="--dataset", commands=SESSION, metavar="NAME|PATH", choices=DATASETS,
+        editable=True, error=f"dataset must be one of {', '.join(DATASETS)} or a folder",
         valid=dataset_valid, saved=True, label="Dataset", group=TRAINING)  # or python:NAME,
     # data given from Python (api.host): the session is handed it, nothing is loaded
+    image_size: int = option(
+        0, "a folder of images: the side they are brought to, the aspect kept and the middle "
+        "cropped (default: their own size when they all share one, else 224)",
+        flag="--image-size", commands=SESSION, metavar="N", ge=0,
+        error="the image size must be 0 (automatic) or more")
+    test_fraction: float = option(
+        0.1, "a folder of images without train/ and test/: the share of each class held out "
+        "for testing, chosen by a fixed seed (default {default})", flag="--test-fraction",
+        commands=SESSION, metavar="F", gt=0, lt=1, error="the test fraction must be in (0, 1)")
     model: str = option(
         "simplenet", "the model: a built-in name ({choices}; default {default}), "
         "torchvision:ARCH (any torchvision classifier), PATH.py:NAME (a class or function "

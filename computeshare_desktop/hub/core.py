@@ -250,7 +250,7 @@ class HubCore:
             session_id=self.session_id,
             worker_id=member.worker_id, token=token, shard=member.shard,
             num_shards=c.workers, shard_size=len(self._shard_data(member.shard)[1]),
-            dataset=c.dataset, fingerprint=self.fingerprint,
+            dataset=data.name, fingerprint=self.fingerprint,
             model=c.model if self.graph is None else self.graph.manifest.model,
             batch_size=c.batch_size, seed=c.seed, rounds=c.rounds, codec=c.codec,
             state=self.state.value, version=self.server.version, optimizer=c.optimizer,

@@ -21,7 +21,8 @@ from typing import Any, Callable, Sequence, TypeVar
 import torch
 
 from .. import __version__
-from ..data import ArrayDataset, dataset_info, load_dataset
+from ..data import ArrayDataset
+from ..data.prepared import load_data
 from ..devices import pick_device
 from ..errors import ConfigError
 from ..events import (DiskError, Evaluated, Event, Finished, LogLine, ModeChanged, PinChanged,
@@ -29,7 +30,7 @@ from ..events import (DiskError, Evaluated, Event, Finished, LogLine, ModeChange
 from ..evaluation import eval_ready, evaluate
 from ..protocol import PROTOCOL_VERSION, auth
 from ..protocol.wire import Frame
-from .config import HubConfig, absolute_model
+from .config import HubConfig, absolute_dataset, absolute_model
 from .allowlist import Allowlist
 from .core import HubCore, Reply
 from .endpoint import EventSink, HubResult, SessionStatus
@@ -75,16 +76,17 @@ class HubSession:
         if resume:
             config = HubConfig.from_json(meta["config"])
         else:  # a file's path absolute: --resume finds it from anywhere
-            config = dataclasses.replace(config, model=absolute_model(config.model))
+            config = dataclasses.replace(config, model=absolute_model(config.model),
+                                         dataset=absolute_dataset(config.dataset))
         self.config = config
         given = given or Given()
         if given.data is not None:
             train_set, self.test_set = given.data
             self.info = train_set.info
         else:
-            self.info = dataset_info(config.dataset)
-            self.test_set = load_dataset(config.dataset, "test")
-            train_set = load_dataset(config.dataset, "train")
+            train_set, self.test_set = load_data(config.dataset, image_size=config.image_size,
+                                                 test_fraction=config.test_fraction)
+            self.info = train_set.info
         self.eval_device = pick_device("auto").device  # the hub evaluates on its best one
         # The user's model, its weights (a resumed session's come from its checkpoint) and
         # how workers get it: all before the session opens, so any error is said now.

@@ -22,6 +22,7 @@ import socket
 import threading
 from typing import Callable
 
+from ..data.folders import dataset_label
 from ..discovery import DiscoveryError
 from ..discovery.advertiser import advertised_addresses
 from ..discovery.hub_advert import HubAdvertising
@@ -109,7 +110,8 @@ class HostService(ServiceThread):
 
     def session_name(self) -> str:
         """The name advertised on the LAN."""
-        return self.plan.name.strip() or f"{socket.gethostname()} — {self.plan.config.dataset}"
+        data = dataset_label(self.plan.config.dataset)
+        return self.plan.name.strip() or f"{socket.gethostname()} — {data}"
 
     # ----------------------------------------------------------------- hub thread
     def _run(self) -> None:

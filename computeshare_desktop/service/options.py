@@ -15,6 +15,7 @@ import platformdirs
 
 from ..addresses import parse_address
 from ..app_options import AppConfig
+from ..data.folders import dataset_label
 from ..defaults import DEFAULT_PORT
 from ..discovery import DiscoveredSession
 from ..errors import ConfigError
@@ -105,7 +106,7 @@ class HostOptions(SessionOptions):
 
     def session_name(self) -> str:
         """The name advertised on the LAN."""
-        return self.name.strip() or f"{socket.gethostname()} — {self.dataset}"
+        return self.name.strip() or f"{socket.gethostname()} — {dataset_label(self.dataset)}"
 
     def output_path(self) -> Path:
         """The output folder; ConfigError when it cannot hold this session (see
