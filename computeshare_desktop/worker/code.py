@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from ..errors import ComputeShareError, ConfigError
-from ..graph import GraphRefused
+from ..graph import GraphRefused, frozen_norms
 from ..models import fingerprint
 from ..models.userfile import build_from_file
 from ..protocol.graphs import CodeSpec, Manifest, code_fingerprint, program_sha256
@@ -99,9 +99,12 @@ class CodeFactory:
             raise GraphRefused("the code was not checked for this session")
         _, model, params, stats = self._checked
         self._checked = None
-        return GradientComputer(model, welcome_info(welcome), self.device, images, labels,
-                                shard=welcome.shard, seed=welcome.seed,
-                                recipe=Recipe.of(welcome), params=params, stats=stats)
+        computer = GradientComputer(model, welcome_info(welcome), self.device, images, labels,
+                                    shard=welcome.shard, seed=welcome.seed,
+                                    recipe=Recipe.of(welcome), params=params, stats=stats)
+        for name in frozen_norms(model):  # as a graph would: frozen BatchNorm in eval mode
+            model.get_submodule(name).eval()
+        return computer
 
     def _approved(self, m: Manifest, sha: str) -> None:
         """Return when ``sha`` may run for this hub; raise CodeNotApproved if not."""

@@ -178,3 +178,19 @@ def test_approvals_survive_a_bad_file_and_check_their_input(tmp_path):
     assert CodeApprovals(path).approved(HUB_KEY, "a" * 64)
     with pytest.raises(ValueError):
         store.approve(HUB_KEY, "not a hash")
+
+
+def test_frozen_batchnorm_keeps_its_statistics_in_code_as_in_a_graph(branchy, monkeypatch,
+                                                                       tmp_path):
+    """--train-only fc: the frozen BatchNorm runs in eval mode on the workers (as a graph's
+    does), so the hub's statistics stay as built while the head trains."""
+    spec, canary = branchy
+    hub, shipped = code_hub(spec, canary, monkeypatch, rounds=3, codec="raw", train_only="fc")
+    m = shipped.graph.manifest
+    assert m.trainable == ["fc.weight", "fc.bias"]
+    before = [t.clone() for t in shipped.stat_buffers()]
+    approvals = CodeApprovals(tmp_path / "approved-code.json")
+    approvals.approve(HUB_KEY, m.program_sha256, m.model)
+    peers = run(hub, factory(approvals), factory(approvals))
+    assert hub.done and all(p.finish.error is None for p in peers)
+    assert all(torch.equal(a, b) for a, b in zip(shipped.stat_buffers(), before, strict=True))
