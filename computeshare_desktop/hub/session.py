@@ -22,7 +22,7 @@ import torch
 
 from .. import __version__
 from ..data import ArrayDataset
-from ..data.prepared import load_data
+from ..data.prepared import PrepareProgress, load_data
 from ..devices import pick_device
 from ..errors import ConfigError
 from ..events import (DiskError, Evaluated, Event, Finished, LogLine, ModeChanged, PinChanged,
@@ -60,6 +60,22 @@ class Given:
     data: tuple[ArrayDataset, ArrayDataset] | None = None  # (train, test), not loaded
 
 
+PREPARE_LINE_S = 2.0  # a folder being prepared: a line this often (the CLI shows each)
+
+
+def _every(seconds: float, emit: Callable[[Event], None]) -> Callable[[PrepareProgress], None]:
+    """A preparation's progress as a LogLine at most every ``seconds``, and its last one."""
+    last = -float("inf")
+
+    def report(progress: PrepareProgress) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last >= seconds or progress.done == progress.total:
+            last = now
+            emit(LogLine(progress.text[:1].upper() + progress.text[1:]))
+    return report
+
+
 class HubSession:
     """Runs one training session of the hub."""
 
@@ -84,8 +100,9 @@ class HubSession:
             train_set, self.test_set = given.data
             self.info = train_set.info
         else:
-            train_set, self.test_set = load_data(config.dataset, image_size=config.image_size,
-                                                 test_fraction=config.test_fraction)
+            train_set, self.test_set = load_data(
+                config.dataset, image_size=config.image_size,
+                test_fraction=config.test_fraction, progress=_every(PREPARE_LINE_S, self._emit))
             self.info = train_set.info
         self.eval_device = pick_device("auto").device  # the hub evaluates on its best one
         # The user's model, its weights (a resumed session's come from its checkpoint) and

@@ -15,6 +15,7 @@ from torch import nn
 
 from computeshare_desktop import host
 from computeshare_desktop.errors import ConfigError
+from computeshare_desktop.events import LogLine
 
 from helpers_cli import run_cli
 from helpers_net import cli, free_ports
@@ -77,6 +78,8 @@ def test_a_folder_trains_a_users_model_and_evaluate_reads_it_again(tmp_path, cap
                eval_every=0, out_dir=tmp_path / "run", **LOOPBACK)
     result = run.wait(60)
     assert result.metrics.accuracy is not None and result.metrics.accuracy > 0.8
+    lines = [e.text for e in run.events() if isinstance(e, LogLine)]
+    assert "Preparing bands: 60 of 60 images" in lines, lines  # the CLI writes each
     classes = json.loads((result.out_dir / "classes.json").read_text(encoding="utf-8"))
     assert classes == list(CLASSES)
     config = json.loads((result.out_dir / "session.json").read_text(encoding="utf-8"))
