@@ -8,7 +8,6 @@ import logging
 import os
 import pathlib
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +16,7 @@ import platformdirs
 
 from computeshare_desktop.data.arrays import ArrayDataset
 from computeshare_desktop.data.info import dataset_info
+from computeshare_desktop.pacing import Throttle
 from computeshare_desktop.data.sample import NAME as SAMPLE_NAME
 from computeshare_desktop.data.sample import load_sample
 from computeshare_desktop.data.torchvision_sets import load_torchvision
@@ -157,7 +157,7 @@ class _Tally:
         self._name, self._progress = name, progress
         self._split = ""
         self._files: list[_File] = []
-        self._last = -float("inf")
+        self._throttle = Throttle(PROGRESS_INTERVAL_S)
 
     def start_split(self, split: str) -> None:
         self._split = split
@@ -182,9 +182,7 @@ class _Tally:
         self._report(force=True)
 
     def _report(self, *, force: bool) -> None:
-        now = time.monotonic()
-        if force or now - self._last >= PROGRESS_INTERVAL_S:
-            self._last = now
+        if self._throttle.due(force):
             self._progress(self._snapshot())
 
     def _snapshot(self) -> DownloadProgress:

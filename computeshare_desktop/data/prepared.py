@@ -25,6 +25,7 @@ import torch
 
 from ..errors import ComputeShareError, ConfigError
 from ..files import atomic_write
+from ..pacing import Throttle
 from .arrays import ArrayDataset
 from .factory import default_cache_dir, load_dataset
 from .folders import UNREADABLE, Entry, Layout, Skipped, cover, folder_name, is_folder_spec, scan
@@ -213,7 +214,8 @@ class _Writer:
         self.train = self.test = 0
         self.sums = np.zeros(plan.channels, dtype=np.float64)
         self.squares = np.zeros(plan.channels, dtype=np.float64)
-        self._logged = self._reported = time.monotonic()
+        self._log = Throttle(LOG_EVERY_S, waiting=True)
+        self._tell = Throttle(REPORT_EVERY_S, waiting=True)
 
     def write(self, fh: BinaryIO) -> None:
         """Decode and write each image in order; a damaged one is skipped and counted."""
@@ -264,12 +266,8 @@ class _Writer:
                 "std": [round(max(float(s), MIN_STD), DIGITS) for s in std]}
 
     def _report(self, done: int, total: int) -> None:
-        now = time.monotonic()
         text = f"preparing {self.layout.root.name}: {done:,} of {total:,} images"
-        if now - self._logged >= LOG_EVERY_S or done == total:
-            self._logged = now
+        if self._log.due(force=done == total):
             log.info("%s", text)
-        if self.progress is not None and (now - self._reported >= REPORT_EVERY_S
-                                          or done == total):
-            self._reported = now
+        if self.progress is not None and self._tell.due(force=done == total):
             self.progress(PrepareProgress(done, total, text))

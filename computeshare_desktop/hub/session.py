@@ -28,6 +28,7 @@ from ..errors import ConfigError
 from ..events import (DiskError, Evaluated, Event, Finished, LogLine, ModeChanged, PinChanged,
                       RoundClosed, StateChanged, Stopped)
 from ..evaluation import eval_ready, evaluate
+from ..pacing import Throttle
 from ..protocol import PROTOCOL_VERSION, auth
 from ..protocol.wire import Frame
 from .config import HubConfig, absolute_dataset, absolute_model
@@ -65,13 +66,10 @@ PREPARE_LINE_S = 2.0  # a folder being prepared: a line this often (the CLI show
 
 def _every(seconds: float, emit: Callable[[Event], None]) -> Callable[[PrepareProgress], None]:
     """A preparation's progress as a LogLine at most every ``seconds``, and its last one."""
-    last = -float("inf")
+    throttle = Throttle(seconds)
 
     def report(progress: PrepareProgress) -> None:
-        nonlocal last
-        now = time.monotonic()
-        if now - last >= seconds or progress.done == progress.total:
-            last = now
+        if throttle.due(force=progress.done == progress.total):
             emit(LogLine(progress.text[:1].upper() + progress.text[1:]))
     return report
 

@@ -32,6 +32,7 @@ from ..graph import TrainingGraph, export_training_graph, torch_release
 from ..models import (ModelSpec, SpecKind, build_model_from_spec, fingerprint, freeze_except,
                       load_starting_weights, parameter_count, parse_model_spec,
                       parse_prefixes)
+from ..pacing import Throttle
 from ..protocol.graphs import (Manifest, encode_manifest, entry, program_sha256,
                                state_blob)
 from ..protocol.messages import ComputeKind, GraphPart
@@ -201,11 +202,9 @@ class _Progress:
     """A weights download's progress as log lines, at most one every few seconds."""
 
     def __init__(self) -> None:
-        self._last = 0.0
+        self._throttle = Throttle(PROGRESS_EVERY_S)
 
     def __call__(self, progress: DownloadProgress) -> None:
-        now = time.monotonic()
-        if now - self._last >= PROGRESS_EVERY_S or (
-                progress.total_bytes is not None and progress.done_bytes >= progress.total_bytes):
-            self._last = now
+        if self._throttle.due(force=progress.total_bytes is not None
+                              and progress.done_bytes >= progress.total_bytes):
             log.info("%s", progress.text)

@@ -13,7 +13,6 @@ import hashlib
 import logging
 import os
 import re
-import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
@@ -24,6 +23,7 @@ import torch
 
 from computeshare_desktop.data import DownloadProgress
 from computeshare_desktop.data.factory import PROGRESS_INTERVAL_S
+from computeshare_desktop.pacing import Throttle
 from computeshare_desktop.errors import ConfigError
 from computeshare_desktop.files import atomic_write
 from computeshare_desktop.models import vision
@@ -126,7 +126,7 @@ class _Reporter:
         self._label, self._progress = label, progress
         self._done = 0
         self._total: int | None = None
-        self._last = -float("inf")
+        self._throttle = Throttle(PROGRESS_INTERVAL_S)
 
     def start(self, total: int | None) -> None:
         self._total = total
@@ -141,9 +141,7 @@ class _Reporter:
         self._send(force=True)
 
     def _send(self, *, force: bool) -> None:
-        now = time.monotonic()
-        if force or now - self._last >= PROGRESS_INTERVAL_S:
-            self._last = now
+        if self._throttle.due(force):
             report = DownloadProgress(self._done, self._total, "weights", 1, "")
             text = f"Downloading the {self._label}: {report.amount()}"
             self._progress(dataclasses.replace(report, text=text))
