@@ -39,7 +39,8 @@ from .errors import ComputeShareError
 from .events import Ended, Evaluated, Event, Failed, Finished, Listening, RoundClosed, Stopped
 from .hub import Given
 from .hub.config import MODE_OPTIONS, SessionOptions
-from .models import freeze_except, load_starting_weights, parse_model_spec, parse_prefixes
+from .hub.user_model import prepare_model
+from .models import parse_model_spec
 from .schema import default, defaults, options as schema_options
 from .service import AppConfig, HostPlan, HostService, Tagged
 from .service.options import HostOptions, default_output_folder
@@ -258,7 +259,7 @@ def host(model: nn.Module | str, train: MapDataset | str, test: MapDataset | Non
     config = HostOptions(**values).overriding(
         **{n: v for n, v in mode.items() if v is not None}).config()
     if module is not None:
-        _prepare(module, config.weights, config.train_only, spec)
+        prepare_model(module, config, parse_model_spec(spec))
     data = None if isinstance(train, str) else _read(train, test, dataset, classes, config.seed)
     plan = HostPlan(config, _out_dir(out_dir), pin=pin, port=port,
                     bind=bind or default(AppConfig, "bind", "host"), advertise=advertise,
@@ -312,14 +313,6 @@ def module_spec(model: nn.Module) -> str:
         source = None
     path = source if source and source.endswith(".py") else f"{cls.__module__}.py"
     return f"{path}:{cls.__name__}"
-
-
-def _prepare(module: nn.Module, weights: str, train_only: str, spec: str) -> None:
-    """``weights=`` and ``train_only=`` on a module, as the hub does them on a built one."""
-    if weights:
-        load_starting_weights(module, weights, parse_model_spec(spec))
-    if train_only:
-        freeze_except(module, parse_prefixes(train_only))
 
 
 def _dataset_name(train: MapDataset | str, test: MapDataset | None, name: str) -> str:

@@ -124,14 +124,25 @@ def build_hub_model(config: HubConfig, info: DatasetInfo, *, weights: bool = Tru
     model = build_model_from_spec(spec, info, seed=config.seed)
     if spec.kind is SpecKind.PROGRAM:  # its tensors are views into the archive's one blob,
         model = copy.deepcopy(model)  # which export cannot detach: a copy owns its own
+    prepare_model(model, config, spec, weights=weights)
+    log.info("model %s built in %.1f s", spec.label, time.perf_counter() - began)
+    return model
+
+
+def prepare_model(model: nn.Module, config: HubConfig, spec: ModelSpec, *,
+                  weights: bool = True) -> None:
+    """``--weights`` loaded into ``model`` (unless ``weights`` is False) and all but
+    ``--train-only`` frozen: on a module built here or handed to the session (``api``).
+
+    Raises:
+        ConfigError: as the weights and the prefixes say.
+    """
     if config.weights and weights:
         load_starting_weights(model, config.weights, spec, progress=_Progress())
     if config.train_only:
         frozen = freeze_except(model, parse_prefixes(config.train_only))
         log.info("--train-only %s: %d parameter tensors frozen, %s values train",
                  config.train_only, len(frozen), f"{parameter_count(model):,}")
-    log.info("model %s built in %.1f s", spec.label, time.perf_counter() - began)
-    return model
 
 
 def ship_model(model: nn.Module, config: HubConfig, train_set: ArrayDataset) -> SessionModel:
