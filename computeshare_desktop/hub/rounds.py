@@ -105,19 +105,19 @@ class Round:
         """True when every expected shard has a gradient (and at least one has)."""
         return bool(self.contributions) and expected_shards <= self.contributions.keys()
 
+    def ordered(self) -> list[Contribution]:
+        """The contributions by shard (a fixed order: sums come out the same every time)."""
+        return sorted(self.contributions.values(), key=lambda c: c.shard)
+
     def average(self) -> tuple[torch.Tensor, float]:
         """Sample-weighted mean update and loss of the contributions.
 
         Weighting by samples makes batches of b1..bN exactly the gradient of one batch of
         b1+..+bN, which is what the linear scaling rule assumes, whatever the split.
         """
-        items = sorted(self.contributions.values(), key=lambda c: c.shard)
-        total = sum(c.samples for c in items)
-        grad = torch.zeros_like(items[0].grad)
-        for c in items:
-            grad.add_(c.grad, alpha=c.samples / total)
-        loss = sum(c.loss * c.samples for c in items) / total
-        return grad, loss
+        items = self.ordered()
+        loss = sum(c.loss * c.samples for c in items) / sum(c.samples for c in items)
+        return _weighted_mean(items, [c.grad for c in items]), loss
 
     def stats_average(self) -> torch.Tensor | None:
         """Sample-weighted mean change of the running statistics (None: none travel).
@@ -126,15 +126,21 @@ class Round:
         makes them the sample-weighted mean of the workers' (the batches' means, weighted
         so, are exactly the union batch's mean).
         """
-        items = sorted(self.contributions.values(), key=lambda c: c.shard)
+        items = self.ordered()
         if not items or items[0].stats is None:
             return None
-        total = sum(c.samples for c in items)
-        change = torch.zeros_like(items[0].stats)
-        for c in items:
-            assert c.stats is not None
-            change.add_(c.stats, alpha=c.samples / total)
-        return change
+        changes = [c.stats for c in items if c.stats is not None]
+        assert len(changes) == len(items), "statistics from every push or from none"
+        return _weighted_mean(items, changes)
+
+
+def _weighted_mean(items: list[Contribution], values: list[torch.Tensor]) -> torch.Tensor:
+    """``values`` (one per contribution) averaged with the contributions' samples."""
+    total = sum(c.samples for c in items)
+    mean = torch.zeros_like(values[0])
+    for c, value in zip(items, values, strict=True):
+        mean.add_(value, alpha=c.samples / total)
+    return mean
 
 
 def check_push(msg: Push, task: Task, numel: int) -> None:

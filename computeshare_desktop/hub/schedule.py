@@ -185,7 +185,7 @@ class Schedule:
         """The round's update and loss: the sample-weighted mean, or a robust rule."""
         if self.clipper is None:
             return rnd.average()
-        items = sorted(rnd.contributions.values(), key=lambda c: c.shard)
+        items = rnd.ordered()
         updates = self.clipper.clip([c.grad for c in items])
         return (combine(updates, self.config.aggregation),
                 statistics.median(c.loss for c in items))
@@ -196,8 +196,7 @@ class Schedule:
         gradients); None when none travel."""
         if self.clipper is None:
             return rnd.stats_average()
-        changes = [c.stats for c in sorted(rnd.contributions.values(), key=lambda c: c.shard)
-                   if c.stats is not None]
+        changes = [c.stats for c in rnd.ordered() if c.stats is not None]
         return combine(changes, self.config.aggregation) if changes else None
 
     def _step(self, rnd: Round, update: torch.Tensor, samples: int,
