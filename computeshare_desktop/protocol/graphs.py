@@ -64,7 +64,7 @@ class TensorEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     @property
     def nbytes(self) -> int:
-        return math.prod(self.shape) * _itemsize(self.dtype)
+        return math.prod(self.shape) * DTYPES[self.dtype].itemsize
 
 
 Identifier = Annotated[str, msgspec.Meta(max_length=MAX_NAME_CHARS,
@@ -109,10 +109,6 @@ class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         """Values in a statistics frame (float32 each)."""
         shapes = {e.name: e.shape for e in self.state}
         return sum(math.prod(shapes[name]) for name in self.stats)
-
-
-def _itemsize(dtype: str) -> int:
-    return torch.empty(0, dtype=DTYPES[dtype]).element_size()
 
 
 def encode_manifest(manifest: Manifest) -> bytes:
