@@ -12,6 +12,7 @@ from computeshare_desktop.graph.base import (
     TensorSpec,
     graph_fingerprint,
     release,
+    require_release,
     torch_release,
 )
 from computeshare_desktop.graph.checks import CheckedProgram, check_program
@@ -38,5 +39,6 @@ __all__ = [
     "load_training_graph",
     "program_module",
     "release",
+    "require_release",
     "torch_release",
 ]

@@ -24,7 +24,7 @@ from ..errors import (ComputeShareError, HubStoppedError, HubUnreachableError,
                       LocalProtocolError, RejectedError)
 from ..events import (HubStopped, Joined, ModelReceived, PairedWith, PairingWait, Rejoining,
                       Resync, SessionFull, WorkerDone)
-from ..graph import GraphRefused, release, torch_release
+from ..graph import GraphRefused, require_release, torch_release
 from ..protocol import MEANINGS, RejectCode, decode, encode
 from ..protocol.messages import (MAX_STR_CHARS, Ack, Bye, Done, GraphData, GraphRefusal, Join,
                                  Model, Paired, PairReply, Ping, Reject, ShardData, Waiting,
@@ -355,10 +355,7 @@ class WorkerCore:
                              dataset=w.dataset, model=w.model, rounds=w.rounds,
                              device=self.device, batch_size=w.batch_size, state=w.state))
         if w.compute == "graph":
-            ours, theirs = torch_release(), release(w.torch)
-            if theirs != ours:  # the hub checks it too; the format is not stable
-                raise GraphRefused(f"the hub runs torch {theirs} and this worker torch {ours}: "
-                                   f"a graph needs the same release; install torch {theirs}")
+            require_release(w.torch)  # the hub checks it too; the format is not stable
             self._graph = GraphDownload(w)
             return [joined, *self._next_graph_range(now)]
         return [joined, self._prepare(None)]
