@@ -243,8 +243,7 @@ class HostDialog(QDialog):
                                   "Download… (it needs the internet once), or choose "
                                   "mnist-sample, which is always there")
         except ConfigError as exc:
-            self.error.setText(str(exc))
-            self.error.show()
+            self._say(str(exc))
             return
         super().accept()
 
@@ -257,17 +256,15 @@ class HostDialog(QDialog):
         name = self.dataset.currentData()
         finished, error = run_download(name, self._downloader, self)
         if not finished:
-            self.error.setText(f"The download of {name} goes on in the background; choose it "
-                               "again once it is done.")
-            self.error.show()
+            self._say(f"The download of {name} goes on in the background; choose it "
+                      "again once it is done.")
             return False
         return self._downloaded(name, error)
 
     def _downloaded(self, name: str, error: BaseException | None) -> bool:
         """Say why a download failed, or mark the set as here; True when it is."""
         if error is not None:
-            self.error.setText(f"Could not download {name}: {error}")
-            self.error.show()
+            self._say(f"Could not download {name}: {error}")
             return False
         self._relabel()
         self.error.hide()
@@ -301,8 +298,7 @@ class HostDialog(QDialog):
             self.options().output_path()
         except ConfigError as exc:
             self._resume = False
-            self.error.setText(str(exc))
-            self.error.show()
+            self._say(str(exc))
             return
         super().accept()
 
