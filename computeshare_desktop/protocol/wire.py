@@ -26,8 +26,9 @@ from .messages import MAX_STR_CHARS as MAX_STR_CHARS
 from .messages import MESSAGE_CLASSES, MsgType
 
 MAGIC = b"CS"
-PROTOCOL_VERSION = 5  # 4: the Welcome carries the training recipe; 5: graphs (GRAPH_GET,
-# GRAPH_DATA, GRAPH_REFUSED), the torch release in Join and Welcome, statistics frames
+PROTOCOL_VERSION = 6  # 4: the Welcome carries the training recipe; 5: graphs (GRAPH_GET,
+# GRAPH_DATA, GRAPH_REFUSED), the torch release in Join and Welcome, statistics frames;
+# 6: your own data (tables, the worker's shard cache, augmentation)
 MAX_HEADER_BYTES = 4096
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
 

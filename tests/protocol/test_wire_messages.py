@@ -86,7 +86,7 @@ def test_wrong_magic_is_malformed(head: bytes) -> None:
 def test_protocol_version_is_five() -> None:
     # 1 was the HMAC challenge-response pairing, 2 sent whole float32 models every round,
     # 3's Welcome had no training recipe, 4 had no graphs and no statistics frames
-    assert PROTOCOL_VERSION == 5
+    assert PROTOCOL_VERSION == 6
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3, 4, 6, 255])
