@@ -109,6 +109,11 @@ class RoundClosed(Event, frozen=True):
     staleness: int | None = None  # async mode: versions between its model and this one
     lr_scale: float | None = None  # async mode: the factor its staleness put on the rate
     staleness_histogram: dict[str, Any] | None = None  # async: every eval_every versions
+    # Bytes since the previous round closed by purpose (hub/traffic.py): the samples of
+    # shards, the model (and a graph), the pushes.
+    data_bytes: int = 0
+    model_bytes: int = 0
+    update_bytes: int = 0
 
 
 class ModeChanged(Event, frozen=True):

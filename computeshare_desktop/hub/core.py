@@ -39,6 +39,7 @@ from .pairing import PairingDesk
 from .rejects import RejectLog
 from .rounds import Round, Task
 from .schedule import Schedule
+from .traffic import Traffic
 from .trainer import ParameterServer
 from .user_model import ShippedGraph
 
@@ -94,6 +95,7 @@ class HubCore:
         self._events: list[Event] = []
         self._told: set[int] = set()  # workers that have been told the session is done
         self._reject_log = RejectLog()
+        self.traffic = Traffic()  # bytes by purpose: data, model, update
         self.stopped = False  # stop() was called: every request is told to leave
 
     # ----------------------------------------------------------------- entry points
@@ -105,12 +107,14 @@ class HubCore:
         only keys on the allowlist get past this point (a kicked key is refused at once,
         even on a connection that was open before the kick).
         """
-        self.round.received(sum(len(f) for f in frames))
+        nbytes = sum(len(f) for f in frames)
+        self.round.received(nbytes)
         out: list[Reply] = []
         try:
             if peer_key is None or peer_key not in self.allowlist:
                 raise RemoteProtocolError(RejectCode.NOT_PAIRED, "pair with the PIN first")
             msg, body = decode(frames, max_frame_bytes=self.max_frame, expect=TO_HUB)
+            self.traffic.count(msg, nbytes)
             reply = self._dispatch(peer, peer_key, msg, body, now, out)
         except RemoteProtocolError as exc:
             reply = self._reject(exc, peer, now)
@@ -393,7 +397,8 @@ class HubCore:
         if complete is None:
             return
         pushed = set(self.round.contributions)
-        self._events += self.schedule.close(now, complete, self.members.members())
+        self._events += self.traffic.split(
+            self.schedule.close(now, complete, self.members.members()))
         self._free_stuck(self.schedule.stuck(pushed, self._ready()))
         self.schedule.open(now, self._ready())
         if self.server.version >= self.config.rounds:
@@ -446,7 +451,9 @@ class HubCore:
 
     def _reply(self, peer: bytes, msg: Any, *frames: Frame) -> Reply:
         encoded = encode(msg, frames)
-        self.round.sent(sum(len(f) for f in encoded))
+        nbytes = sum(len(f) for f in encoded)
+        self.round.sent(nbytes)
+        self.traffic.count(msg, nbytes)
         return Reply(peer, encoded)
 
     def _reject(self, exc: RemoteProtocolError, peer: bytes, now: float,

@@ -47,8 +47,8 @@ log = logging.getLogger(__name__)
 ALLOWLIST_FILE = "allowed_workers.json"
 
 ROUND_RECORD = ("round", "version", "loss", "contributors", "rejected", "bytes_in",
-                "bytes_out", "payload_bytes", "samples", "steps", "seconds", "compute_s",
-                "busy")
+                "bytes_out", "payload_bytes", "data_bytes", "model_bytes", "update_bytes",
+                "samples", "steps", "seconds", "compute_s", "busy")
 T = TypeVar("T")
 
 
