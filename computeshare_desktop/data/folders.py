@@ -12,9 +12,10 @@ from __future__ import annotations
 import math
 import os
 import random
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import ConfigError
 
@@ -22,6 +23,7 @@ IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".webp"})
 SPLIT_SEED = 0  # the held-out split is the same in every session on the same files
 EXAMPLES = 5  # the examples of each kind of skip kept to show a person
 MAX_NAME = 64
+T = TypeVar("T")
 
 # The kinds of skip, each with the words that say it.
 NOT_IMAGE = "not an image file"
@@ -183,13 +185,23 @@ def _entries(found: _Found, labels: dict[str, int]) -> tuple[Entry, ...]:
 
 def _hold_out(found: _Found, labels: dict[str, int],
               fraction: float) -> tuple[tuple[Entry, ...], tuple[Entry, ...]]:
-    """Stratified: each class gives ``fraction`` of its files (one at least when it has
-    two or more, never its last) to the test split, chosen by a fixed seed."""
+    """Each class's files split by ``hold_out_per_class``."""
+    groups = {name: [Entry(p, labels[name], s, m) for p, s, m in files]
+              for name, files in found.items()}
+    train, test = hold_out_per_class(groups, fraction)
+    return tuple(train), tuple(test)
+
+
+def hold_out_per_class(groups: Mapping[str, Sequence[T]],
+                       fraction: float) -> tuple[list[T], list[T]]:
+    """Stratified: each class gives ``fraction`` of its items (one at least when it has
+    two or more, never its last) to the test split, chosen by a fixed seed; the classes
+    are taken in sorted order and each keeps its items' order."""
     rng = random.Random(SPLIT_SEED)
-    train: list[Entry] = []
-    test: list[Entry] = []
-    for name in sorted(found):
-        entries = [Entry(p, labels[name], s, m) for p, s, m in found[name]]
+    train: list[T] = []
+    test: list[T] = []
+    for name in sorted(groups):
+        entries = groups[name]
         order = list(range(len(entries)))
         rng.shuffle(order)
         held = 0 if len(entries) < 2 else min(len(entries) - 1,
@@ -198,7 +210,7 @@ def _hold_out(found: _Found, labels: dict[str, int],
         chosen = set(order[:held])
         test += [e for i, e in enumerate(entries) if i in chosen]
         train += [e for i, e in enumerate(entries) if i not in chosen]
-    return tuple(train), tuple(test)
+    return train, test
 
 
 def cover(image: Any, width: int, height: int) -> Any:
