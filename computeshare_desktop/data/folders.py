@@ -102,8 +102,10 @@ def dataset_label(spec: str) -> str:
     return folder_name(Path(spec).expanduser().absolute()) if is_folder_spec(spec) else spec
 
 
-def scan(root: Path, test_fraction: float) -> Layout:
+def scan(root: Path, test_fraction: float, *, tests: bool = True) -> Layout:
     """What ``root`` holds, read from names and ``stat`` alone (no image is opened).
+    ``tests`` False: another source tests (``--test``), so every training image trains
+    and ``ROOT/test`` is not read.
 
     Raises:
         ConfigError: not a folder, fewer than 2 classes with images, or no test image.
@@ -120,6 +122,8 @@ def scan(root: Path, test_fraction: float) -> Layout:
                           f"classifier needs 2 or more (ROOT/CLASS/image files, or "
                           f"ROOT/train/CLASS and ROOT/test/CLASS)")
     labels = {name: i for i, name in enumerate(classes)}
+    if not tests:
+        return Layout(root, classes, _entries(train_files, labels), (), skipped, by_folder)
     if by_folder:
         train = _entries(train_files, labels)
         test_files = _classes(root / "test", skipped, root)
@@ -136,6 +140,21 @@ def scan(root: Path, test_fraction: float) -> Layout:
 
 
 _Found = dict[str, list[tuple[str, int, int]]]  # class -> [(relative path, size, mtime)]
+
+
+def class_files(root: Path) -> tuple[_Found, Skipped]:
+    """The image files of ``ROOT/CLASS/*`` (of ``ROOT/test/CLASS/*`` when there is a test
+    folder), by class name, relative to ``ROOT``: a second source for the test split.
+
+    Raises:
+        ConfigError: not a folder.
+    """
+    root = root.expanduser().absolute()
+    if not root.is_dir():
+        raise ConfigError(f"{root} is not a folder")
+    skipped = Skipped()
+    folder = root / "test" if (root / "test").is_dir() else root
+    return _classes(folder, skipped, root), skipped
 
 
 def _classes(folder: Path, skipped: Skipped, root: Path) -> _Found:

@@ -19,35 +19,55 @@ from .factory import default_cache_dir, load_dataset
 from .folders import Entry, Layout, folder_name, is_folder_spec, scan
 from .image_cache import (DEFAULT_SIZE, FORMAT, Cancel, Item, PrepareCancelled,
                           PrepareProgress, Prepared, Progress, Source, prepare_images)
+from .hf import is_hf_spec, prepare_hf
+from .second_source import prepare_test
 
 __all__ = ["DEFAULT_SIZE", "Cancel", "PrepareCancelled", "PrepareProgress", "Prepared",
            "Progress", "load_data", "prepare_folder"]
 
+
 def load_data(spec: str, *, image_size: int = 0, test_fraction: float = 0.1,
-              progress: Progress | None = None,
-              cancel: Cancel | None = None) -> tuple[ArrayDataset, ArrayDataset]:
-    """A session's (train, test) data: a built-in dataset by name, or a folder of images
-    (prepared, or taken from the cache)."""
-    if is_folder_spec(spec):
-        prepared = prepare_folder(Path(spec), image_size=image_size,
+              progress: Progress | None = None, cancel: Cancel | None = None,
+              label: str = "", input: str = "",
+              test_spec: str = "") -> tuple[ArrayDataset, ArrayDataset]:
+    """A session's (train, test) data: a built-in dataset by name, a folder of images, a
+    Hugging Face dataset saved with ``save_to_disk`` (``input``, ``label``: its image and
+    label columns); prepared, or taken from the cache. ``test_spec``: a second source for
+    the test split (``second_source``), instead of the one the data gives; all of the
+    training data then trains."""
+    whole, cache = bool(test_spec), default_cache_dir()
+    if is_hf_spec(spec):
+        prepared = prepare_hf(Path(spec), image_size=image_size, test_fraction=test_fraction,
+                              input=input, label=label, whole=whole, cache_dir=cache,
+                              progress=progress, cancel=cancel)
+        train, test = prepared.train, prepared.test
+    elif is_folder_spec(spec):
+        prepared = prepare_folder(Path(spec), image_size=image_size, whole=whole,
                                   test_fraction=test_fraction, progress=progress,
                                   cancel=cancel)
-        return prepared.train, prepared.test
-    return load_dataset(spec, "train"), load_dataset(spec, "test")
+        train, test = prepared.train, prepared.test
+    else:
+        train = load_dataset(spec, "train")
+        test = train if whole else load_dataset(spec, "test")
+    if whole:
+        test = prepare_test(test_spec, train.info, cache_dir=cache, input=input,
+                            label=label, progress=progress, cancel=cancel)
+    return train, test
 
 
 def prepare_folder(root: Path, *, image_size: int = 0, test_fraction: float = 0.1,
                    cache_dir: Path | None = None, progress: Progress | None = None,
-                   cancel: Cancel | None = None) -> Prepared:
+                   cancel: Cancel | None = None, whole: bool = False) -> Prepared:
     """``root``'s images as uint8 N×C×H×W splits (see ``folders`` for the layouts).
 
     ``image_size`` 0: the images' own size when they all share one, else 224 square.
+    ``whole``: another source tests, so every training image trains (no test split).
 
     Raises:
         ConfigError: fewer than 2 classes, no test image, or no image that decodes.
         PrepareCancelled: ``cancel()`` said so.
     """
-    layout = scan(root, test_fraction)
+    layout = scan(root, test_fraction, tests=not whole)
     base = cache_dir if cache_dir is not None else default_cache_dir()
     return prepare_images(folder_source(layout),
                           base / "folders" / _key(layout, image_size, test_fraction),
