@@ -1,4 +1,5 @@
-"""An in-memory dataset: all images as one uint8 tensor, all labels as one int64 tensor."""
+"""An in-memory dataset: all images as one uint8 tensor (a table: all rows as one float32
+tensor), all labels as one int64 tensor."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from computeshare_desktop.data.info import DatasetInfo
 @dataclass(frozen=True, slots=True, eq=False)
 class ArrayDataset:
     """Images (N, C, H, W) uint8 contiguous, labels (N,) int64, and the dataset's info.
+    For a table, ``images`` holds its rows: float32 (N, F), standardized (``DatasetInfo``).
 
     Tensors returned by ``load_dataset`` are shared with its in-memory cache: treat them as
     read-only (clone before any in-place change). ``subset`` always returns fresh copies.
@@ -22,9 +24,13 @@ class ArrayDataset:
     info: DatasetInfo
 
     def __post_init__(self) -> None:
-        if self.images.dtype != torch.uint8 or self.images.dim() != 4:
+        table = self.info.kind == "table"
+        dtype, dims = (torch.float32, 2) if table else (torch.uint8, 4)
+        if self.images.dtype != dtype or self.images.dim() != dims:
             shape = tuple(self.images.shape)
-            raise ValueError(f"images must be uint8 N×C×H×W, got {self.images.dtype} {shape}")
+            wanted = "float32 N×F rows" if table else "uint8 N×C×H×W images"
+            raise ValueError(f"{self.info.name} needs {wanted}, got {self.images.dtype} "
+                             f"{shape}")
         if tuple(self.images.shape[1:]) != self.info.shape:
             shape = tuple(self.images.shape[1:])
             raise ValueError(f"images are {shape}, {self.info.name} is {self.info.shape}")

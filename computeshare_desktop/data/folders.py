@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import ConfigError
+from .tables import is_table_spec
 
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".webp"})
 SPLIT_SEED = 0  # the held-out split is the same in every session on the same files
@@ -98,7 +99,9 @@ def folder_name(root: Path) -> str:
 
 def dataset_label(spec: str) -> str:
     """How a session's data is named to others (adverts, session names): a folder by its
-    own name, a dataset by its name."""
+    own name, a table by its file's name without the suffix, a dataset by its name."""
+    if is_table_spec(spec):
+        return folder_name(Path(spec).expanduser().absolute().with_suffix(""))
     return folder_name(Path(spec).expanduser().absolute()) if is_folder_spec(spec) else spec
 
 

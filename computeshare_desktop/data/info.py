@@ -3,26 +3,39 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Literal
 
 import torch
 
 from computeshare_desktop.errors import ConfigError
 
 
+DataKind = Literal["images", "table"]
+
+
 @dataclass(frozen=True, slots=True)
 class DatasetInfo:
-    """Static description of a dataset: image shape, class count, per-channel mean/std."""
+    """Static description of a dataset: image shape, class count, per-channel mean/std.
+
+    A table (``kind`` "table") has ``channels`` features and ``height`` = ``width`` = 1;
+    its ``mean``/``std`` are per feature, measured on the training split, and its
+    ``ArrayDataset`` holds the features already standardized with them: ``normalize`` is
+    then the identity, and the statistics serve the exported model, which takes raw values.
+    """
 
     name: str
     channels: int
     height: int
     width: int
     num_classes: int
-    mean: tuple[float, ...]  # per channel, for images scaled to [0, 1]
+    mean: tuple[float, ...]  # per channel, for images scaled to [0, 1]; per feature (table)
     std: tuple[float, ...]
     classes: tuple[str, ...] = ()  # the class names in label order (empty: unnamed)
+    kind: DataKind = "images"
 
     def __post_init__(self) -> None:
+        if self.channels < 1:
+            raise ValueError(f"{self.name}: a sample needs a channel or a feature")
         if len(self.mean) != self.channels or len(self.std) != self.channels:
             raise ValueError(f"{self.name}: mean/std need one value per channel")
         if min(self.std) <= 0:
@@ -30,6 +43,8 @@ class DatasetInfo:
         if self.classes and len(self.classes) != self.num_classes:
             raise ValueError(f"{self.name}: {len(self.classes)} class names for "
                              f"{self.num_classes} classes")
+        if self.kind == "table" and (self.height, self.width) != (1, 1):
+            raise ValueError(f"{self.name}: a table's height and width are 1")
 
     @property
     def class_names(self) -> tuple[str, ...]:
@@ -37,9 +52,35 @@ class DatasetInfo:
         return self.classes or tuple(str(i) for i in range(self.num_classes))
 
     @property
-    def shape(self) -> tuple[int, int, int]:
-        """The (C, H, W) shape of one image."""
+    def shape(self) -> tuple[int, ...]:
+        """The shape of one sample: (C, H, W) for an image, (F,) for a table's row."""
+        if self.kind == "table":
+            return (self.channels,)
         return (self.channels, self.height, self.width)
+
+    @property
+    def in_features(self) -> int:
+        """A table's number of features (columns after encoding); 0 for images."""
+        return self.channels if self.kind == "table" else 0
+
+
+def table_info(name: str, features: int, num_classes: int, mean: tuple[float, ...] = (),
+               std: tuple[float, ...] = (), classes: tuple[str, ...] = ()) -> DatasetInfo:
+    """A table's info; without statistics, the identity (0 and 1: what a worker, handed
+    standardized rows, needs)."""
+    return DatasetInfo(name, features, 1, 1, num_classes, mean or (0.0,) * features,
+                       std or (1.0,) * features, classes, kind="table")
+
+
+def wire_shape(info: DatasetInfo) -> dict[str, Any]:
+    """How a Welcome describes one sample (its fields by name). A table's rows reach
+    workers standardized: its statistics stay on the hub, and the Welcome says 1×1×1 with
+    mean 0 and std 1, the identity, beside the kind and the row's length."""
+    if info.kind == "table":
+        return {"channels": 1, "height": 1, "width": 1, "mean": [0.0], "std": [1.0],
+                "data_kind": "table", "features": info.channels}
+    return {"channels": info.channels, "height": info.height, "width": info.width,
+            "mean": list(info.mean), "std": list(info.std)}
 
 
 def _gray(name: str, classes: tuple[str, ...], mean: float, std: float) -> DatasetInfo:
@@ -110,7 +151,11 @@ def normalize(images_uint8: torch.Tensor, info: DatasetInfo) -> torch.Tensor:
     """Return float32 ``(x / 255 - mean) / std`` per channel, on the tensor's own device.
 
     Accepts (C, H, W) or (N, C, H, W) uint8 tensors; raises TypeError/ValueError otherwise.
+    A table's rows (float32 (F,) or (N, F)) are standardized already: returned as they are.
     """
+    if info.kind == "table":
+        _check_rows(images_uint8, info)
+        return images_uint8
     if images_uint8.dtype != torch.uint8:
         raise TypeError(f"normalize expects uint8 images, got {images_uint8.dtype}")
     if images_uint8.dim() not in (3, 4) or images_uint8.shape[-3] != info.channels:
@@ -122,3 +167,21 @@ def normalize(images_uint8: torch.Tensor, info: DatasetInfo) -> torch.Tensor:
     std = torch.tensor(info.std, dtype=torch.float32, device=device).view(-1, 1, 1)
     out = images_uint8.to(torch.float32).div_(255.0)
     return out.sub_(mean).div_(std)
+
+
+def raw_inputs(samples: torch.Tensor, info: DatasetInfo) -> torch.Tensor:
+    """What an exported model takes for these stored samples: images as float32 in [0, 1],
+    a table's rows back in their own units (``x * std + mean``)."""
+    if info.kind != "table":
+        return samples.to(torch.float32).div_(255.0)
+    _check_rows(samples, info)
+    mean = torch.tensor(info.mean, dtype=torch.float32, device=samples.device)
+    std = torch.tensor(info.std, dtype=torch.float32, device=samples.device)
+    return samples * std + mean
+
+
+def _check_rows(rows: torch.Tensor, info: DatasetInfo) -> None:
+    if rows.dtype != torch.float32:
+        raise TypeError(f"a table's rows are float32, got {rows.dtype}")
+    if rows.dim() not in (1, 2) or rows.shape[-1] != info.channels:
+        raise ValueError(f"expects (N,) {info.channels} features, got {tuple(rows.shape)}")

@@ -20,6 +20,7 @@ from ..errors import ConfigError
 from .arrays import ArrayDataset
 from .folders import is_folder_spec
 from .info import DATASETS, DatasetInfo
+from .tables import is_table_spec
 
 PREFIX = "python:"  # a session's dataset name when its data came from Python
 MIN_STD = 1e-3  # a channel that never changes is scaled as if it varied this much
@@ -42,10 +43,10 @@ def python_name(name: str) -> str:
 
 
 def dataset_valid(name: str) -> bool:
-    """A dataset the registry knows, data given from Python (``python:NAME``) or a folder
-    of images."""
+    """A dataset the registry knows, data given from Python (``python:NAME``), a folder
+    of images or a table (PATH.csv, PATH.parquet)."""
     return (name in DATASETS or (name.startswith(PREFIX) and len(name) > len(PREFIX))
-            or is_folder_spec(name))
+            or is_folder_spec(name) or is_table_spec(name))
 
 
 def read_dataset(dataset: MapDataset, *, name: str, classes: Sequence[str] = (),

@@ -12,8 +12,11 @@ import importlib
 import itertools
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..errors import ConfigError
 
@@ -117,3 +120,186 @@ def cell_text(cell: object) -> str:
     if isinstance(cell, bool):
         return "1" if cell else "0"
     return str(cell)
+
+
+MAX_ONE_HOT = 16  # a text column with at most this many values is one-hot encoded
+MISSING = frozenset({"", "nan"})  # a cell that holds no value (after strip, lower case)
+
+
+@dataclass(slots=True)
+class _Column:
+    """What the first pass learns of one column."""
+
+    name: str
+    missing: int = 0
+    numeric: bool = True
+    whole: bool = True  # every number is an integer
+    values: set[str] = field(default_factory=set)  # the distinct values (a number
+    # column's: only the first few, unless ``every``)
+    every: bool = False  # keep every distinct value (the label's)
+    partial: bool = False  # it turned to text after more values than were kept
+
+    def see(self, cell: str) -> None:
+        text = cell.strip()
+        if text.lower() in MISSING:
+            self.missing += 1
+            return
+        if self.numeric:
+            number = _number(text)
+            if number is None:
+                self.numeric = False
+                self.partial = len(self.values) > MAX_ONE_HOT and not self.every
+            else:
+                self.whole = self.whole and number.is_integer()
+        if self.every or not self.numeric or len(self.values) <= MAX_ONE_HOT:
+            self.values.add(text)
+
+    def counted(self) -> str:
+        """How many distinct values, for a person."""
+        return f"{'over ' if self.partial else ''}{len(self.values):,} values"
+
+
+@dataclass(frozen=True, slots=True)
+class TableLayout:
+    """How a table becomes examples: the label column and its classes, the features."""
+
+    path: Path
+    rows: int
+    label: str
+    classes: tuple[str, ...]  # the label's distinct values, sorted (numbers as numbers)
+    numbered: bool  # the label is whole numbers (read as such: "1.0" is class "1")
+    features: tuple[str, ...]  # the feature names, a one-hot column as "COLUMN=VALUE"
+    sources: tuple[tuple[int, tuple[str, ...]], ...]  # per feature column: its index in
+    # the file and, for a one-hot column, its values in order (empty: a number)
+    encoded: tuple[str, ...]  # the text columns that were one-hot encoded
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def scan_table(path: Path, label: str = "") -> TableLayout:
+    """Read the table once and decide how it becomes examples (``label``: the label
+    column's name, default the last column).
+
+    Raises:
+        ConfigError: no such label column; a label with fewer than 2 values or with
+            fractional numbers; missing values (each column named, with a count); a text
+            feature column with more than MAX_ONE_HOT values; no feature column.
+    """
+    names, body = read_rows(path)
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigError(f"{path.name} names more than one column {_listed(twice)}")
+    label = label or names[-1]
+    if label not in names:
+        raise ConfigError(f"{path.name} has no column {label!r} (--label); its columns: "
+                          f"{_listed(names)}")
+    columns = [_Column(name, every=name == label) for name in names]
+    rows = 0
+    for row in body:
+        rows += 1
+        for column, cell in zip(columns, row, strict=True):
+            column.see(cell)
+    _refuse_missing(path, columns)
+    target = columns[names.index(label)]
+    classes = _classes(path, target, rows)
+    sources, features, encoded = _features(path, columns, names.index(label))
+    return TableLayout(path, rows, label, classes, target.numeric, tuple(features),
+                       tuple(sources), tuple(encoded))
+
+
+def _refuse_missing(path: Path, columns: list[_Column]) -> None:
+    gaps = [f"{c.name!r} ({c.missing:,})" for c in columns if c.missing]
+    if gaps:
+        raise ConfigError(f"{path.name} has missing values (empty cells or NaN), in "
+                          f"{', '.join(gaps)}: fill or drop them first")
+
+
+def _classes(path: Path, target: _Column, rows: int) -> tuple[str, ...]:
+    if target.numeric and not target.whole:
+        raise ConfigError(f"the label column {target.name!r} of {path.name} holds fractional "
+                          f"numbers: a classifier needs classes (text or whole numbers)")
+    if len(target.values) < 2:
+        raise ConfigError(f"the label column {target.name!r} of {path.name} has "
+                          f"{len(target.values)} value(s) in {rows:,} rows: a classifier "
+                          f"needs 2 classes or more")
+    if target.numeric:
+        return tuple(str(n) for n in sorted({int(float(v)) for v in target.values}))
+    return tuple(sorted(target.values))
+
+
+def _features(path: Path, columns: list[_Column], label: int
+              ) -> tuple[list[tuple[int, tuple[str, ...]]], list[str], list[str]]:
+    sources: list[tuple[int, tuple[str, ...]]] = []
+    features: list[str] = []
+    encoded: list[str] = []
+    many = [c for i, c in enumerate(columns) if i != label and not c.numeric
+            and len(c.values) > MAX_ONE_HOT]
+    if many:
+        raise ConfigError(
+            f"{path.name} has text columns with too many values to one-hot encode (at most "
+            f"{MAX_ONE_HOT}): " + ", ".join(f"{c.name!r} ({c.counted()})"
+                                            for c in many)
+            + ": turn them into numbers, or drop them")
+    for i, column in enumerate(columns):
+        if i == label:
+            continue
+        if column.numeric:
+            sources.append((i, ()))
+            features.append(column.name)
+        else:
+            values = tuple(sorted(column.values))
+            sources.append((i, values))
+            features += [f"{column.name}={value}" for value in values]
+            encoded.append(column.name)
+    if not features:
+        raise ConfigError(f"{path.name} has no feature column besides the label "
+                          f"{columns[label].name!r}")
+    return sources, features, encoded
+
+
+def _listed(names: list[str], shown: int = 10) -> str:
+    text = ", ".join(repr(n) for n in names[:shown])
+    return text + (f", … ({len(names)} in all)" if len(names) > shown else "")
+
+
+def read_table(layout: TableLayout) -> tuple[np.ndarray, np.ndarray]:
+    """The second pass: every row's features as float32 (N, F), in the layout's order,
+    and its label as the class's index, int64 (N,)."""
+    features = np.empty((layout.rows, len(layout.features)), dtype=np.float32)
+    labels = np.empty(layout.rows, dtype=np.int64)
+    names, body = read_rows(layout.path)
+    target = names.index(layout.label)
+    classes = {name: i for i, name in enumerate(layout.classes)}
+    slots = [{value: j for j, value in enumerate(values)} for _, values in layout.sources]
+    row = -1
+    try:
+        for row, cells in enumerate(body):
+            text = cells[target].strip()
+            labels[row] = classes[str(int(float(text))) if layout.numbered else text]
+            _encode(cells, layout, slots, features[row])
+    except (KeyError, ValueError, IndexError):
+        row = -2
+    if row + 1 != layout.rows:
+        raise ConfigError(f"{layout.path.name} changed while it was read")
+    return features, labels
+
+
+def _encode(cells: list[str], layout: TableLayout, slots: list[dict[str, int]],
+            out: np.ndarray) -> None:
+    """One row's features into ``out``: numbers as they are, a text value as its one-hot."""
+    out[:] = 0.0
+    at = 0
+    for (column, values), slot in zip(layout.sources, slots, strict=True):
+        cell = cells[column].strip()
+        if values:
+            out[at + slot[cell]] = 1.0
+            at += len(values)
+        else:
+            out[at] = float(cell)
+            at += 1

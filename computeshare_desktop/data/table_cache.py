@@ -1,0 +1,157 @@
+"""A table prepared once: its rows encoded (numbers, one-hot text columns), split, and
+standardized into a float32 file in the cache folder, then memory-mapped by every session
+on the same file.
+
+The cache is keyed by the file's path, size and mtime, the label column asked for and the
+held-out fraction. The per-feature mean and standard deviation come from the training
+split; the rows are stored standardized with them (a session trains on them as they are)
+and the statistics stay in the ``DatasetInfo`` for the exported model, which takes raw
+values. ``meta.json`` is written last: a cut preparation is no cache.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..errors import ConfigError
+from ..files import atomic_write
+from .arrays import ArrayDataset
+from .factory import default_cache_dir
+from .folders import folder_name, hold_out_per_class
+from .info import table_info
+from .mapped import DIGITS, MIN_STD
+from .tables import read_table, scan_table
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1  # the cache's layout; another one is prepared again
+ROWS, LABELS, META = "rows.f32", "labels.i64", "meta.json"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PreparedTable:
+    """A table's two splits, its feature names, and whether the cache had them."""
+
+    train: ArrayDataset
+    test: ArrayDataset
+    features: tuple[str, ...]
+    cached: bool
+
+
+def table_name(path: Path) -> str:
+    """The data's name for people and workers: the file's name without its suffix."""
+    return folder_name(Path(path).with_suffix(""))
+
+
+def prepare_table(path: Path, *, label: str = "", test_fraction: float = 0.1,
+                  cache_dir: Path | None = None) -> PreparedTable:
+    """``path``'s rows as standardized float32 N×F splits, labels as class indices.
+
+    Raises:
+        ConfigError: as ``tables.scan_table`` says, or no row could be held out for
+            testing.
+    """
+    path = Path(path).expanduser().absolute()
+    if not path.is_file():
+        raise ConfigError(f"{path} is not a file")
+    base = cache_dir if cache_dir is not None else default_cache_dir()
+    folder = base / "tables" / _key(path, label, test_fraction)
+    prepared = _load(folder)
+    if prepared is None:
+        _build(path, folder, label, test_fraction)
+        prepared = _load(folder)
+        if prepared is None:
+            raise ConfigError(f"the prepared table {path} could not be read back from "
+                              f"{folder}")
+        return dataclasses.replace(prepared, cached=False)
+    log.info("%s: prepared table loaded from the cache (%d train, %d test rows, %d "
+             "features)", path, len(prepared.train), len(prepared.test),
+             len(prepared.features))
+    return prepared
+
+
+def _key(path: Path, label: str, test_fraction: float) -> str:
+    stat = path.stat()
+    text = json.dumps([FORMAT, str(path), stat.st_size, stat.st_mtime_ns, label,
+                       test_fraction])
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def _load(folder: Path) -> PreparedTable | None:
+    """The cache in ``folder``, or None when it is not (wholly) there."""
+    try:
+        meta = json.loads((folder / META).read_text(encoding="utf-8"))
+        if meta.get("format") != FORMAT:
+            return None
+        features = tuple(meta["features"])
+        info = table_info(meta["name"], len(features), len(meta["classes"]),
+                          tuple(meta["mean"]), tuple(meta["std"]), tuple(meta["classes"]))
+        count, train = meta["train"] + meta["test"], meta["train"]
+        rows = np.memmap(folder / ROWS, dtype=np.float32, mode="c",
+                         shape=(count, len(features)))
+        labels = np.fromfile(folder / LABELS, dtype=np.int64)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if labels.shape != (count,):
+        return None
+    values, numbers = torch.from_numpy(rows), torch.from_numpy(labels)
+    return PreparedTable(ArrayDataset(values[:train], numbers[:train], info),
+                         ArrayDataset(values[train:], numbers[train:], info), features,
+                         cached=True)
+
+
+def _build(path: Path, folder: Path, label: str, test_fraction: float) -> None:
+    """Read, encode, split and standardize the table into ``folder`` (the meta last)."""
+    started = time.monotonic()
+    layout = scan_table(path, label)
+    for column in layout.encoded:
+        names = [n for n in layout.features if n.startswith(f"{column}=")]
+        log.info("%s: the text column %r is one-hot encoded as %d features (%s)",
+                 path.name, column, len(names), ", ".join(names))
+    features, labels = read_table(layout)
+    train, test = split(labels, len(layout.classes), test_fraction)
+    if len(test) == 0:
+        raise ConfigError(f"{path.name} has no class with 2 rows or more: no row can be "
+                          f"held out for testing")
+    mean, std = statistics(features[train])
+    ordered = np.concatenate([train, test])
+    rows = (features[ordered].astype(np.float64) - mean) / std
+    atomic_write(folder / ROWS, np.ascontiguousarray(rows, dtype=np.float32).tobytes())
+    atomic_write(folder / LABELS, np.ascontiguousarray(labels[ordered]).tobytes())
+    meta = {"format": FORMAT, "name": table_name(path), "label": layout.label,
+            "classes": list(layout.classes), "features": list(layout.features),
+            "encoded": list(layout.encoded), "train": len(train), "test": len(test),
+            "mean": [float(m) for m in mean], "std": [float(s) for s in std],
+            "source": str(path)}
+    atomic_write(folder / META, json.dumps(meta, indent=1).encode("utf-8"))
+    log.info("%s: prepared %d rows (%d train, %d test) of %d features and %d classes in "
+             "%.1f s", path.name, layout.rows, len(train), len(test), len(layout.features),
+             len(layout.classes), time.monotonic() - started)
+
+
+def split(labels: np.ndarray, classes: int, fraction: float) -> tuple[np.ndarray,
+                                                                      np.ndarray]:
+    """Row indices of the training and test splits, each in file order: stratified, each
+    class holding out ``fraction`` of its rows by the folders' fixed seed
+    (``folders.hold_out_per_class``)."""
+    groups = {f"{c:09d}": np.flatnonzero(labels == c).tolist() for c in range(classes)}
+    train, test = hold_out_per_class(groups, fraction)
+    return np.array(sorted(train), dtype=np.int64), np.array(sorted(test), dtype=np.int64)
+
+
+def statistics(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-feature mean and standard deviation (floored at MIN_STD), rounded as a
+    session's statistics are."""
+    values = rows.astype(np.float64)
+    mean = np.round(values.mean(axis=0), DIGITS)
+    std = np.round(np.maximum(values.std(axis=0), MIN_STD), DIGITS)
+    return mean, std
