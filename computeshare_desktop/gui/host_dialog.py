@@ -18,12 +18,15 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDoubleSpinBox, QF
 from .. import schema
 from ..codec import get_codec
 from ..data import DATASETS, download, is_available, needs_download
+from ..data.prepared import PrepareCancelled
 from ..errors import ConfigError
 from ..hub.config import MODE_OPTIONS, async_rounds
 from ..hub.outputs import OutputDir
 from ..hub.presets import PRESETS, resolve
 from ..models.userfile import model_names
 from ..service.options import HostOptions
+from ..service.prepare import DataReport, needs_preparing
+from .data_preview import DATA_FIELDS, DataPicker
 from .download_dialog import Downloader, run_download
 from .fields import Editor, editors
 
@@ -109,6 +112,8 @@ class HostDialog(QDialog):
         self.weights_browse.setToolTip("Starting weights: a state_dict saved with torch.save "
                                        "(.pth, .pt) or safetensors")
         self.weights_browse.clicked.connect(self._choose_weights_file)
+        self.data = DataPicker(self, self.editors)  # Folder…, File… and the preview panel
+        self.data_panel = self.data.panel
         self.name.setPlaceholderText(initial.session_name() if not initial.name else "")
         self.preset_note = QLabel()
         self.preset_note.setProperty("role", "muted")
@@ -151,8 +156,12 @@ class HostDialog(QDialog):
             if option.section:
                 widget.setLayout(_form(self._rows(option.section)))
                 rows.append(("", widget))
+            elif name in DATA_FIELDS:
+                self.data_panel.add_field(name, option.label, widget)
             elif name == "dataset":
-                rows.append((option.label, _line(widget, self.download_button)))
+                rows.append((option.label, _line(widget, self.download_button,
+                                                 self.data.folder_button,
+                                                 self.data.file_button)))
             elif name == "model":
                 rows.append((option.label, _line(widget, self.model_browse)))
             elif name == "weights":
@@ -182,12 +191,17 @@ class HostDialog(QDialog):
         layout.addWidget(title)
         layout.addWidget(hint)
         sections = {e.option.section for e in self.editors.values()}
+        groups = QVBoxLayout()
         for group, caption in schema.GROUPS.items():
             if group in sections:
                 continue  # inside its section's box
             box = QGroupBox(caption)
             box.setLayout(_form(self._rows(group)))
-            layout.addWidget(box)
+            groups.addWidget(box)
+        columns = QHBoxLayout()  # the data panel at the side: the dialog grows no taller
+        columns.addLayout(groups, 1)
+        columns.addWidget(self.data_panel)
+        layout.addLayout(columns)
         layout.addWidget(self.error)
         layout.addLayout(buttons)
 
@@ -245,7 +259,30 @@ class HostDialog(QDialog):
         except ConfigError as exc:
             self._say(str(exc))
             return
+        if needs_preparing(options.dataset):  # the images first, with a bar and Cancel
+            if not self.data_panel.preparing:
+                self.start_button.setEnabled(False)
+                self.data_panel.prepare(options.dataset, image_size=options.image_size,
+                                        test_fraction=options.test_fraction,
+                                        done=self._prepared)
+            return
         super().accept()
+
+    def _prepared(self, report: DataReport | None, error: BaseException | None) -> None:
+        """Open the session once its images are in the cache; after Cancel or an error,
+        say so and stay open (nothing was cached)."""
+        self.start_button.setEnabled(True)
+        if isinstance(error, PrepareCancelled):
+            self._say("Preparing the images was cancelled; nothing was kept.")
+        elif error is not None:
+            self._say(str(error))
+        elif self.isVisible():
+            super().accept()
+
+    def reject(self) -> None:
+        """Close; a preparation under way stops."""
+        self.data_panel.cancel()
+        super().reject()
 
     def _dataset_changed(self) -> None:
         name = self.dataset.currentData()  # None: a folder's path typed in

@@ -97,11 +97,14 @@ class SessionOptions:
         0, "a folder of images: the side they are brought to, the aspect kept and the middle "
         "cropped (default: their own size when they all share one, else 224)",
         flag="--image-size", commands=SESSION, metavar="N", ge=0,
-        error="the image size must be 0 (automatic) or more")
+        error="the image size must be 0 (automatic) or more", label="Image size",
+        group=TRAINING, maximum=1024, step=16, special="automatic", plain=True)
     test_fraction: float = option(
         0.1, "a folder of images without train/ and test/: the share of each class held out "
         "for testing, chosen by a fixed seed (default {default})", flag="--test-fraction",
-        commands=SESSION, metavar="F", gt=0, lt=1, error="the test fraction must be in (0, 1)")
+        commands=SESSION, metavar="F", gt=0, lt=1, error="the test fraction must be in (0, 1)",
+        label="Test fraction", group=TRAINING, minimum=0.01, maximum=0.9, step=0.05,
+        decimals=2)
     model: str = option(
         "simplenet", "the model: a built-in name ({choices}; default {default}), "
         "torchvision:ARCH (any torchvision classifier), PATH.py:NAME (a class or function "

@@ -33,6 +33,7 @@ from ..protocol.auth import check_pin, new_pin
 from ..protocol.pake import key_fingerprint
 from ..transport import DEFAULT_PORT, HubServer, Identity, identity_path, load_or_create
 from .join import JoinPlan, JoinService
+from .prepare import ProgressLines, prepare
 from .threads import SERIAL, ServiceThread, Tagged
 from .options import HostPlan, JoinTarget, check_output_folder, worker_name
 
@@ -120,6 +121,7 @@ class HostService(ServiceThread):
         advertising: HubAdvertising | None = None
         try:
             identity = load_or_create(identity_path("hub"))
+            self._prepare_data()
             session = self.session = HubSession(
                 self.plan.config, pin=self.pin, hub_key=identity.public,
                 out_dir=self.out_path, on_event=self._on_hub_event, resume=self.plan.resume,
@@ -139,6 +141,19 @@ class HostService(ServiceThread):
             self._post(Failed(f"unexpected error: {exc!r}"))
         finally:
             self._shut_down(session, server, advertising)
+
+    def _prepare_data(self) -> None:
+        """A folder of images prepared (or found in the cache) before the session opens,
+        so that its progress and what it skipped reach the views and ``stop()`` cancels it
+        (PrepareCancelled); the session then loads it from the cache at once."""
+        config = self.plan.config
+        if self.plan.resume or self.plan.given is not None:
+            return
+        report = prepare(config.dataset, image_size=config.image_size,
+                         test_fraction=config.test_fraction, progress=ProgressLines(self._post),
+                         cancel=self._stop_requested.is_set)
+        for line in report.lines() if report is not None else []:
+            self._post(LogLine(line))
 
     def _listen(self, session: HubSession, identity: Identity) -> HubServer:
         port, bind = self.plan.port, self.plan.bind

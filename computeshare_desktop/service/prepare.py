@@ -1,0 +1,74 @@
+"""A session's data prepared before the session opens, for the Host dialog and the hub's
+thread alike: progress as it goes, a way to cancel, and what was skipped. No Qt.
+
+A folder of images is decoded once into the cache (``data.prepared``); the session then
+finds it there at once. Other specs (built-in names, tables, Hugging Face folders) are
+loaded by the session itself (with its own progress lines), so ``prepare`` leaves them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..data.folders import is_folder_spec
+from ..data.hf import is_hf_spec
+from ..data.prepared import Cancel, Progress, PrepareProgress, prepare_folder
+from ..events import LogLine
+from ..pacing import Throttle
+
+LINE_EVERY_S = 2.0  # a preparation's progress as a log line this often (and its last)
+
+
+@dataclass(frozen=True, slots=True)
+class DataReport:
+    """What a preparation gave: the splits' sizes, whether the cache had them, the skips."""
+
+    name: str
+    train: int
+    test: int
+    cached: bool
+    skipped: tuple[str, ...]  # one line per kind: "skipped 3 (not an image file): a.txt"
+
+    def lines(self) -> list[str]:
+        """What to tell the host, one line each (the skips first letter up)."""
+        how = "found in the cache" if self.cached else "prepared"
+        return ([f"{self.name}: {self.train:,} training and {self.test:,} test images "
+                 f"{how}"] + [line[:1].upper() + line[1:] for line in self.skipped])
+
+
+def needs_preparing(spec: str) -> bool:
+    """True for the specs ``prepare`` prepares: a folder of images (a Hugging Face folder
+    is one too, but its columns are the session's to choose: it prepares them itself)."""
+    return is_folder_spec(spec) and not is_hf_spec(spec)
+
+
+def prepare(spec: str, *, image_size: int = 0, test_fraction: float = 0.1,
+            progress: Progress | None = None, cancel: Cancel | None = None,
+            cache_dir: Path | None = None) -> DataReport | None:
+    """Prepare ``spec``'s data into the cache (or find it there); None when the session
+    loads it itself.
+
+    Raises:
+        ConfigError: the folder cannot be a session's data (the reason says why).
+        PrepareCancelled: ``cancel()`` said so; nothing was cached.
+    """
+    if not needs_preparing(spec):
+        return None
+    prepared = prepare_folder(Path(spec), image_size=image_size, test_fraction=test_fraction,
+                              cache_dir=cache_dir, progress=progress, cancel=cancel)
+    return DataReport(prepared.train.info.name, len(prepared.train), len(prepared.test),
+                      prepared.cached, tuple(prepared.skipped.lines()))
+
+
+class ProgressLines:
+    """A preparation's progress posted as log lines: at most one every ``every_s``, and the
+    last one always (the CLI prints each, the progress window logs them)."""
+
+    def __init__(self, post: Callable[[LogLine], None], every_s: float = LINE_EVERY_S) -> None:
+        self.post, self.throttle = post, Throttle(every_s)
+
+    def __call__(self, progress: PrepareProgress) -> None:
+        if self.throttle.due(force=progress.done == progress.total):
+            self.post(LogLine(progress.text[:1].upper() + progress.text[1:]))
