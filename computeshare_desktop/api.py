@@ -52,7 +52,7 @@ START_TIMEOUT_S = 600.0  # building the session (an export, a download) before i
 STOP_TIMEOUT_S = 60.0
 POLL_S = 0.2
 MAX_EVENTS = 100_000  # events kept for ``events()`` until read; the oldest go first
-NAMED = ("dataset", "model")  # options given as host()'s own arguments
+NAMED = ("dataset", "model", "test_data")  # options given as host()'s own arguments
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +212,8 @@ class Run:
             print(text, flush=True)
 
 
-def host(model: nn.Module | str, train: MapDataset | str, test: MapDataset | None = None, *,
+def host(model: nn.Module | str, train: MapDataset | str, test: MapDataset | str | None = None,
+         *,
          rounds: int | None = None, preset: str | None = None, workers: int | None = None,
          batch_size: int | None = None, lr: float | None = None, pin: str = "",
          port: int | None = None, bind: str | None = None, out_dir: str | Path | None = None,
@@ -225,9 +226,12 @@ def host(model: nn.Module | str, train: MapDataset | str, test: MapDataset | Non
         model: an ``nn.Module`` (copied; it travels as a checked graph), or a model spec
             as ``--model`` takes it (``simplenet``, ``torchvision:resnet18``, ``net.py:Net``).
         train: a map-style dataset of ``(image, label)`` items (C×H×W float in [0, 1] or
-            uint8; int labels), or a built-in dataset's name (``mnist-sample``...).
-        test: the same for testing; default: a tenth of ``train`` held out (a built-in
-            dataset: its own test split).
+            uint8; int labels), or a spec as ``--dataset`` takes it: a built-in dataset's
+            name (``mnist-sample``...), a folder of images, a table file or a folder
+            written by Hugging Face's ``save_to_disk``.
+        test: the same for testing; default: a tenth of ``train`` held out (a spec: the
+            test split it gives or holds out). A spec as ``--test`` takes it (a folder of
+            images, a saved dataset) goes with a spec for ``train``.
         rounds, preset, workers, batch_size, lr: as ``computeshare host`` takes them
             (default: its defaults).
         pin: the PIN workers type (default: COMPUTESHARE_PIN, else a random one).
@@ -254,7 +258,8 @@ def host(model: nn.Module | str, train: MapDataset | str, test: MapDataset | Non
     module, spec = _model(model)
     # As ``computeshare host`` reads its flags: a codec, top-k fraction or local steps given
     # overrides the preset's, which decides the others.
-    values = {**defaults(HostOptions, "host"), **chosen, "dataset": dataset, "model": spec}
+    values = {**defaults(HostOptions, "host"), **chosen, "dataset": dataset, "model": spec,
+              "test_data": test if isinstance(test, str) else ""}
     mode = {n: values.pop(n) for n in MODE_OPTIONS}
     config = HostOptions(**values).overriding(
         **{n: v for n, v in mode.items() if v is not None}).config()
@@ -315,16 +320,17 @@ def module_spec(model: nn.Module) -> str:
     return f"{path}:{cls.__name__}"
 
 
-def _dataset_name(train: MapDataset | str, test: MapDataset | None, name: str) -> str:
-    """The session's dataset: a built-in's name, or ``python:NAME`` for data given here.
+def _dataset_name(train: MapDataset | str, test: MapDataset | str | None, name: str) -> str:
+    """The session's dataset: a spec (a built-in's name, a path), or ``python:NAME`` for
+    data given here.
 
     Raises:
-        TypeError: data of another kind, or ``test`` with a built-in's name.
+        TypeError: data of another kind, or a spec mixed with a dataset.
     """
-    if isinstance(train, str):
-        if test is not None:
-            raise TypeError("test= goes with a dataset; a built-in dataset's name uses its "
-                            "own test split")
+    if isinstance(train, str) or isinstance(test, str):
+        if not (isinstance(train, str) and (test is None or isinstance(test, str))):
+            raise TypeError("train= and test= are both specs (a dataset's name, a folder, a "
+                            "file) or both map-style datasets")
         return train
     for value, what in ((train, "train"), (test, "test")):
         if value is not None and (isinstance(value, str) or not hasattr(value, "__getitem__")):

@@ -82,18 +82,21 @@ class Score:
 
 
 def evaluate_file(path: Path, model_name: str, dataset: str, *, image_size: int = 0,
-                  test_fraction: float = 0.1) -> Score:
+                  test_fraction: float = 0.1, label: str = "", input: str = "",
+                  test_spec: str = "") -> Score:
     """Score a saved model on ``dataset``'s test split: a ``.pt2`` program fed images in
     [0, 1], or a state_dict of ``model_name`` (a model spec) for ``dataset``. A folder of
-    images is prepared as its session did (``image_size``, ``test_fraction``).
+    images or a saved dataset is prepared as its session did (``image_size``,
+    ``test_fraction``, its columns); ``test_spec``: its second test source (``--test``).
 
     Raises:
         ConfigError: the file cannot be read, is not that model for that dataset, or the
             program takes other inputs than the dataset's images.
     """
     test: ArrayDataset | None = None
-    if is_folder_spec(dataset):
-        test = load_data(dataset, image_size=image_size, test_fraction=test_fraction)[1]
+    if is_folder_spec(dataset) or test_spec:
+        test = load_data(dataset, image_size=image_size, test_fraction=test_fraction,
+                         label=label, input=input, test_spec=test_spec)[1]
         info = test.info
     else:
         info = dataset_info(dataset)

@@ -292,15 +292,22 @@ def _saved_config(path: Path) -> dict[str, Any]:
     return saved if isinstance(saved, dict) else {}
 
 
+PREPARATION = {"image_size": "image_size", "test_fraction": "test_fraction",
+               "input": "input", "test_spec": "test_data"}  # load_data's keyword: option
+
+
+def _preparation(saved: dict[str, Any]) -> dict[str, Any]:
+    """How the session prepared its data, as load_data takes it: session.json's options
+    (their defaults where it has none)."""
+    return {key: saved.get(name, default(SessionOptions, name))
+            for key, name in PREPARATION.items()}
+
+
 def evaluate(args: argparse.Namespace) -> int:
     """Print the test accuracy of a saved model (.pth or .pt2)."""
     options, path, dataset, model_name = _model_file(args)
     saved = _saved_config(path)
-    score = evaluate_file(path, model_name, dataset,
-                          image_size=saved.get("image_size", default(SessionOptions,
-                                                                     "image_size")),
-                          test_fraction=saved.get("test_fraction", default(SessionOptions,
-                                                                           "test_fraction")))
+    score = evaluate_file(path, model_name, dataset, **_preparation(saved))
     if options.json:
         print(json.dumps({"accuracy": score.accuracy, "loss": score.loss, "dataset": dataset,
                           "model": model_name, "samples": score.samples}))

@@ -45,6 +45,10 @@ def prepare_test(spec: str, info: DatasetInfo, *, cache_dir: Path, input: str = 
     else:
         raise ConfigError(f"--test {spec}: not a folder of CLASS/* images nor a folder "
                           f"written by save_to_disk")
+    if not source.items:
+        raise ConfigError(f"--test {spec} has no image of a training class (the training "
+                          f"classes: {', '.join(info.class_names[:10])}"
+                          f"{', …' if info.num_classes > 10 else ''})")
     prepared = prepare_images(source, cache_dir / "tests" / key, progress=progress,
                               cancel=cancel)
     return ArrayDataset(prepared.test.images, prepared.test.labels, info)

@@ -91,7 +91,8 @@ class HubSession:
             config = HubConfig.from_json(meta["config"])
         else:  # a file's path absolute: --resume finds it from anywhere
             config = dataclasses.replace(config, model=absolute_model(config.model),
-                                         dataset=absolute_dataset(config.dataset))
+                                         dataset=absolute_dataset(config.dataset),
+                                         test_data=absolute_dataset(config.test_data))
         self.config = config
         given = given or Given()
         if given.data is not None:
@@ -100,7 +101,8 @@ class HubSession:
         else:
             train_set, self.test_set = load_data(
                 config.dataset, image_size=config.image_size,
-                test_fraction=config.test_fraction, progress=_every(PREPARE_LINE_S, self._emit))
+                test_fraction=config.test_fraction, input=config.input,
+                test_spec=config.test_data, progress=_every(PREPARE_LINE_S, self._emit))
             self.info = train_set.info
         self.eval_device = pick_device("auto").device  # the hub evaluates on its best one
         # The user's model, its weights (a resumed session's come from its checkpoint) and
