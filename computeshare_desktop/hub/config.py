@@ -70,6 +70,11 @@ def absolute_model(text: str) -> str:
     return str(path) if spec.name == "" else f"{path}:{spec.name}"
 
 
+def test_data_valid(text: str) -> bool:
+    """``--test``: anything but blank space around it (the session reads it)."""
+    return text == text.strip()
+
+
 def absolute_dataset(text: str) -> str:
     """A folder's path made absolute (a resumed session finds it from anywhere); a
     dataset's name as it is."""
@@ -105,6 +110,18 @@ class SessionOptions:
         commands=SESSION, metavar="F", gt=0, lt=1, error="the test fraction must be in (0, 1)",
         label="Test fraction", group=TRAINING, minimum=0.01, maximum=0.9, step=0.05,
         decimals=2)
+    input: str = option(
+        "", "a Hugging Face dataset (a folder written by save_to_disk): its image column "
+        "(default: the first column of Image type)", flag="--input", commands=SESSION,
+        metavar="COLUMN", valid=lambda text: text == text.strip(),
+        error="the input column's name cannot start or end with a space")
+    test_data: str = option(
+        "", "a second source for the test split, instead of the one --dataset gives or holds "
+        "out (all of it then trains): a folder of CLASS/* images or a Hugging Face dataset "
+        "saved with save_to_disk; its classes are matched to the training classes by name, "
+        "its images brought to the training size (default: none)", flag="--test",
+        commands=SESSION, metavar="PATH", valid=test_data_valid,
+        error="the test data's path cannot start or end with a space")
     model: str = option(
         "simplenet", "the model: a built-in name ({choices}; default {default}), "
         "torchvision:ARCH (any torchvision classifier), PATH.py:NAME (a class or function "
