@@ -191,14 +191,27 @@ class DataPanel(QGroupBox):
         if kind is None:
             self.previews.forget()
             self.shown = None
-            self.hide()
+            self._open(False)
             return
         self._clear(f"Reading {spec.rstrip('/').rsplit('/', 1)[-1]}…")
         for name, widget in self._field_rows.items():
             self.fields.setRowVisible(widget, (name in TABLE_FIELDS) == (kind != IMAGES))
-        self.show()
+        self._open(True)
         self.previews.run(lambda _report: preview(spec, image_size=image_size,
                                                   test_fraction=test_fraction, label=label))
+
+    def _open(self, on: bool) -> None:
+        """Show or hide the panel; a window already on screen widens (narrows) by it, since
+        a dialog with its own minimum width does not grow by itself."""
+        if on != self.isHidden():
+            return
+        window = self.window()
+        layout = window.layout()
+        extra = self.width() if self.isVisible() else PANEL_WIDTH
+        extra += layout.spacing() if layout is not None else 0
+        self.setVisible(on)
+        if window is not self and window.isVisible():
+            window.resize(window.width() + (extra if on else -extra), window.height())
 
     def _clear(self, title: str) -> None:
         self.heading.setText(title)
@@ -274,7 +287,7 @@ class DataPanel(QGroupBox):
         self.bar.setRange(0, 0)  # busy until the first count: the folder is read first
         self.bar_text.setText("Reading the folder…")
         self.set_preparing(True)
-        self.show()
+        self._open(True)
         self.preparation.run(lambda report: prepare(
             spec, image_size=image_size, test_fraction=test_fraction, progress=report,
             cancel=cancel.is_set))
@@ -339,6 +352,7 @@ class DataPicker(QObject):
         for button in (self.folder_button, self.file_button):  # the row as tall as the
             button.setStyleSheet(ROW_BUTTON)  # combo box: the dialog grows no taller
         combo.currentTextChanged.connect(self.timer.start)
+        self.timer.start()  # a folder the dialog opens with (remembered) is shown too
         for name in DATA_FIELDS:
             if name in editors:
                 _changed(editors[name].widget).connect(self.timer.start)

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QDialog  # noqa: E402
 from computeshare_desktop.gui import data_preview  # noqa: E402
 from computeshare_desktop.gui.host_dialog import HostDialog  # noqa: E402
 from computeshare_desktop.service.options import HostOptions  # noqa: E402
-from ui_helpers import click, type_into  # noqa: E402
+from ui_helpers import click, screenshot_dir, type_into  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -29,10 +29,11 @@ def private_cache(tmp_path, monkeypatch, styled_app):  # the app's style: its bu
 def write_pets(root: Path, counts: dict[str, int]) -> Path:
     """Class folders of 24×20 PNGs, a damaged .png, a stray file and an empty class."""
     rng = np.random.default_rng(0)
-    for name, count in counts.items():
+    for tint, (name, count) in enumerate(counts.items()):
         (root / name).mkdir(parents=True)
         for i in range(count):
-            pixels = rng.integers(0, 255, (20, 24, 3), dtype=np.uint8)
+            pixels = rng.integers(0, 120, (20, 24, 3), dtype=np.uint8)
+            pixels[..., tint % 3] += np.uint8(120)  # each class its colour
             Image.fromarray(pixels).save(root / name / f"{i:03d}.png")
     (root / "cat" / "broken.png").write_bytes(b"not a png")
     (root / "dog" / "notes.txt").write_text("hello", encoding="utf-8")
@@ -60,11 +61,12 @@ def preview(qtbot, dialog: HostDialog, spec: Path) -> None:
 
 def test_a_folder_shows_its_classes_thumbnails_size_and_skips(qtbot, tmp_path):
     dialog = open_dialog(qtbot, tmp_path)
-    low = dialog.minimumSizeHint().height()
+    low, narrow = dialog.minimumSizeHint().height(), dialog.width()
     assert not dialog.data_panel.isVisible()
     preview(qtbot, dialog, write_pets(tmp_path / "pets", {"cat": 6, "dog": 5}))
     panel = dialog.data_panel
     assert panel.isVisible() and panel.heading.text() == "pets — image folder"
+    assert dialog.width() >= narrow + data_preview.PANEL_WIDTH  # the window widens by it
     assert panel.classes.text() == "Classes: cat 6 · dog 5"
     assert "11 images" in panel.summary.text()
     assert [not t.pixmap().isNull() for t in panel.thumbs] == [True] * 8
@@ -78,8 +80,12 @@ def test_a_folder_shows_its_classes_thumbnails_size_and_skips(qtbot, tmp_path):
     row = dialog.dataset.sizeHint().height()
     assert dialog.data.folder_button.minimumSizeHint().height() <= row
 
+    path = screenshot_dir(tmp_path) / "host-dialog-data.png"  # for a person to look at
+    assert dialog.grab().save(str(path))
+
     type_into(qtbot, dialog.dataset.lineEdit(), "mnist-sample")  # a built-in: no panel
     qtbot.waitUntil(lambda: not panel.isVisible(), timeout=5_000)
+    assert dialog.width() == narrow
 
 
 def test_a_small_folder_shows_the_thumbnails_it_has(qtbot, tmp_path):
