@@ -16,8 +16,6 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-import torch
-
 from ..codec import CODECS, get_codec
 from ..data import ArrayDataset
 from ..errors import RemoteProtocolError
@@ -26,11 +24,9 @@ from ..events import (Event, ModelRefused, PairingRefused, Rejected, StateChange
 from ..graph import GraphRefused, release, torch_release
 from ..protocol import TO_HUB, TO_PAIRING, RejectCode, SessionState, auth, decode, encode
 from ..protocol.messages import (Ack, Bye, Done, GraphData, GraphGet, GraphRefusal, Join, Model,
-                                 Ping, Pong, Pull, Push, Reject, Shard, ShardData, Waiting,
+                                 Ping, Pong, Pull, Push, Reject, Shard, Waiting,
                                  Welcome)
-from ..protocol.tensors import tensor_to_frame
 from ..protocol.wire import Frame
-from ..sampling import shard_indices
 from .config import HubConfig
 from .allowlist import Allowlist
 from .asynchronous import AsyncSchedule
@@ -39,13 +35,13 @@ from .pairing import PairingDesk
 from .rejects import RejectLog
 from .rounds import Round, Task
 from .schedule import Schedule
+from .shards import ShardServer
 from .traffic import Traffic
 from .trainer import ParameterServer
 from .user_model import ShippedGraph
 
 log = logging.getLogger(__name__)
 
-MAX_SHARD_CHUNK_BYTES = 4 * 1024 * 1024
 MAX_GRAPH_CHUNK_BYTES = 4 * 1024 * 1024  # of one GRAPH_DATA reply
 MAX_PAIRING_FRAME = 1024
 
@@ -91,7 +87,7 @@ class HubCore:
         # A push may use any codec (decoding is strict whichever it is), within its bound.
         self.max_frame = max(get_codec(c).max_encoded_bytes(server.numel) for c in CODECS)
         self._parked: dict[bytes, _Parked] = {}
-        self._shards: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        self.shards = ShardServer(train_set, config.workers, config.seed)
         self._events: list[Event] = []
         self._told: set[int] = set()  # workers that have been told the session is done
         self._reject_log = RejectLog()
@@ -229,7 +225,7 @@ class HubCore:
         if isinstance(msg, Ping):
             return (Pong(self.server.version, self.state.value),)
         if isinstance(msg, Shard):
-            return self._shard(member, msg)
+            return self.shards.reply(member.shard, msg)
         if isinstance(msg, GraphGet):
             return self._graph_part(msg)
         if isinstance(msg, Pull):
@@ -253,7 +249,7 @@ class HubCore:
         return Welcome(
             session_id=self.session_id,
             worker_id=member.worker_id, token=token, shard=member.shard,
-            num_shards=c.workers, shard_size=len(self._shard_data(member.shard)[1]),
+            num_shards=c.workers, shard_size=self.shards.size(member.shard),
             dataset=data.name, fingerprint=self.fingerprint,
             model=c.model if self.graph is None else self.graph.manifest.model,
             batch_size=c.batch_size, seed=c.seed, rounds=c.rounds, codec=c.codec,
@@ -261,6 +257,7 @@ class HubCore:
             weight_decay=c.weight_decay, label_smoothing=c.label_smoothing,
             clip_grad=c.clip_grad, precision=c.precision,
             compute="builtin" if self.graph is None else "graph", torch=torch_release(),
+            data_hash=self.shards.data_hash,
             channels=data.channels, height=data.height, width=data.width,
             num_classes=data.num_classes, mean=list(data.mean), std=list(data.std))
 
@@ -303,25 +300,6 @@ class HubCore:
         self._maybe_close(now, out)
         return (Ack(self.server.version),)
 
-    def _shard(self, member: Member, msg: Shard) -> tuple[Any, ...]:
-        images, labels = self._shard_data(member.shard)
-        per_image = max(1, images[0].numel()) if len(images) else 1
-        if not (0 <= msg.offset < len(labels) and msg.count > 0):
-            raise RemoteProtocolError(RejectCode.BAD_RANGE,
-                                      f"offset {msg.offset}, count {msg.count} of {len(labels)}")
-        count = min(msg.count, max(1, MAX_SHARD_CHUNK_BYTES // per_image))  # bounded reply
-        chunk = slice(msg.offset, msg.offset + count)
-        part = images[chunk]
-        return (ShardData(offset=msg.offset, total=len(labels), image_shape=list(part.shape)),
-                tensor_to_frame(part), tensor_to_frame(labels[chunk]))
-
-    def _shard_data(self, shard: int) -> tuple[torch.Tensor, torch.Tensor]:
-        if shard not in self._shards:
-            idx = shard_indices(len(self.train_set), self.config.workers, shard, self.config.seed)
-            self._shards[shard] = (self.train_set.images[idx].contiguous(),
-                                   self.train_set.labels[idx].contiguous())
-        return self._shards[shard]
-
     def _pull(self, peer: bytes, member: Member, msg: Pull, now: float,
               out: list[Reply]) -> tuple[Any, ...] | None:
         if msg.fingerprint != self.fingerprint:
@@ -359,7 +337,7 @@ class HubCore:
                 payload.data, stats)
 
     def _task(self, member: Member) -> Task:
-        return self.schedule.task(member, len(self._shard_data(member.shard)[1]))
+        return self.schedule.task(member, self.shards.size(member.shard))
 
     def _push(self, member: Member, msg: Push, body: list[Frame], now: float,
               out: list[Reply]) -> tuple[Any, ...]:
@@ -375,7 +353,7 @@ class HubCore:
     def _accept(self, member: Member, msg: Push, body: list[Frame], now: float) -> None:
         if self.state is not SessionState.TRAINING:
             raise RemoteProtocolError(RejectCode.NOT_TRAINING, self.state.value)
-        self.schedule.accept(member, msg, body, len(self._shard_data(member.shard)[1]), now)
+        self.schedule.accept(member, msg, body, self.shards.size(member.shard), now)
 
     # ----------------------------------------------------------------- rounds
     def _ready(self) -> list[Member]:

@@ -95,6 +95,9 @@ class Membership:
         self.timeout = heartbeat_timeout_s
         self._by_token: dict[str, Member] = {}
         self._next_id = 1
+        # The shard each worker key (else name) last held: a worker that comes back gets it
+        # again while it is free, so the samples it keeps in its cache are the ones it needs.
+        self._held: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self._by_token)
@@ -103,17 +106,23 @@ class Membership:
         """Live members, by worker id."""
         return sorted(self._by_token.values(), key=lambda m: m.worker_id)
 
-    def free_shard(self) -> int | None:
-        """The lowest shard no live member holds, or None when all are taken."""
+    def free_shard(self, prefer: int | None = None) -> int | None:
+        """``prefer`` if no live member holds it, else the lowest shard no live member
+        holds, or None when all are taken."""
         taken = {m.shard for m in self._by_token.values()}
+        if prefer is not None and 0 <= prefer < self.num_shards and prefer not in taken:
+            return prefer
         return next((s for s in range(self.num_shards) if s not in taken), None)
 
     def admit(self, token: str, name: str, device: str, now: float,
               key: str = "") -> Member | None:
-        """Add a worker on the lowest free shard; None when the session is full."""
-        shard = self.free_shard()
+        """Add a worker on the shard it last held if that is free, else on the lowest free
+        shard; None when the session is full."""
+        who = key or name
+        shard = self.free_shard(self._held.get(who))
         if shard is None:
             return None
+        self._held[who] = shard
         member = Member(self._next_id, token, self._unique(name, key), device, shard, now, now,
                         key=key)
         self._next_id += 1

@@ -45,6 +45,9 @@ Means = Annotated[list[Annotated[float, msgspec.Meta(ge=-1e3, le=1e3)]],
                   msgspec.Meta(min_length=1, max_length=MAX_CHANNELS)]  # NaN fails the bounds
 Stds = Annotated[list[Annotated[float, msgspec.Meta(gt=0, le=1e3)]],
                  msgspec.Meta(min_length=1, max_length=MAX_CHANNELS)]
+# A sha256 as 64 lowercase hex digits, or "" for none (a dataset's content hash, the digest
+# of a range of a shard that a worker holds in its cache).
+Digest = Annotated[str, msgspec.Meta(pattern="\\A(?:[0-9a-f]{64})?\\Z")]
 
 
 class MsgType(str, Enum):
@@ -161,6 +164,9 @@ class Welcome(Message, frozen=True):
     num_classes: Classes
     mean: Means  # one per channel (the worker checks the counts)
     std: Stds
+    # The training split's content hash (data.digests.content_hash): with the shard plan,
+    # what keys a worker's shard cache; "": the worker caches nothing.
+    data_hash: Digest = ""
 
 
 class GraphGet(Message, frozen=True):
@@ -198,6 +204,9 @@ class Shard(Message, frozen=True):
     token: Str
     offset: Int
     count: Int
+    # The sha256 (data.digests.chunk_digest) of the samples [offset, offset + count) this
+    # worker holds in its cache; "": none. The hub answers ``same`` when it is its own.
+    have: Digest = ""
 
 
 class ShardData(Message, frozen=True):
@@ -206,6 +215,8 @@ class ShardData(Message, frozen=True):
     offset: Int
     total: Int
     image_shape: Dims
+    same: bool = False  # the worker's ``have`` is this range's digest: both frames are
+    # empty and the worker keeps what it holds (image_shape still says the range's shape)
 
 
 class Pull(Message, frozen=True):

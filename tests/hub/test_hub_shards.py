@@ -7,8 +7,7 @@ import torch
 from helpers_hub import T0, Worker, admit, make_hub, only, reject_code, send, train_set
 
 from computeshare_desktop.hub import HubCore
-from computeshare_desktop.hub import core
-from computeshare_desktop.hub.core import MAX_SHARD_CHUNK_BYTES
+from computeshare_desktop.hub.shards import MAX_SHARD_CHUNK_BYTES
 from computeshare_desktop.protocol import RejectCode
 from computeshare_desktop.protocol.messages import Shard, ShardData
 from computeshare_desktop.protocol.tensors import frame_to_tensor
@@ -89,7 +88,7 @@ def test_a_huge_count_gets_a_reply_under_the_byte_cap(
         hub_and_workers: tuple[HubCore, list[Worker]], monkeypatch: pytest.MonkeyPatch,
         count: int) -> None:
     hub, (w, *_) = hub_and_workers
-    monkeypatch.setattr(core, "MAX_SHARD_CHUNK_BYTES", 100 * 784)  # 100 images a chunk
+    monkeypatch.setattr(hub.shards, "chunk", 100)  # 100 images a chunk
     msg, images, labels = fetch(hub, w, 7, count)
     assert msg.image_shape == [100, 1, 28, 28] and len(labels) == 100
     expected = train_set().labels[shard_indices(4000, 3, w.welcome.shard, 7)][7:107]
