@@ -20,8 +20,10 @@ from ..data.folders import is_folder_spec
 from ..data.mapped import dataset_valid
 from ..errors import ConfigError
 from ..models import MODELS, parse_model_spec, parse_prefixes
-from ..protocol.messages import Optimizer, Precision
+from ..protocol.messages import AUGMENTS, Optimizer, Precision
 from ..schema import ADVANCED, LINK, RECIPE, TRAINING, WORKERS, Rule, check, option
+from .augment import AUTO as AUGMENT_AUTO
+from .augment import augment_valid
 from .lr_schedule import SCHEDULES as LR_SCHEDULES
 from .presets import AUTO, PRESET_CHOICES, PRESETS, Mode, resolve
 
@@ -33,6 +35,7 @@ SESSION = ("host", "demo")  # the commands that start a session
 MODE_OPTIONS = ("codec", "topk", "local_steps")  # what a preset sets; explicit values win
 OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)  # the words the protocol carries
 PRECISIONS: tuple[str, ...] = get_args(Precision)
+AUGMENT_CHOICES = (AUGMENT_AUTO, "none", "crop,flip", "crop,flip,color")  # suggestions
 
 
 def async_rounds(values: Mapping[str, Any], rounds: int) -> int:
@@ -296,6 +299,17 @@ class SessionOptions:
         metavar="EPS", ge=0, lt=1, error="label smoothing must be in [0, 1)", saved=True,
         label="Label smoothing", group=RECIPE, step=0.05, decimals=2, maximum=0.99,
         special="none")
+    augment: str = option(
+        AUGMENT_AUTO, "how workers change each training batch, per sample, on their own "
+        "device (the hub sends each sample once): auto (default: crop,flip for your own "
+        "images of 32 px and up, else none), none, or some of " + ", ".join(AUGMENTS) + ", "
+        "separated by commas; crop shifts by up to 1/8 of the side, rotate turns up to 10 "
+        "degrees, color jitters brightness, contrast and saturation, erase blanks a box",
+        flag="--augment", commands=SESSION, metavar="LIST", choices=AUGMENT_CHOICES,
+        editable=True, valid=augment_valid, saved=True, label="Augmentation", group=RECIPE,
+        labels={AUGMENT_AUTO: "auto (crop,flip for your own images)"},
+        tip="Random changes to each training image on the workers, so a model sees more "
+            "than one version of each. Tables are never augmented; the test split never.")
     precision: Precision = option(
         "fp32", "how workers compute: fp32 (default); auto: bf16 autocast on GPUs that have "
         "it, else fp32; bf16 (CPUs too); fp16 (GPUs, with a loss scaler). Weights and "

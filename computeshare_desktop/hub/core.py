@@ -30,6 +30,7 @@ from ..protocol.wire import Frame
 from .config import HubConfig
 from .allowlist import Allowlist
 from .asynchronous import AsyncSchedule
+from .augment import session_augment
 from .membership import Member, Membership
 from .pairing import PairingDesk
 from .rejects import RejectLog
@@ -93,6 +94,8 @@ class HubCore:
         self._reject_log = RejectLog()
         self.traffic = Traffic()  # bytes by purpose: data, model, update
         self.stopped = False  # stop() was called: every request is told to leave
+        # what workers do to their batches (ConfigError, before the session opens: a table)
+        self.augment = session_augment(config.augment, config.dataset, train_set.info)
 
     # ----------------------------------------------------------------- entry points
     def handle(self, peer: bytes, frames: Sequence[Frame], now: float,
@@ -259,7 +262,8 @@ class HubCore:
             compute="builtin" if self.graph is None else "graph", torch=torch_release(),
             data_hash=self.shards.data_hash,
             channels=data.channels, height=data.height, width=data.width,
-            num_classes=data.num_classes, mean=list(data.mean), std=list(data.std))
+            num_classes=data.num_classes, mean=list(data.mean), std=list(data.std),
+            augment=list(self.augment))
 
     def _check_torch(self, msg: Join) -> None:
         """A graph's format changes between torch releases: the worker's must be ours."""

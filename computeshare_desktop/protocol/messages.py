@@ -31,6 +31,11 @@ Dims = Annotated[list[Annotated[int, msgspec.Meta(ge=0, le=2**31)]],
 # exactly these: hub/config.py reads them from here).
 Optimizer = Literal["sgd", "adamw"]  # the hub's optimizer, and the inner one of local steps
 Precision = Literal["auto", "fp32", "bf16", "fp16"]  # each worker resolves it for its device
+# Augmentations a worker applies to its training batches (worker/augment.py), in the order
+# it applies them whatever the order asked. The Welcome carries them as plain words: a word
+# this worker does not know (a newer hub's) is refused by the worker, saying which.
+AUGMENTS: tuple[str, ...] = ("crop", "flip", "rotate", "color", "erase")
+Words = Annotated[list[Str], msgspec.Meta(max_length=MAX_LIST_ITEMS)]
 # How a worker gets the session's model: "builtin", it builds a registry model by name;
 # "graph", it fetches the hub's checked graph (GRAPH_GET) after the Welcome.
 ComputeKind = Literal["builtin", "graph"]
@@ -167,6 +172,8 @@ class Welcome(Message, frozen=True):
     # The training split's content hash (data.digests.content_hash): with the shard plan,
     # what keys a worker's shard cache; "": the worker caches nothing.
     data_hash: Digest = ""
+    # How the worker augments its training batches (AUGMENTS' words); empty: it does not.
+    augment: Words = []
 
 
 class GraphGet(Message, frozen=True):

@@ -34,6 +34,7 @@ from ..models import adopt, build_model, fingerprint, flatten, gradients, split,
 from ..protocol import RejectCode
 from ..protocol.messages import Welcome
 from ..sampling import stream_positions
+from .augment import Augmentation, batch_generator
 from .graphs import ReceivedGraph
 from .recipe import PLAIN, Recipe
 
@@ -214,6 +215,7 @@ class GradientComputer:
         self.seed = seed
         self.recipe = recipe
         self.precision = precision_for(recipe.precision, device)
+        self.augment = Augmentation(recipe.augment, info)  # before normalize, graphs too
         self.scaler = self.precision.scaler()
         # The loss scaler unscales through an optimizer over the parameters: gradients and
         # plain SGD steps have none of their own, so a holder that never steps stands in.
@@ -242,12 +244,20 @@ class GradientComputer:
         """Forward and backward on one batch of the stream (the loss scaled for fp16)."""
         idx = stream_positions(len(self.labels), self.seed, self.shard, start, batch)
         idx = idx.to(self.device)
+        images = self._augmented(idx, start)  # uint8, outside autocast
         self.model.zero_grad(set_to_none=False)
         with self.precision.autocast():
-            loss = batch_loss(self.model, self.images[idx], self.labels[idx], self.info,
+            loss = batch_loss(self.model, images, self.labels[idx], self.info,
                               label_smoothing=self.recipe.label_smoothing)
         (loss if self.scaler is None else self.scaler.scale(loss)).backward()
         return loss.detach()
+
+    def _augmented(self, idx: torch.Tensor, start: int) -> torch.Tensor:
+        """The batch's uint8 images, augmented as the recipe asks (seeded by its place)."""
+        images = self.images[idx]
+        if not self.augment:
+            return images
+        return self.augment(images, batch_generator(self.seed, self.shard, start))
 
     def _unscaled(self, optimizer: torch.optim.Optimizer) -> bool:
         """fp16: the gradients back to their true scale; False when they overflowed (the
