@@ -120,36 +120,68 @@ def _load(root: Path) -> Any:
                           f"{exc}") from None
 
 
+def holds_images(root: Path, input: str = "") -> bool:
+    """Whether ``root``'s training split is read as images (``reads_images``)."""
+    return reads_images(open_splits(root, test=False)[0], input)
+
+
+def reads_images(split: Split, input: str = "") -> bool:
+    """Whether a session reads images from ``split`` (its ``--input`` column, else its first
+    column of Image type) or, without an image column, feature columns as a table."""
+    features, hf = split.rows.features, hf_datasets()
+    if input and "," not in input and input in features:
+        return isinstance(features[input], hf.Image)
+    return not input and any(isinstance(f, hf.Image) for f in features.values())
+
+
 def columns(split: Split, *, input: str = "", label: str = "") -> Columns:
-    """The image and label columns: as named, else the first Image column and a ClassLabel
-    column (else one named label or labels).
+    """The image and label columns: as named, else the first Image column and the label
+    column (``label_column``).
 
     Raises:
         ConfigError: a named column that is not there, no image column, or no label column.
     """
     features = split.rows.features
-    names = list(features)
-    hf = hf_datasets()
-    for given, flag in ((input, "--input"), (label, "--label")):
-        if given and given not in features:
-            raise ConfigError(f"{split.folder} has no column {given!r} ({flag}); its "
-                              f"columns: {_listed(names)}")
-    image = input or next((n for n in names if isinstance(features[n], hf.Image)), "")
+    known(split, [input] if input else [], "--input")
+    image = input or next((n for n in features if isinstance(features[n], hf_datasets().Image)),
+                          "")
     if not image:
         raise ConfigError(f"{split.folder} has no image column (its columns: "
-                          f"{_listed(names)}); feature columns are read as a table, which "
-                          f"a Hugging Face dataset cannot give yet")
-    if not isinstance(features[image], hf.Image):
+                          f"{_listed(list(features))})")
+    if not isinstance(features[image], hf_datasets().Image):
         raise ConfigError(f"the column {image!r} of {split.folder} holds "
                           f"{_kind(features[image])}, not images (--input)")
-    label = label or next((n for n in names if isinstance(features[n], hf.ClassLabel)),
-                          next((n for n in LABEL_NAMES if n in features), ""))
-    if not label:
-        raise ConfigError(f"{split.folder} has no ClassLabel column nor one named label: "
-                          f"pass --label COLUMN (its columns: {_listed(names)})")
+    label = label_column(split, label)
     if label == image:
         raise ConfigError(f"the column {label!r} cannot be both the image and the label")
     return Columns(image, label)
+
+
+def label_column(split: Split, label: str = "") -> str:
+    """The label column: as named (``--label``), else a ClassLabel column, else one named
+    label or labels.
+
+    Raises:
+        ConfigError: a named column that is not there, or none of those.
+    """
+    features = split.rows.features
+    known(split, [label] if label else [], "--label")
+    label = label or next((n for n in features
+                           if isinstance(features[n], hf_datasets().ClassLabel)),
+                          next((n for n in LABEL_NAMES if n in features), ""))
+    if not label:
+        raise ConfigError(f"{split.folder} has no ClassLabel column nor one named label: "
+                          f"pass --label COLUMN (its columns: {_listed(list(features))})")
+    return label
+
+
+def known(split: Split, names: Sequence[str], flag: str) -> None:
+    """Refuse a column ``flag`` names that ``split`` does not have, listing those it has."""
+    features = split.rows.features
+    for name in names:
+        if name not in features:
+            raise ConfigError(f"{split.folder} has no column {name!r} ({flag}); its "
+                              f"columns: {_listed(list(features))}")
 
 
 def class_names(split: Split, label: str) -> tuple[str, ...]:

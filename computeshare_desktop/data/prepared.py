@@ -20,7 +20,8 @@ from .factory import default_cache_dir, load_dataset
 from .folders import Entry, Layout, folder_name, is_folder_spec, scan
 from .image_cache import (DEFAULT_SIZE, FORMAT, Cancel, Item, PrepareCancelled,
                           PrepareProgress, Prepared, Progress, Source, prepare_images)
-from .hf import is_hf_spec, prepare_hf
+from .hf import holds_images, is_hf_spec, prepare_hf
+from .hf_table import prepare_hf_table
 from .second_source import prepare_test
 from .table_cache import prepare_table
 from .tables import is_table_spec
@@ -35,16 +36,21 @@ def load_data(spec: str, *, image_size: int = 0, test_fraction: float = 0.1,
               test_spec: str = "") -> tuple[ArrayDataset, ArrayDataset]:
     """A session's (train, test) data: a built-in dataset by name, a folder of images, a
     Hugging Face dataset saved with ``save_to_disk`` (``input``, ``label``: its image and
-    label columns) or a table (``label``: its label column); prepared, or taken from the
-    cache. ``test_spec``: a second source for the test split (``second_source``), instead
-    of the one the data gives; all of the training data then trains."""
-    if is_table_spec(spec):
+    label columns; feature columns without an image column are a table) or a table
+    (``label``: its label column); prepared, or taken from the cache. ``test_spec``: a
+    second source for the test split (``second_source``), instead of the one the data
+    gives; all of the training data then trains."""
+    whole, cache = bool(test_spec), default_cache_dir()
+    saved_table = is_hf_spec(spec) and not holds_images(Path(spec), input)
+    if is_table_spec(spec) or saved_table:
         if test_spec:
             raise ConfigError(f"--test with a table ({spec}) is not read yet: leave --test "
                               f"out, and a test split is held out")
+        if saved_table:
+            return prepare_hf_table(Path(spec), test_fraction=test_fraction, input=input,
+                                    label=label, cache_dir=cache)
         table = prepare_table(Path(spec), label=label, test_fraction=test_fraction)
         return table.train, table.test
-    whole, cache = bool(test_spec), default_cache_dir()
     if is_hf_spec(spec):
         prepared = prepare_hf(Path(spec), image_size=image_size, test_fraction=test_fraction,
                               input=input, label=label, whole=whole, cache_dir=cache,

@@ -198,3 +198,46 @@ def test_load_data_reads_a_saved_folder_as_a_dataset_spec(tmp_path):
     assert len(train) == 3 and len(test) == 1 and train.info.classes == tuple(NAMES)
     assert (tmp_path / "cache" / "hf").is_dir()
     assert np.asarray(train.images).dtype == np.uint8
+
+
+def feature_rows(count: int = 20, *, label=None, labels=None):
+    """Two number columns and a text column of two values; x says the class."""
+    labels = labels if labels is not None else [i % 2 for i in range(count)]
+    count = len(labels)
+    features = datasets.Features({"x": datasets.Value("float32"), "y": datasets.Value("int64"),
+                                  "kind": datasets.Value("string"),
+                                  "label": label or datasets.ClassLabel(names=["neg", "pos"])})
+    return datasets.Dataset.from_dict(
+        {"x": [float(v) + 0.1 * i for i, v in enumerate(labels)], "y": list(range(count)),
+         "kind": ["red" if i % 3 else "blue" for i in range(count)], "label": labels},
+        features=features)
+
+
+def test_feature_columns_without_an_image_column_are_read_as_a_table(tmp_path):
+    path = saved(feature_rows(), tmp_path / "rows")
+    train, test = load_data(str(path), test_fraction=0.2)
+    info = train.info
+    assert info.kind == "table" and info.name == "rows" and info.classes == ("neg", "pos")
+    assert info.shape == (4,)  # x, y and kind one-hot as two
+    assert len(train) == 16 and len(test) == 4 and train.images.dtype == torch.float32
+    assert abs(float(train.images.mean(dim=0).abs().max())) < 1e-4  # standardized on train
+    again, _ = load_data(str(path), test_fraction=0.2)
+    assert torch.equal(again.images, train.images)
+    two, _ = load_data(str(path), input="x,y", test_fraction=0.2)
+    assert two.info.shape == (2,) and two.info.classes == ("neg", "pos")
+
+
+def test_a_tables_unlabelled_rows_own_test_split_and_odd_columns(tmp_path, caplog):
+    gaps = saved(feature_rows(labels=[0, 1, -1, 0, 1, 0, 1, 0, 1, 1]), tmp_path / "gaps")
+    train, test = load_data(str(gaps), test_fraction=0.2)
+    assert len(train) + len(test) == 9
+    both = saved(datasets.DatasetDict(train=feature_rows(), test=feature_rows(4)),
+                 tmp_path / "both")
+    with caplog.at_level("WARNING"):
+        train, test = load_data(str(both), test_fraction=0.2)
+    assert len(train) + len(test) == 20 and "test split is not read for a table" in caplog.text
+    nested = feature_rows().add_column("seq", [[1, 2]] * 20)
+    with pytest.raises(ConfigError, match="'seq' holds"):
+        load_data(str(saved(nested, tmp_path / "nested")))
+    with pytest.raises(ConfigError, match="--test with a table"):
+        load_data(str(gaps), test_spec=str(both))
