@@ -277,7 +277,7 @@ class DataPanel(QGroupBox):
         """True while a folder's images are being prepared."""
         return self._prepared is not None
 
-    def prepare(self, spec: str, *, image_size: int, test_fraction: float,
+    def prepare(self, spec: str, *, image_size: int, test_fraction: float, test_spec: str = "",
                 done: Callable[[DataReport | None, BaseException | None], None]) -> None:
         """Prepare ``spec``'s images into the cache on a thread, with the bar and Cancel;
         ``done(report, error)`` on the GUI thread (error: PrepareCancelled after Cancel)."""
@@ -289,8 +289,8 @@ class DataPanel(QGroupBox):
         self.set_preparing(True)
         self._open(True)
         self.preparation.run(lambda report: prepare(
-            spec, image_size=image_size, test_fraction=test_fraction, progress=report,
-            cancel=cancel.is_set))
+            spec, image_size=image_size, test_fraction=test_fraction, test_spec=test_spec,
+            progress=report, cancel=cancel.is_set))
 
     def cancel(self) -> None:
         """Stop the preparation (its thread ends at the next image)."""

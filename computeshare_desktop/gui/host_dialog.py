@@ -264,7 +264,7 @@ class HostDialog(QDialog):
                 self.start_button.setEnabled(False)
                 self.data_panel.prepare(options.dataset, image_size=options.image_size,
                                         test_fraction=options.test_fraction,
-                                        done=self._prepared)
+                                        test_spec=options.test_data, done=self._prepared)
             return
         super().accept()
 

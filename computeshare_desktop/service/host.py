@@ -150,8 +150,8 @@ class HostService(ServiceThread):
         if self.plan.resume or self.plan.given is not None:
             return
         report = prepare(config.dataset, image_size=config.image_size,
-                         test_fraction=config.test_fraction, progress=ProgressLines(self._post),
-                         cancel=self._stop_requested.is_set)
+                         test_fraction=config.test_fraction, test_spec=config.test_data,
+                         progress=ProgressLines(self._post), cancel=self._stop_requested.is_set)
         for line in report.lines() if report is not None else []:
             self._post(LogLine(line))
 

@@ -46,9 +46,10 @@ def needs_preparing(spec: str) -> bool:
 
 def prepare(spec: str, *, image_size: int = 0, test_fraction: float = 0.1,
             progress: Progress | None = None, cancel: Cancel | None = None,
-            cache_dir: Path | None = None) -> DataReport | None:
+            cache_dir: Path | None = None, test_spec: str = "") -> DataReport | None:
     """Prepare ``spec``'s data into the cache (or find it there); None when the session
-    loads it itself.
+    loads it itself. ``test_spec`` (``--test``): another source tests, so all of ``spec``
+    trains, as the session will load it (its test source is the session's to prepare).
 
     Raises:
         ConfigError: the folder cannot be a session's data (the reason says why).
@@ -57,7 +58,8 @@ def prepare(spec: str, *, image_size: int = 0, test_fraction: float = 0.1,
     if not needs_preparing(spec):
         return None
     prepared = prepare_folder(Path(spec), image_size=image_size, test_fraction=test_fraction,
-                              cache_dir=cache_dir, progress=progress, cancel=cancel)
+                              cache_dir=cache_dir, progress=progress, cancel=cancel,
+                              whole=bool(test_spec))
     return DataReport(prepared.train.info.name, len(prepared.train), len(prepared.test),
                       prepared.cached, tuple(prepared.skipped.lines()))
 

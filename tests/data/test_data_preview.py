@@ -102,3 +102,9 @@ def test_the_host_service_says_what_was_skipped_and_stop_cancels(tmp_path, monke
     with pytest.raises(PrepareCancelled):
         stopped._prepare_data()
     assert len(list((tmp_path / "datasets").rglob("meta.json"))) == 1
+
+
+def test_with_a_test_source_all_of_the_folder_is_prepared_to_train(tmp_path):
+    root = write_sizes(tmp_path / "pets", [(8, 8)] * 3)
+    report = prepare(str(root), cache_dir=tmp_path / "cache", test_spec=str(tmp_path / "t"))
+    assert report is not None and (report.train, report.test) == (6, 0)  # as the session
