@@ -128,14 +128,14 @@ def test_the_welcome_carries_the_ops_and_a_worker_refuses_an_unknown_one() -> No
 
 
 def stripes(n: int, seed: int) -> ArrayDataset:
-    """32×32 RGB noise with horizontal (class 0) or vertical (class 1) stripes."""
+    """16×16 RGB noise with horizontal (class 0) or vertical (class 1) stripes."""
     g = torch.Generator().manual_seed(seed)
     labels = torch.arange(n) % 2
-    images = torch.randint(0, 120, (n, 3, 32, 32), dtype=torch.uint8, generator=g)
-    band = (torch.arange(32) // 2 % 2 == 0)
+    images = torch.randint(0, 120, (n, 3, 16, 16), dtype=torch.uint8, generator=g)
+    band = (torch.arange(16) // 2 % 2 == 0)
     images[labels == 0] += (band[:, None] * 120).to(torch.uint8)
     images[labels == 1] += (band[None, :] * 120).to(torch.uint8)
-    info = DatasetInfo("stripes", 3, 32, 32, 2, (0.45,) * 3, (0.3,) * 3)
+    info = DatasetInfo("stripes", 3, 16, 16, 2, (0.45,) * 3, (0.3,) * 3)
     return ArrayDataset(images.contiguous(), labels, info)
 
 
@@ -143,7 +143,7 @@ def test_a_session_that_augments_still_learns() -> None:
     """Both sans-I/O cores and real computes: two workers augment with crop, flip and
     color; the hub's model learns the stripes' direction."""
     torch.manual_seed(0)
-    hub = make_hub(data=stripes(256, 0), workers=2, rounds=20, batch_size=16, lr=0.01,
+    hub = make_hub(data=stripes(256, 0), workers=2, rounds=20, batch_size=16, lr=0.02,
                    codec="raw", augment="crop,flip,color")
     assert hub.augment == ["crop", "flip", "color"]
     sim = Sim(hub)
