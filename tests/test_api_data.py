@@ -48,7 +48,7 @@ def test_class_names_and_a_test_set_that_must_match_the_training_one() -> None:
     ([(torch.zeros(1, 2, 2), 0.5)], "label is 0.5"),
     ([(torch.zeros(1, 2, 2), "cat")], "label is 'cat'"),
     ([torch.zeros(1, 2, 2)], "item 0 is a Tensor, not \\(image, label\\)"),
-    ([(torch.zeros(5), 0)], "image is 5: give C×H×W"),
+    ([(torch.zeros(1, 1, 2, 2), 0)], "image is 1×1×2×2: give C×H×W"),  # 1-D: a table's row
     ([(torch.full((1, 2, 2), 300), 0)], "image is torch.int64: give float"),
     ([], "train data is empty"),
 ])

@@ -28,6 +28,7 @@ def test_cores_and_cli_import_without_qt(qt_blocked):
             "computeshare_desktop.worker, computeshare_desktop.discovery, "
             "computeshare_desktop.transport, sys; "
             "assert 'PySide6' not in sys.modules or sys.modules['PySide6'] is None; "
+            "assert 'datasets' not in sys.modules; "  # the hf extra: read on first use
             "import importlib.util as u; assert u.find_spec('PySide6') is not None")
     proc = subprocess.run([sys.executable, "-c", code], env=qt_blocked, cwd=ROOT,
                           capture_output=True, text=True, timeout=120)

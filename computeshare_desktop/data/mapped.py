@@ -5,7 +5,9 @@ Each item is ``(image, label)``: the image a C×H×W (or H×W) tensor or array, 
 [0, 1] or uint8 in 0..255, or a PIL image; the label an int (or a 0-d tensor). Every
 image must have the first one's shape. The images are stored as uint8 (a float image is
 rounded to the nearest 1/255), the per-channel mean and standard deviation are measured
-on the training set, and the classes are the labels 0..max (or the names given).
+on the training set, and the classes are the labels 0..max (or the names given). Items
+whose first part is 1-D (a tensor, array or list of numbers) are a table's rows instead:
+float32, standardized with the training rows' per-feature mean and standard deviation.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import torch
 from ..errors import ConfigError
 from .arrays import ArrayDataset
 from .folders import is_folder_spec
-from .info import DATASETS, DatasetInfo
+from .info import DATASETS, DatasetInfo, table_info
 from .tables import is_table_spec
 
 PREFIX = "python:"  # a session's dataset name when its data came from Python
@@ -64,12 +66,15 @@ def read_dataset(dataset: MapDataset, *, name: str, classes: Sequence[str] = (),
         raise ConfigError(f"the {what} data needs a length (a map-style Dataset)") from None
     if count < 1:
         raise ConfigError(f"the {what} data is empty")
-    images, labels = _read_items(dataset, count, what)
-    if info is None:
-        info = _measure(images, labels, name, tuple(classes), what)
-    elif tuple(images.shape[1:]) != info.shape:
-        raise ConfigError(f"the {what} images are {_shape(images.shape[1:])}, the training "
-                          f"images {_shape(info.shape)}")
+    if _is_row(_item(dataset, 0, what)[0]):
+        images, labels, info = _read_table(dataset, count, name, tuple(classes), info, what)
+    else:
+        images, labels = _read_items(dataset, count, what)
+        if info is None:
+            info = _measure(images, labels, name, tuple(classes), what)
+        elif tuple(images.shape[1:]) != info.shape:
+            raise ConfigError(f"the {what} images are {_shape(images.shape[1:])}, the "
+                              f"training images {_shape(info.shape)}")
     top = int(labels.max())
     if top >= info.num_classes:
         raise ConfigError(f"the {what} data has label {top}, past its {info.num_classes} "
@@ -167,6 +172,45 @@ def _measure(images: torch.Tensor, labels: torch.Tensor, name: str, classes: tup
     channels, height, width = images.shape[1:]
     return DatasetInfo(name, channels, height, width, count, tuple(mean), tuple(std),
                        tuple(str(c) for c in classes))
+
+
+def _is_row(value: Any) -> bool:
+    """A table's row (a 1-D tensor, array or list of numbers), not an image."""
+    if hasattr(value, "getbands"):
+        return False
+    try:
+        return torch.as_tensor(value).dim() == 1
+    except (TypeError, ValueError, RuntimeError):
+        return False
+
+
+def _read_table(dataset: MapDataset, count: int, name: str, classes: tuple[str, ...],
+                info: DatasetInfo | None, what: str
+                ) -> tuple[torch.Tensor, torch.Tensor, DatasetInfo]:
+    """Items of (row, label) as a table: the rows standardized with the training rows'
+    per-feature mean and std (measured here when ``info`` is None), float32 N×F."""
+    first = torch.as_tensor(_item(dataset, 0, what)[0])
+    rows = torch.empty((count, first.shape[0]), dtype=torch.float64)
+    labels = torch.empty(count, dtype=torch.int64)
+    for i in range(count):
+        row, label = _item(dataset, i, what)
+        value = torch.as_tensor(row).detach().cpu()
+        if value.shape != first.shape or value.is_complex() or not value.isfinite().all():
+            raise ConfigError(f"{what} item {i}'s row is {_shape(value.shape)}, item 0's "
+                              f"{_shape(first.shape)}: every row needs as many finite numbers")
+        rows[i], labels[i] = value.to(torch.float64), _label(label, i, what)
+    if info is None:
+        number = len(classes) or int(labels.max()) + 1
+        mean = [round(float(m), DIGITS) for m in rows.mean(dim=0)]
+        std = [round(max(float(s), MIN_STD), DIGITS) for s in rows.std(dim=0, correction=0)]
+        info = table_info(name, rows.shape[1], number, tuple(mean), tuple(std),
+                          tuple(str(c) for c in classes))
+    elif info.kind != "table" or info.shape != tuple(first.shape):
+        raise ConfigError(f"the {what} rows are {_shape(first.shape)}, the training data "
+                          f"{_shape(info.shape)}")
+    centre = torch.tensor(info.mean, dtype=torch.float64)
+    scale = torch.tensor(info.std, dtype=torch.float64)
+    return ((rows - centre) / scale).to(torch.float32).contiguous(), labels, info
 
 
 def _shape(shape: Sequence[int]) -> str:
