@@ -260,11 +260,13 @@ def soak(args: argparse.Namespace, root: Path) -> dict[str, Any]:
 def observe(args: argparse.Namespace, hub: Hub, swarm: Swarm, tally: Tally) -> dict[str, Any]:
     """Sample and churn for the run's duration; measure at warm-up's end and at the end."""
     t0 = time.monotonic()
-    duration, samples, churns = 60.0 * args.minutes, [], []
+    duration, samples = 60.0 * args.minutes, []
+    churns: list[str] = []
     warm_at = t0 + args.warmup * duration
     marks: dict[str, Any] = {}
     next_sample = next_churn = t0
-    while (now := time.monotonic()) < t0 + duration:
+    while (now := time.monotonic()) < t0 + duration or (
+            now < t0 + duration + args.settle_timeout and wanting(args, churns, marks, tally)):
         if tally.errors:
             raise RuntimeError(f"worker errors: {tally.errors[:3]}")
         if hub.proc.poll() is not None:
@@ -285,6 +287,17 @@ def observe(args: argparse.Namespace, hub: Hub, swarm: Swarm, tally: Tally) -> d
     marks["end"] = quiet_point(swarm, hub, tally, t0, args.settle_timeout)
     return {"t0": t0, "samples": samples, "churn": {k: churns.count(k) for k in set(churns)},
             **marks}
+
+
+def wanting(args: argparse.Namespace, churns: list[str], marks: dict[str, Any],
+            tally: Tally) -> bool:
+    """Whether the run goes on past --minutes: a way of leaving (--every-churn) or rounds
+    after warm-up (--min-rounds) are still missing."""
+    if args.every_churn and set(churns) < {h.value for h in CHURN}:
+        return True
+    if args.min_rounds <= 0:
+        return False
+    return "warm" not in marks or tally.version - marks["warm"]["version"] < args.min_rounds
 
 
 def quiet_point(swarm: Swarm, hub: Hub, tally: Tally, t0: float,
@@ -352,6 +365,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--warmup", type=float, default=0.2, help="fraction of the run that is warm-up")
     p.add_argument("--churn-every", type=float, default=5.0, help="seconds between churns "
                    "(0: none)")
+    p.add_argument("--every-churn", action="store_true", help="run on past --minutes "
+                   "(by --settle-timeout at most) until every way of leaving has happened")
+    p.add_argument("--min-rounds", type=int, default=0, help="... and until this many "
+                   "rounds were made after warm-up (a loaded machine makes fewer)")
     p.add_argument("--sample-every", type=float, default=2.0, help="seconds between samples")
     p.add_argument("--codec", default="zstd", help="how pushes travel (default %(default)s)")
     p.add_argument("--eval-every", type=int, default=0, help="rounds between the hub's test "

@@ -220,9 +220,10 @@ class SimWorker(threading.Thread):
         raise AssertionError(f"no way to carry out {action!r}")
 
     def _input(self, step: Callable[..., list[Effect]], *args: Any) -> list[Effect]:
-        """Feed the core, after telling it that the churn asked the worker to go."""
+        """Feed the core, after telling it that the churn asked the worker to go (not one
+        that vanishes: it would say goodbye)."""
         assert self._core is not None
-        if self.leaving is not None:
+        if self.leaving is not None and self.leaving is not Leave.VANISH:
             self._core.leave()
         return step(*args, time.monotonic())
 
@@ -292,7 +293,11 @@ class SimWorker(threading.Thread):
     # ----------------------------------------------------------------- requests
     def _send(self, send: Send) -> list[bytes]:
         """One request: on the pairing socket (one try), or on the request socket, sent
-        again after a timeout (RETRIES times); the reply's frames."""
+        again after a timeout (RETRIES times); the reply's frames. A worker told to vanish
+        sends nothing more: told between two requests, it would otherwise still send one,
+        a goodbye among them, and the hub would not have to reap it."""
+        if self.leaving is Leave.VANISH:
+            raise _Gone()
         if send.hub_key is None:
             frames = self._ask_pairing(send.frames)
         else:

@@ -1,8 +1,10 @@
 """Soak, short: a real hub with 32 simulated workers and churn keeps its memory and descriptors.
 
 The same script as the 10-minute soak (``python -m benchmarks.soak``, see
-docs/BENCHMARKS-SOAK.md), run for 60 s: a ``computeshare host`` process on 127.0.0.1, workers
-that pair, join, pull and push, and goodbyes, rejoins, vanished and stalled workers all along.
+docs/BENCHMARKS-SOAK.md), run for 24 s, and on until every way of leaving has happened and
+150 rounds were made after warm-up (a loaded machine heals churn and trains more slowly): a
+``computeshare host`` process on 127.0.0.1, workers that pair, join, pull and push, and
+goodbyes, rejoins, vanished and stalled workers all along.
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ def run_soak(results: Path, *args: str, timeout_s: float) -> subprocess.Complete
 @pytest.mark.timeout(600)
 def test_hub_memory_and_descriptors_hold_under_churn(tmp_path):
     results = tmp_path / "soak.jsonl"
-    done = run_soak(results, "--minutes", "1", "--workers", "32", "--label", "pytest",
+    done = run_soak(results, "--minutes", "0.4", "--churn-every", "2", "--every-churn",
+                    "--min-rounds", "150", "--workers", "32", "--label", "pytest",
                     timeout_s=480)
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
     record = json.loads(results.read_text(encoding="utf-8").splitlines()[-1])
