@@ -115,7 +115,9 @@ class SessionOptions:
         decimals=2)
     input: str = option(
         "", "a Hugging Face dataset (a folder written by save_to_disk): its image column "
-        "(default: the first column of Image type)", flag="--input", commands=SESSION,
+        "(default: the first column of Image type), or without one its feature columns "
+        "A,B,... read as a table (default: every column but the label)", flag="--input",
+        commands=SESSION,
         metavar="COLUMN", valid=lambda text: text == text.strip(),
         error="the input column's name cannot start or end with a space")
     test_data: str = option(
