@@ -79,7 +79,7 @@ def open_splits(root: Path, *, test: bool = True) -> tuple[Split, Split | None]:
     root = root.expanduser().absolute()
     loaded = _load(root)
     if not isinstance(loaded, hf_datasets().DatasetDict):
-        return Split("train", loaded, root), None
+        return _split("train", loaded, root), None
     names = list(loaded)
     if "train" in loaded:
         train = "train"
@@ -89,8 +89,8 @@ def open_splits(root: Path, *, test: bool = True) -> tuple[Split, Split | None]:
         raise ConfigError(f"{root} has the splits {', '.join(names)}, none named train: "
                           f"save the training split as train")
     held = next((n for n in TEST_SPLITS if n in loaded and n != train), None)
-    first = Split(train, loaded[train], root / train)
-    return first, (Split(held, loaded[held], root / held) if held and test else None)
+    first = _split(train, loaded[train], root / train)
+    return first, (_split(held, loaded[held], root / held) if held and test else None)
 
 
 def test_split(root: Path) -> Split:
@@ -99,14 +99,20 @@ def test_split(root: Path) -> Split:
     root = root.expanduser().absolute()
     loaded = _load(root)
     if not isinstance(loaded, hf_datasets().DatasetDict):
-        return Split("test", loaded, root)
+        return _split("test", loaded, root)
     names = list(loaded)
     chosen = next((n for n in TEST_SPLITS if n in loaded), names[0] if len(names) == 1
                   else None)
     if chosen is None:
         raise ConfigError(f"{root} has the splits {', '.join(names)}: a test source needs "
                           f"one named test or validation, or a single split")
-    return Split(chosen, loaded[chosen], root / chosen)
+    return _split(chosen, loaded[chosen], root / chosen)
+
+
+def _split(name: str, rows: Any, folder: Path) -> Split:
+    """A split with its rows as plain Python values (a format saved with the dataset, such
+    as torch tensors, is not ours to read)."""
+    return Split(name, rows.with_format(None), folder)
 
 
 def _load(root: Path) -> Any:

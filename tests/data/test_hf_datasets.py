@@ -93,6 +93,9 @@ def test_one_dataset_holds_out_a_stratified_split_by_the_folders_seed(tmp_path):
 
 
 def test_labels_without_a_classlabel_are_their_sorted_values(tmp_path):
+    numbered = image_set([3, 1, 3, 1], label=datasets.Value("int64")).with_format("torch")
+    data = prepare(saved(numbered, tmp_path / "numbered"), tmp_path, test_fraction=0.5)
+    assert data.train.info.classes == ("1", "3")  # a saved torch format read as plain values
     words = saved(image_set([0, 1, 0, 1], label=datasets.Value("string")).cast_column(
         "label", datasets.Value("string")).map(
         lambda row: {"label": ["zebra", "apple"][int(row["label"])]}), tmp_path / "words")
