@@ -50,7 +50,7 @@ def session_augment(text: str, dataset: str, info: DatasetInfo) -> list[str]:
         ConfigError: ops asked for a table.
     """
     ops = parse_augment(text)
-    table = getattr(info, "kind", "images") == "table"
+    table = info.kind == "table"
     if table and ops:
         raise ConfigError("--augment changes images: a table cannot be augmented "
                           "(leave it out, or give --augment none)")

@@ -73,8 +73,12 @@ class Augmentation:
     """The session's ops, applied to uint8 (N, C, H, W) batches on their own device."""
 
     def __init__(self, names: Sequence[str], info: DatasetInfo) -> None:
+        """RejectedError(MALFORMED): an op this worker does not know, or any for a table."""
         self.names = checked(names)
         self.info = info
+        if self.names and info.kind == "table":
+            raise RejectedError(RejectCode.MALFORMED, "the hub asks to augment a table's "
+                                                      "rows: only images are augmented")
 
     def __bool__(self) -> bool:
         return bool(self.names)

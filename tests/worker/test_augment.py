@@ -6,7 +6,8 @@ still learns."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+import copy
+import dataclasses
 
 import msgspec
 import pytest
@@ -17,17 +18,19 @@ from torchvision.transforms.v2 import functional as TF
 from worker_sim import Sim
 
 from computeshare_desktop.data import ArrayDataset, DatasetInfo
+from computeshare_desktop.data.info import table_info
 from computeshare_desktop.errors import ConfigError, RejectedError
 from computeshare_desktop.evaluation import evaluate
 from computeshare_desktop.hub.augment import parse_augment, session_augment
 from computeshare_desktop.hub.config import HubConfig
 from computeshare_desktop.protocol import MsgType, RejectCode, decode, encode
 from computeshare_desktop.protocol.messages import AUGMENTS, Shard
-from computeshare_desktop.worker import BuiltinFactory
+from computeshare_desktop.models import build_model, flatten, trainable
+from computeshare_desktop.worker import BuiltinFactory, GradientComputer
 from computeshare_desktop.worker.augment import Augmentation, batch_generator, color, flip
 from computeshare_desktop.worker.core import Phase
 from computeshare_desktop.worker.effects import Send
-from computeshare_desktop.worker.recipe import Recipe
+from computeshare_desktop.worker.recipe import PLAIN, Recipe
 
 RGB = DatasetInfo("photos", 3, 32, 40, 2, (0.5, 0.4, 0.3), (0.25, 0.25, 0.25))
 GRAY = DatasetInfo("scans", 1, 32, 32, 2, (0.5,), (0.25,))
@@ -103,11 +106,14 @@ def test_the_host_checks_augment_and_picks_its_default() -> None:
     assert session_augment("auto", "python:Stripes", RGB) == []
     assert session_augment("none", "/data/photos", RGB) == []
     assert session_augment("color", "mnist-sample", small) == ["color"]
-    table = SimpleNamespace(kind="table", channels=5, height=1, width=1)
-    assert session_augment("auto", "/data/t.csv", table) == []  # type: ignore[arg-type]
-    assert session_augment("none", "/data/t.csv", table) == []  # type: ignore[arg-type]
+    table = table_info("people", 5, 2)
+    assert session_augment("auto", "/data/t.csv", table) == []
+    assert session_augment("none", "/data/t.csv", table) == []
     with pytest.raises(ConfigError, match="table cannot be augmented"):
-        session_augment("flip", "/data/t.csv", table)  # type: ignore[arg-type]
+        session_augment("flip", "/data/t.csv", table)
+    with pytest.raises(RejectedError, match="augment a table"):  # a hub that asks anyway
+        Augmentation(["flip"], table)
+    assert not Augmentation([], table)
 
 
 def test_the_welcome_carries_the_ops_and_a_worker_refuses_an_unknown_one() -> None:
@@ -156,3 +162,20 @@ def test_a_session_that_augments_still_learns() -> None:
     model = hub.server.model
     accuracy, _ = evaluate(model, stripes(64, 1))
     assert accuracy > 0.9
+
+
+def test_the_compute_augments_before_the_model_and_repeats_its_gradient() -> None:
+    """The hook sits in GradientComputer, under every factory (built-ins, graphs, code):
+    the same work gives the same gradient, and another than without augmentation."""
+    data = stripes(32, 2)
+    model = build_model("simplenet", data.info, seed=0)
+    weights = flatten(trainable(model)).detach().clone()
+
+    def gradient(*ops: str) -> torch.Tensor:
+        recipe = dataclasses.replace(PLAIN, augment=ops)
+        compute = GradientComputer(copy.deepcopy(model), data.info, torch.device("cpu"),
+                                   data.images, data.labels, shard=0, seed=0, recipe=recipe)
+        return compute.gradient(weights, start=0, batch=8).flat
+
+    assert torch.equal(gradient("crop", "flip"), gradient("crop", "flip"))
+    assert not torch.equal(gradient("crop", "flip"), gradient())
