@@ -72,15 +72,18 @@ def test_flip_mirrors_and_color_matches_torchvision() -> None:
     mirrored = next(flip(known, batch_generator(0, 0, s), GRAY) for s in range(64)
                     if not torch.equal(flip(known, batch_generator(0, 0, s), GRAY), known))
     assert mirrored[0, 0].tolist() == [[3, 2, 1], [6, 5, 4]]
-    # one sample's brightness factor, read back, is torchvision's adjust_brightness
-    plain = Augmentation(["color"], RGB)
-    assert plain.names == ("color",)
-    one = x[:1]
-    out = color(one, batch_generator(0, 0, 0), RGB)
-    factors = torch.rand(3, generator=batch_generator(0, 0, 0)) * 0.8 + 0.6
-    ref = TF.adjust_saturation(TF.adjust_contrast(TF.adjust_brightness(
-        one, float(factors[0])), float(factors[1])), float(factors[2]))
-    assert (out.int() - ref.int()).abs().max() <= 3  # torchvision truncates each step
+    # one sample's factors, read back, give torchvision's three steps (on values that no
+    # step pushes out of [0, 255], where ColorJitter's clamps between steps do nothing)
+    assert Augmentation(["color"], RGB).names == ("color",)
+    for info, start in [(RGB, 0), (RGB, 1), (RGB, 2), (GRAY, 0)]:
+        one = batch(info, 1) // 2 + 50  # 50..177: times 1.4 stays below 255
+        out = color(one, batch_generator(0, 0, start), info)
+        b, c, s = (float(f) for f in torch.rand(3, generator=batch_generator(0, 0, start))
+                   * 0.8 + 0.6)
+        ref = TF.adjust_contrast(TF.adjust_brightness(one, b), c)
+        if info.channels == 3:
+            ref = TF.adjust_saturation(ref, s)
+        assert (out.int() - ref.int()).abs().max() <= 3  # torchvision truncates each step
 
 
 def test_ops_run_in_their_fixed_order_whatever_the_order_asked() -> None:
