@@ -9,11 +9,14 @@ The worker applies the ops (worker/augment.py); the hub only names them.
 
 from __future__ import annotations
 
+import logging
+
 from ..data import DATASETS, DatasetInfo
 from ..data.mapped import PREFIX
 from ..errors import ConfigError
 from ..protocol.messages import AUGMENTS
 
+log = logging.getLogger(__name__)
 AUTO, NONE = "auto", "none"
 DEFAULT_OWN = ("crop", "flip")
 MIN_SIDE = 32  # smaller images (digits, icons) are not augmented by default
@@ -57,4 +60,7 @@ def session_augment(text: str, dataset: str, info: DatasetInfo) -> list[str]:
     if ops is None and not table:
         own = dataset not in DATASETS and not dataset.startswith(PREFIX)
         ops = DEFAULT_OWN if own and min(info.height, info.width) >= MIN_SIDE else ()
+    if ops:
+        log.info("workers augment each training batch: %s (--augment none: off)",
+                 ",".join(ops))
     return list(ops or ())

@@ -26,6 +26,7 @@ worker that takes over a shard draws what its predecessor would have.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Sequence
 
@@ -38,6 +39,7 @@ from ..errors import RejectedError
 from ..protocol import RejectCode
 from ..protocol.messages import AUGMENTS
 
+log = logging.getLogger(__name__)
 MAX_DEGREES = 10.0
 JITTER = 0.4  # brightness, contrast and saturation factors in [0.6, 1.4]
 ERASE_AREA = (0.02, 0.25)
@@ -79,6 +81,8 @@ class Augmentation:
         if self.names and info.kind == "table":
             raise RejectedError(RejectCode.MALFORMED, "the hub asks to augment a table's "
                                                       "rows: only images are augmented")
+        if self.names:
+            log.info("augmenting each training batch here: %s", ",".join(self.names))
 
     def __bool__(self) -> bool:
         return bool(self.names)
