@@ -22,6 +22,8 @@ from torch import nn
 
 from .data import ArrayDataset, DatasetInfo, dataset_info, load_dataset, normalize
 from .data.folders import is_folder_spec
+from .data.info import raw_inputs
+from .data.tables import is_table_spec
 from .data.prepared import load_data
 from .errors import ConfigError
 from .graph.inference import FixedMode, Normalized, eval_module
@@ -47,8 +49,8 @@ def evaluate(model: torch.nn.Module, dataset: ArrayDataset, *,
              batch_size: int = 500, raw: bool = False) -> tuple[float, float]:
     """Return ``(accuracy, mean loss)`` of ``model`` on ``dataset``, in float32, on
     ``device`` (None: where the model is; a model held elsewhere is evaluated as a copy, so
-    the caller's stays put). ``raw``: the model takes images in [0, 1] (it normalizes them
-    itself, as ``trained_model.pt2`` does)."""
+    the caller's stays put). ``raw``: the model takes images in [0, 1] or a table's raw
+    values (it normalizes them itself, as ``trained_model.pt2`` does)."""
     tensors = list(itertools.chain(model.parameters(), model.buffers()))
     if device is None:
         device = tensors[0].device if tensors else torch.device("cpu")
@@ -62,7 +64,7 @@ def evaluate(model: torch.nn.Module, dataset: ArrayDataset, *,
         for start in range(0, len(dataset), batch_size):
             images = dataset.images[start:start + batch_size].to(device)
             labels = dataset.labels[start:start + batch_size].to(device)
-            logits = model(images.to(torch.float32).div_(255.0) if raw
+            logits = model(raw_inputs(images, dataset.info) if raw
                            else normalize(images, dataset.info))
             loss_sum += float(F.cross_entropy(logits, labels, reduction="sum"))
             correct += int((logits.argmax(dim=1) == labels).sum())
@@ -94,7 +96,7 @@ def evaluate_file(path: Path, model_name: str, dataset: str, *, image_size: int 
             program takes other inputs than the dataset's images.
     """
     test: ArrayDataset | None = None
-    if is_folder_spec(dataset) or test_spec:
+    if is_folder_spec(dataset) or is_table_spec(dataset) or test_spec:
         test = load_data(dataset, image_size=image_size, test_fraction=test_fraction,
                          label=label, input=input, test_spec=test_spec)[1]
         info = test.info
@@ -112,6 +114,16 @@ def evaluate_file(path: Path, model_name: str, dataset: str, *, image_size: int 
         test = load_dataset(dataset, "test")
     accuracy, loss = evaluate(model, test, raw=raw)
     return Score(accuracy, loss, len(test))
+
+
+def data_info(dataset: str, *, image_size: int = 0, test_fraction: float = 0.1,
+              label: str = "", input: str = "", test_spec: str = "") -> DatasetInfo:
+    """What a session's data is: a built-in dataset's info by name; a folder's or a
+    table's as its session prepared it (found in the cache, else prepared again)."""
+    if is_folder_spec(dataset) or is_table_spec(dataset):
+        return load_data(dataset, image_size=image_size, test_fraction=test_fraction,
+                         label=label, input=input, test_spec=test_spec)[1].info
+    return dataset_info(dataset)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

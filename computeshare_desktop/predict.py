@@ -85,6 +85,7 @@ class Predictor:
 
     model: SavedModel
     classes: tuple[str, ...] | None = None
+    features: tuple[str, ...] = ()  # a table's feature names: CSV columns are read by name
 
     @property
     def takes_images(self) -> bool:
@@ -109,7 +110,7 @@ class Predictor:
         if self.takes_images:
             inputs = read_image(path, self.model.sample_shape)[None]
             return [Prediction(str(path), self.top(inputs, top)[0])]
-        rows = read_rows(path, self.model.sample_shape[0])
+        rows = read_rows(path, self.model.sample_shape[0], self.features)
         return [Prediction(str(path), guesses, row)
                 for row, guesses in enumerate(self.top(rows, top), start=1)]
 
@@ -144,7 +145,7 @@ def load_predictor(path: Path, model_name: str, info: DatasetInfo) -> Predictor:
     if len(model.sample_shape) not in (1, 3):
         raise ConfigError(f"{path} takes inputs of {len(model.sample_shape)} dimensions; "
                           "predict reads images (C×H×W) and table rows")
-    return Predictor(model, read_classes(path.parent / CLASSES_FILE))
+    return Predictor(model, read_classes(path.parent / CLASSES_FILE), info.features)
 
 
 def read_classes(path: Path) -> tuple[str, ...] | None:
@@ -185,13 +186,15 @@ def read_image(path: Path, shape: tuple[int, ...]) -> torch.Tensor:
     return tensor.permute(2, 0, 1).to(torch.float32).div_(255.0)
 
 
-def read_rows(path: Path, features: int) -> torch.Tensor:
+def read_rows(path: Path, features: int, names: Sequence[str] = ()) -> torch.Tensor:
     """A CSV file's rows as float32 N×``features``; a first line that is not numbers is
-    a header; blank lines are skipped.
+    a header; blank lines are skipped. With the session's feature ``names`` and a header
+    that names their columns, the row's values are taken by name (other columns, the
+    label's say, are left out) and a text column is one-hot encoded as in training.
 
     Raises:
         ConfigError: no such file, not text, a row of another width or a value that is
-            not a number, or no rows at all.
+            not a number (a text value the training never saw), or no rows at all.
     """
     _check_file(path)
     try:
@@ -202,10 +205,14 @@ def read_rows(path: Path, features: int) -> torch.Tensor:
         raise ConfigError(f"not a CSV file of numbers ({exc})") from None
     except OSError as exc:
         raise ConfigError(f"cannot read it: {exc}") from None
+    header: list[str] = []
     if lines and not _numbers(lines[0][1]):
-        lines = lines[1:]  # a header
+        header, lines = [c.strip() for c in lines[0][1]], lines[1:]
     if not lines:
         raise ConfigError("no rows of numbers")
+    picks = _by_name(header, names) if len(names) == features else None
+    if picks is not None:
+        return torch.stack([_picked(cells, picks, line) for line, cells in lines])
     values = []
     for row, (line, cells) in enumerate(lines, start=1):
         if len(cells) != features:
@@ -214,6 +221,40 @@ def read_rows(path: Path, features: int) -> torch.Tensor:
         if not _numbers(cells):
             raise ConfigError(f"row {row} (line {line}) holds a value that is not a number")
         values.append([float(cell) for cell in cells])
+    return torch.tensor(values, dtype=torch.float32)
+
+
+_Pick = tuple[int, str | None]  # a column's place, and the value of a one-hot feature
+
+
+def _by_name(header: list[str], names: Sequence[str]) -> list[_Pick] | None:
+    """Where each feature is in the header (None unless all are): COLUMN, or COLUMN=VALUE
+    for a one-hot text column."""
+    picks: list[_Pick] = []
+    for name in names:
+        column, _, value = name.partition("=")
+        if name in header:
+            picks.append((header.index(name), None))
+        elif value and column in header:
+            picks.append((header.index(column), value))
+        else:
+            return None
+    return picks
+
+
+def _picked(cells: list[str], picks: list[_Pick], line: int) -> torch.Tensor:
+    """One row's features by name (its line for the error)."""
+    values = []
+    for column, value in picks:
+        cell = cells[column].strip() if column < len(cells) else ""
+        if value is not None:
+            if not any(c == column and v == cell for c, v in picks):
+                raise ConfigError(f"line {line}: {cell!r} is a value the training never saw")
+            values.append(1.0 if cell == value else 0.0)
+        elif not _numbers([cell]):
+            raise ConfigError(f"line {line}: {cell!r} is not a number")
+        else:
+            values.append(float(cell))
     return torch.tensor(values, dtype=torch.float32)
 
 

@@ -20,8 +20,7 @@ import torch
 from ..discovery import SessionBrowser, describe, discover, pick_session
 from ..discovery.hub_advert import resolve_interface
 from ..errors import ConfigError, ExitCode
-from ..data import dataset_info
-from ..evaluation import evaluate_file
+from ..evaluation import data_info, evaluate_file
 from ..events import Listening
 from ..hub.config import MODE_OPTIONS, SessionOptions
 from ..hub.outputs import SESSION_FILE
@@ -293,7 +292,8 @@ def _saved_config(path: Path) -> dict[str, Any]:
 
 
 PREPARATION = {"image_size": "image_size", "test_fraction": "test_fraction",
-               "input": "input", "test_spec": "test_data"}  # load_data's keyword: option
+               "label": "label_column", "input": "input",
+               "test_spec": "test_data"}  # load_data's keyword: option
 
 
 def _preparation(saved: dict[str, Any]) -> dict[str, Any]:
@@ -321,7 +321,8 @@ def predict(args: argparse.Namespace) -> int:
     """Print a saved model's top classes for each image file or CSV row; a file that
     cannot be read is reported and the others are still predicted (exit 2 then)."""
     options, path, dataset, model_name = _model_file(args)
-    predictor = load_predictor(path, model_name, dataset_info(dataset))
+    predictor = load_predictor(path, model_name,
+                               data_info(dataset, **_preparation(_saved_config(path))))
     results = predictor.predict([Path(f) for f in options.files], options.top)
     for result in results:
         if options.json:

@@ -32,6 +32,8 @@ class DatasetInfo:
     std: tuple[float, ...]
     classes: tuple[str, ...] = ()  # the class names in label order (empty: unnamed)
     kind: DataKind = "images"
+    # a table's feature names, COLUMN or COLUMN=VALUE (a one-hot text column); empty: unnamed
+    features: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.channels < 1:
@@ -45,6 +47,9 @@ class DatasetInfo:
                              f"{self.num_classes} classes")
         if self.kind == "table" and (self.height, self.width) != (1, 1):
             raise ValueError(f"{self.name}: a table's height and width are 1")
+        if self.features and len(self.features) != self.channels:
+            raise ValueError(f"{self.name}: {len(self.features)} feature names for "
+                             f"{self.channels} features")
 
     @property
     def class_names(self) -> tuple[str, ...]:
@@ -65,11 +70,12 @@ class DatasetInfo:
 
 
 def table_info(name: str, features: int, num_classes: int, mean: tuple[float, ...] = (),
-               std: tuple[float, ...] = (), classes: tuple[str, ...] = ()) -> DatasetInfo:
+               std: tuple[float, ...] = (), classes: tuple[str, ...] = (),
+               names: tuple[str, ...] = ()) -> DatasetInfo:
     """A table's info; without statistics, the identity (0 and 1: what a worker, handed
     standardized rows, needs)."""
     return DatasetInfo(name, features, 1, 1, num_classes, mean or (0.0,) * features,
-                       std or (1.0,) * features, classes, kind="table")
+                       std or (1.0,) * features, classes, kind="table", features=names)
 
 
 def wire_shape(info: DatasetInfo) -> dict[str, Any]:

@@ -39,12 +39,16 @@ ROWS, LABELS, META = "rows.f32", "labels.i64", "meta.json"
 
 @dataclass(frozen=True, slots=True, eq=False)
 class PreparedTable:
-    """A table's two splits, its feature names, and whether the cache had them."""
+    """A table's two splits and whether the cache had them."""
 
     train: ArrayDataset
     test: ArrayDataset
-    features: tuple[str, ...]
     cached: bool
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        """The feature names: COLUMN, or COLUMN=VALUE for a one-hot text column."""
+        return self.train.info.features
 
 
 def table_name(path: Path) -> str:
@@ -94,7 +98,8 @@ def _load(folder: Path) -> PreparedTable | None:
             return None
         features = tuple(meta["features"])
         info = table_info(meta["name"], len(features), len(meta["classes"]),
-                          tuple(meta["mean"]), tuple(meta["std"]), tuple(meta["classes"]))
+                          tuple(meta["mean"]), tuple(meta["std"]), tuple(meta["classes"]),
+                          features)
         count, train = meta["train"] + meta["test"], meta["train"]
         rows = np.memmap(folder / ROWS, dtype=np.float32, mode="c",
                          shape=(count, len(features)))
@@ -105,8 +110,7 @@ def _load(folder: Path) -> PreparedTable | None:
         return None
     values, numbers = torch.from_numpy(rows), torch.from_numpy(labels)
     return PreparedTable(ArrayDataset(values[:train], numbers[:train], info),
-                         ArrayDataset(values[train:], numbers[train:], info), features,
-                         cached=True)
+                         ArrayDataset(values[train:], numbers[train:], info), cached=True)
 
 
 def _build(path: Path, folder: Path, label: str, test_fraction: float) -> None:

@@ -18,6 +18,7 @@ from ..codec import CODECS, DEFAULT_FRACTION
 from ..data import DATASETS
 from ..data.folders import is_folder_spec
 from ..data.mapped import dataset_valid
+from ..data.tables import is_table_spec
 from ..errors import ConfigError
 from ..models import MODELS, parse_model_spec, parse_prefixes
 from ..protocol.messages import AUGMENTS, Optimizer, Precision
@@ -81,7 +82,9 @@ def test_data_valid(text: str) -> bool:
 def absolute_dataset(text: str) -> str:
     """A folder's path made absolute (a resumed session finds it from anywhere); a
     dataset's name as it is."""
-    return str(Path(text).expanduser().absolute()) if is_folder_spec(text) else text
+    if is_folder_spec(text) or is_table_spec(text):
+        return str(Path(text).expanduser().absolute())
+    return text
 
 
 def _preset_help() -> str:
@@ -96,7 +99,8 @@ class SessionOptions:
     dataset: str = option(
         "mnist-sample", "a built-in dataset ({choices}; default {default}, bundled, offline) "
         "or a folder of images: PATH/CLASS/* (a test split held out), or PATH/train/CLASS/* "
-        "and PATH/test/CLASS/*".format(choices=", ".join(DATASETS), default="{default}"),
+        "and PATH/test/CLASS/*, or a table: PATH.csv or PATH.parquet (--label)".format(
+            choices=", ".join(DATASETS), default="{default}"),
         flag="--dataset", commands=SESSION, metavar="NAME|PATH", choices=DATASETS,
         editable=True, error=f"dataset must be one of {', '.join(DATASETS)} or a folder",
         valid=dataset_valid, saved=True, label="Dataset", group=TRAINING)  # or python:NAME,
@@ -113,6 +117,11 @@ class SessionOptions:
         commands=SESSION, metavar="F", gt=0, lt=1, error="the test fraction must be in (0, 1)",
         label="Test fraction", group=TRAINING, minimum=0.01, maximum=0.9, step=0.05,
         decimals=2)
+    label_column: str = option(
+        "", "a table (PATH.csv, PATH.parquet): the label column, whose distinct values are "
+        "the classes (default: the last column)", flag="--label", commands=SESSION,
+        metavar="COLUMN", label="Label column", group=TRAINING,
+        placeholder="the last column")
     input: str = option(
         "", "a Hugging Face dataset (a folder written by save_to_disk): its image column "
         "(default: the first column of Image type), or without one its feature columns "

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 from ..codec import CODECS, get_codec
 from ..data import ArrayDataset
+from ..data.info import wire_shape
 from ..errors import RemoteProtocolError
 from ..events import (Event, ModelRefused, PairingRefused, Rejected, StateChanged,
                       WorkerJoined, WorkerLeft, WorkerReady)
@@ -261,8 +262,7 @@ class HubCore:
             clip_grad=c.clip_grad, precision=c.precision,
             compute="builtin" if self.graph is None else "graph", torch=torch_release(),
             data_hash=self.shards.data_hash,
-            channels=data.channels, height=data.height, width=data.width,
-            num_classes=data.num_classes, mean=list(data.mean), std=list(data.std),
+            num_classes=data.num_classes, **wire_shape(data),
             augment=list(self.augment))
 
     def _check_torch(self, msg: Join) -> None:

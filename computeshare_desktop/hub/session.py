@@ -100,7 +100,7 @@ class HubSession:
             self.info = train_set.info
         else:
             train_set, self.test_set = load_data(
-                config.dataset, image_size=config.image_size,
+                config.dataset, image_size=config.image_size, label=config.label_column,
                 test_fraction=config.test_fraction, input=config.input,
                 test_spec=config.test_data, progress=_every(PREPARE_LINE_S, self._emit))
             self.info = train_set.info

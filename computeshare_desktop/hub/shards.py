@@ -17,7 +17,7 @@ from ..data.digests import chunk_digest, content_hash
 from ..errors import RemoteProtocolError
 from ..protocol import RejectCode
 from ..protocol.messages import Shard, ShardData
-from ..protocol.tensors import tensor_to_frame
+from ..protocol.tensors import sample_dtype, tensor_to_frame
 from ..protocol.wire import Frame
 from ..sampling import shard_indices
 
@@ -67,8 +67,9 @@ class ShardServer:
         shape = list(images.shape)
         if msg.have and msg.have == self._digest(shard, msg.offset, images, labels):
             return ShardData(offset=msg.offset, total=len(idx), image_shape=shape,
-                             same=True), b"", b""
-        return (ShardData(offset=msg.offset, total=len(idx), image_shape=shape),
+                             same=True, dtype=sample_dtype(images)), b"", b""
+        return (ShardData(offset=msg.offset, total=len(idx), image_shape=shape,
+                          dtype=sample_dtype(images)),
                 tensor_to_frame(images), tensor_to_frame(labels))
 
     def _digest(self, shard: int, offset: int, images: torch.Tensor,

@@ -1,8 +1,8 @@
 """What a model is given and must give back: the inputs a dataset makes, the builder
 arguments it offers, and the one-sample-batch check the hub runs before a session opens.
 
-Images are N×C×H×W; tables are N×F, for a ``DatasetInfo`` that carries ``in_features``
-(the data layer's tables add that field; until then every info describes images).
+Images are N×C×H×W; tables are N×F, for a ``DatasetInfo`` whose ``in_features`` is
+non-zero (``kind`` "table").
 """
 
 from __future__ import annotations
@@ -30,6 +30,14 @@ def in_features(info: DatasetInfo) -> int | None:
     """The number of columns of a table dataset; None for images."""
     features = getattr(info, "in_features", None)
     return int(features) if features else None
+
+
+def refuse_table(model: str, info: DatasetInfo) -> None:
+    """Raise ConfigError when ``info`` is a table: ``model`` takes images only."""
+    if in_features(info) is not None:
+        raise ConfigError(f"{model} takes images; {info.name} is a table of "
+                          f"{in_features(info)} features: use --model mlp, or your own "
+                          f"model (PATH.py:NAME, built with in_features)")
 
 
 def sample_shape(info: DatasetInfo) -> tuple[int, ...]:

@@ -41,7 +41,8 @@ def _after_two_conv_pool(size: int) -> int:
 
 
 class MLP(nn.Module):
-    """Flatten, then 256 → ReLU → 128 → ReLU → logits."""
+    """Flatten, then 256 → ReLU → 128 → ReLU → logits: images of any size, or a table's
+    rows of any number of features."""
 
     def __init__(self, info: DatasetInfo) -> None:
         super().__init__()
@@ -50,7 +51,7 @@ class MLP(nn.Module):
         self.fc3 = nn.Linear(128, info.num_classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Map normalised N×C×H×W images to N×num_classes logits."""
+        """Map normalised N×C×H×W images (or N×F rows) to N×num_classes logits."""
         hidden = F.relu(self.fc2(F.relu(self.fc1(torch.flatten(x, 1)))))
         logits: torch.Tensor = self.fc3(hidden)
         return logits

@@ -10,6 +10,7 @@ from torch import nn
 
 from computeshare_desktop.data import DatasetInfo
 from computeshare_desktop.errors import ConfigError
+from computeshare_desktop.models.checks import refuse_table
 from computeshare_desktop.models.nets import MLP, SimpleNet, resnet18
 
 logger = logging.getLogger(__name__)
@@ -21,6 +22,7 @@ _BUILDERS: dict[str, Callable[[DatasetInfo], nn.Module]] = {
 }
 
 MODELS: tuple[str, ...] = tuple(_BUILDERS)
+TABLE_MODELS = frozenset({"mlp"})  # the built-ins that take a table's rows (N×F)
 
 
 def build_model(name: str, info: DatasetInfo, *, seed: int | None = None) -> nn.Module:
@@ -30,12 +32,15 @@ def build_model(name: str, info: DatasetInfo, *, seed: int | None = None) -> nn.
     left as it was; without one, the global RNG is used as usual.
 
     Raises:
-        ConfigError: unknown model name, or images too small for the model.
+        ConfigError: unknown model name, images too small for the model, or a table for
+            a model of images (every one but mlp).
     """
     try:
         builder = _BUILDERS[name]
     except KeyError:
         raise ConfigError(f"unknown model {name!r}; known: {', '.join(MODELS)}") from None
+    if name not in TABLE_MODELS:
+        refuse_table(name, info)
     model = build_seeded(lambda: builder(info), seed)
     logger.debug("built %s for %s (seed=%s)", name, info.name, seed)
     return model

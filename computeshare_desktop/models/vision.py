@@ -21,7 +21,7 @@ from torch import nn
 
 from computeshare_desktop.data import DatasetInfo
 from computeshare_desktop.errors import ConfigError
-from computeshare_desktop.models.checks import check_model_outputs, first_lines, in_features
+from computeshare_desktop.models.checks import check_model_outputs, first_lines, refuse_table
 
 PREFIX = "torchvision:"
 IMAGENET_CLASSES = 1000  # the head of every pretrained classification weights file
@@ -89,8 +89,7 @@ def build_torchvision(arch: str, info: DatasetInfo) -> nn.Module:
     """
     import torchvision.models
 
-    if in_features(info) is not None:
-        raise ConfigError(f"{PREFIX}{arch} takes images; {info.name} is a table")
+    refuse_table(f"{PREFIX}{arch}", info)
     if info.channels not in (1, RGB):
         raise ConfigError(f"{PREFIX}{arch} takes 1- or 3-channel images; {info.name} has "
                           f"{info.channels} channels")

@@ -50,6 +50,10 @@ Means = Annotated[list[Annotated[float, msgspec.Meta(ge=-1e3, le=1e3)]],
                   msgspec.Meta(min_length=1, max_length=MAX_CHANNELS)]  # NaN fails the bounds
 Stds = Annotated[list[Annotated[float, msgspec.Meta(gt=0, le=1e3)]],
                  msgspec.Meta(min_length=1, max_length=MAX_CHANNELS)]
+DataKind = Literal["images", "table"]  # what a sample is: an image, or a table's row
+MAX_FEATURES = 2**20
+Features = Annotated[int, msgspec.Meta(ge=0, le=MAX_FEATURES)]  # a table's row length
+SampleDtype = Literal["uint8", "float32"]  # images travel as uint8, a table's rows float32
 # A sha256 as 64 lowercase hex digits, or "" for none (a dataset's content hash, the digest
 # of a range of a shard that a worker holds in its cache).
 Digest = Annotated[str, msgspec.Meta(pattern="\\A(?:[0-9a-f]{64})?\\Z")]
@@ -174,6 +178,10 @@ class Welcome(Message, frozen=True):
     data_hash: Digest = ""
     # How the worker augments its training batches (AUGMENTS' words); empty: it does not.
     augment: Words = []
+    # "table": the samples are rows of ``features`` standardized float32 values (the hub
+    # standardized them; channels, height, width, mean and std are then 1, 1, 1, [0], [1]).
+    data_kind: DataKind = "images"
+    features: Features = 0
 
 
 class GraphGet(Message, frozen=True):
@@ -224,6 +232,7 @@ class ShardData(Message, frozen=True):
     image_shape: Dims
     same: bool = False  # the worker's ``have`` is this range's digest: both frames are
     # empty and the worker keeps what it holds (image_shape still says the range's shape)
+    dtype: SampleDtype = "uint8"  # of the samples frame: a table's rows are float32 (N, F)
 
 
 class Pull(Message, frozen=True):

@@ -10,6 +10,7 @@ import torch
 
 from ..errors import RemoteProtocolError
 from .codes import RejectCode
+from .messages import SampleDtype
 
 DTYPES: dict[str, torch.dtype] = {
     "uint8": torch.uint8, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32,
@@ -33,6 +34,11 @@ def tensor_to_frame(tensor: torch.Tensor) -> bytes:
     if tensor.dtype in _BITS:
         tensor = tensor.view(_BITS[tensor.dtype])
     return tensor.numpy().astype(_NP[name], copy=False).tobytes()
+
+
+def sample_dtype(samples: torch.Tensor) -> SampleDtype:
+    """How a shard chunk's samples travel: images as uint8, a table's rows as float32."""
+    return "float32" if samples.dtype == torch.float32 else "uint8"
 
 
 def _name(dtype: torch.dtype) -> str:

@@ -25,6 +25,7 @@ from typing import Protocol
 import torch
 
 from ..data import DatasetInfo
+from ..data.info import table_info
 from ..devices import precision_for
 from ..errors import RejectedError
 from ..evaluation import batch_loss
@@ -99,6 +100,8 @@ def welcome_info(welcome: Welcome) -> DatasetInfo:
         RejectedError(MALFORMED): the shape does not hold together (a count per channel).
     """
     try:
+        if welcome.data_kind == "table":  # rows standardized by the hub: no statistics
+            return table_info(welcome.dataset, welcome.features, welcome.num_classes)
         return DatasetInfo(welcome.dataset, welcome.channels, welcome.height, welcome.width,
                            welcome.num_classes, tuple(welcome.mean), tuple(welcome.std))
     except ValueError as exc:

@@ -7,7 +7,7 @@ import torch
 from ..errors import RejectedError
 from ..events import ShardReceived
 from ..protocol import RejectCode
-from ..protocol.messages import Shard, ShardData, Welcome
+from ..protocol.messages import SampleDtype, Shard, ShardData, Welcome
 from ..protocol.tensors import frame_to_tensor
 from ..protocol.wire import Frame
 
@@ -34,19 +34,34 @@ class ShardDownload:
     def take(self, msg: ShardData, body: list[Frame]) -> ShardReceived:
         """Keep a chunk; RejectedError(MALFORMED) when it is not the one asked for."""
         n = msg.image_shape[0] if msg.image_shape else 0
-        if msg.offset != self.have or n == 0 or len(msg.image_shape) != 4:
+        if msg.offset != self.have or n == 0:
             raise RejectedError(RejectCode.MALFORMED, "unexpected shard chunk from hub")
-        w = self.welcome
-        if msg.image_shape[1:] != [w.channels, w.height, w.width]:
-            raise RejectedError(RejectCode.MALFORMED, f"the hub's images are "
-                                f"{msg.image_shape[1:]}, not the {w.channels}×{w.height}×"
-                                f"{w.width} its Welcome said")
-        self._images.append(frame_to_tensor(body[0], "uint8", msg.image_shape,
+        dtype, sample = sample_form(self.welcome)
+        if msg.dtype != dtype:
+            raise RejectedError(RejectCode.MALFORMED, f"the hub's samples are {msg.dtype}, "
+                                f"not the {dtype} its Welcome said")
+        if msg.image_shape[1:] != sample:
+            raise RejectedError(RejectCode.MALFORMED, f"the hub's samples are "
+                                f"{_dims(msg.image_shape[1:])}, not the {_dims(sample)} its "
+                                f"Welcome said")
+        self._images.append(frame_to_tensor(body[0], dtype, msg.image_shape,
                                             MAX_CHUNK_TENSOR))
         self._labels.append(frame_to_tensor(body[1], "int64", [n], MAX_CHUNK_TENSOR))
         self.have += n
         return ShardReceived(received=self.have, total=self.welcome.shard_size)
 
     def tensors(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """The whole shard: images (N, C, H, W) uint8, labels (N,) int64."""
+        """The whole shard: images (N, C, H, W) uint8 (a table's rows: (N, F) float32),
+        labels (N,) int64."""
         return torch.cat(self._images), torch.cat(self._labels)
+
+
+def sample_form(welcome: Welcome) -> tuple[SampleDtype, list[int]]:
+    """The dtype and shape of one sample as the Welcome describes it."""
+    if welcome.data_kind == "table":
+        return "float32", [welcome.features]
+    return "uint8", [welcome.channels, welcome.height, welcome.width]
+
+
+def _dims(shape: list[int]) -> str:
+    return "×".join(str(d) for d in shape)

@@ -230,7 +230,7 @@ def test_the_header_is_protocol_5_byte_for_byte() -> None:
     shape = ShardData(offset=0, total=5, image_shape=[5, 1, 28, 28])
     assert encode(shape, [b"", b""])[0] == (
         b'CS\x06{"t":"shard_data","offset":0,"total":5,"image_shape":[5,1,28,28],'
-        b'"same":false}')
+        b'"same":false,"dtype":"uint8"}')
 
 
 def test_int_is_accepted_where_float_is_expected() -> None:

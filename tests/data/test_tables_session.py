@@ -1,0 +1,109 @@
+"""A table trains a session (issue 19): the built-in mlp on a CSV with a text label and a
+text column, across two simulated workers (in-process cores on a fake clock), and the
+exported program scores the test split from the table's raw values."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from helpers_hub import make_hub
+
+from computeshare_desktop.data.table_cache import prepare_table
+from computeshare_desktop.errors import ConfigError
+from computeshare_desktop.evaluation import data_info, evaluate, evaluate_file
+from computeshare_desktop.hub.config import HubConfig
+from computeshare_desktop.hub.user_model import ship_model
+from computeshare_desktop.hub.exports import export_program
+from computeshare_desktop.models import build_model
+from computeshare_desktop.models.specs import build_model_from_spec, parse_model_spec
+from computeshare_desktop.predict import load_predictor
+from computeshare_desktop.protocol.messages import ShardData, Welcome
+from computeshare_desktop.worker import BuiltinFactory
+from worker.worker_sim import Sim
+
+CLASSES = ("alpha", "beta", "gamma")
+
+
+def write_table(path: Path, rows: int = 240) -> Path:
+    """Three classes apart in the first two columns (in their own units: hundreds and
+    thousandths), a noise column, and a text column that says nothing."""
+    rng = np.random.default_rng(0)
+    lines = ["height,weight,noise,region,kind"]
+    for i in range(rows):
+        c = i % 3
+        height = 100.0 * c + rng.normal(0, 20)
+        weight = 0.004 * (2 - c) + rng.normal(0, 0.001)
+        lines.append(f"{height:.3f},{weight:.6f},{rng.normal():.3f},"
+                     f"{('north', 'south')[i % 2]},{CLASSES[c]}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_mlp_trains_on_a_table_across_two_workers_and_its_program_takes_raw_values(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COMPUTESHARE_DATA_DIR", str(tmp_path / "cache"))
+    csv = write_table(tmp_path / "people.csv")
+    table = prepare_table(csv, cache_dir=tmp_path / "cache")
+    train, test = table.train, table.test
+    assert train.info.shape == (5,) and train.info.classes == CLASSES
+    hub = make_hub(data=train, model="mlp", workers=2, rounds=20, batch_size=16, lr=0.05)
+    sim = Sim(hub)
+    peers = [sim.worker(name, factory=BuiltinFactory(torch.device("cpu")))
+             for name in (b"w1", b"w2")]
+    sim.finish_all()
+    for peer in peers:
+        welcome = next(r for r in peer.replies if isinstance(r, Welcome))
+        assert (welcome.data_kind, welcome.features, welcome.mean, welcome.std) == (
+            "table", 5, [0.0], [1.0])  # the statistics stay on the hub
+        chunks = [r for r in peer.replies if isinstance(r, ShardData)]
+        assert chunks and all(c.dtype == "float32" and c.image_shape[1:] == [5]
+                              for c in chunks)
+        assert peer.compute.images.dtype == torch.float32
+        assert peer.finish.result.pushed == 20
+    model = hub.server.model
+    accuracy, _ = evaluate(model, test)
+    assert accuracy > 0.9
+    # trained_model.pt2 takes the raw values and standardizes them inside: evaluate reads
+    # the table's test split again, predict reads the table's rows by column name
+    program = tmp_path / "run" / "trained_model.pt2"
+    program.parent.mkdir()
+    program.write_bytes(export_program(model, train.info))
+    (program.parent / "classes.json").write_text(json.dumps(CLASSES), encoding="utf-8")
+    score = evaluate_file(program, "mlp", str(csv))
+    assert (score.samples, score.accuracy) == (len(test), pytest.approx(accuracy))
+    predictor = load_predictor(program, "mlp", data_info(str(csv)))
+    guesses = predictor.predict([csv], 1)
+    kinds = [line.rsplit(",", 1)[1] for line in
+             csv.read_text(encoding="utf-8").splitlines()[1:]]
+    assert len(guesses) == len(kinds) == 240
+    hits = sum(g.top[0].label == kind for g, kind in zip(guesses, kinds, strict=True))
+    assert hits / len(kinds) > 0.9
+
+
+@pytest.mark.parametrize("model", ["simplenet", "resnet18", "torchvision:resnet18"])
+def test_models_of_images_refuse_a_table_and_say_what_to_use(tmp_path: Path,
+                                                             model: str) -> None:
+    info = prepare_table(write_table(tmp_path / "t.csv", 30), cache_dir=tmp_path).train.info
+    with pytest.raises(ConfigError, match=r"takes images; t is a table of 5 features: use "
+                                          r"--model mlp, or your own model"):
+        build_model_from_spec(parse_model_spec(model), info)
+
+
+def test_a_users_model_gets_in_features_and_travels_as_a_graph_of_rows(
+        tmp_path: Path) -> None:
+    train = prepare_table(write_table(tmp_path / "t.csv", 30), cache_dir=tmp_path).train
+    info = train.info
+    source = tmp_path / "net.py"
+    source.write_text("from torch import nn\n\n\n"
+                      "def Net(in_features: int, num_classes: int) -> nn.Module:\n"
+                      "    return nn.Linear(in_features, num_classes)\n", encoding="utf-8")
+    model = build_model_from_spec(parse_model_spec(f"{source}:Net"), info)
+    assert tuple(model.weight.shape) == (3, 5)
+    shipped = ship_model(model, HubConfig(model=f"{source}:Net"), train)
+    assert shipped.graph is not None  # exported with two of the table's rows, (2, 5)
+    assert sum(p.numel() for p in build_model("mlp", info).parameters()) == (
+        5 * 256 + 256 + 256 * 128 + 128 + 128 * 3 + 3)
