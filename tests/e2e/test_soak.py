@@ -1,7 +1,7 @@
 """Soak, short: a real hub with 32 simulated workers and churn keeps its memory and descriptors.
 
 The same script as the 10-minute soak (``python -m benchmarks.soak``, see
-docs/BENCHMARKS-SOAK.md), run for 24 s, and on until every way of leaving has happened and
+docs/BENCHMARKS-SOAK.md), run for 15 s, and on until every way of leaving has happened and
 150 rounds were made after warm-up (a loaded machine heals churn and trains more slowly): a
 ``computeshare host`` process on 127.0.0.1, workers that pair, join, pull and push, and
 goodbyes, rejoins, vanished and stalled workers all along.
@@ -43,7 +43,7 @@ def run_soak(results: Path, *args: str, timeout_s: float) -> subprocess.Complete
 @pytest.mark.timeout(600)
 def test_hub_memory_and_descriptors_hold_under_churn(tmp_path):
     results = tmp_path / "soak.jsonl"
-    done = run_soak(results, "--minutes", "0.4", "--churn-every", "2", "--every-churn",
+    done = run_soak(results, "--minutes", "0.25", "--churn-every", "1.5", "--every-churn",
                     "--min-rounds", "150", "--workers", "32", "--label", "pytest",
                     timeout_s=480)
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
