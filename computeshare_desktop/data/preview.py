@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
 from ..errors import ConfigError
 from .folders import UNREADABLE, Entry, Layout, folder_name, scan
-from .hf import DICT, INFO, is_hf_spec
-from .image_cache import DEFAULT_SIZE
+from .hf import (DICT, INFO, class_names, columns, image_reader, is_hf_spec, label_column,
+                 open_splits, reads_images, row_classes)
+from .image_cache import DEFAULT_SIZE, Item
 from .tables import TABLE_SUFFIXES, read_head
 
 THUMBNAILS = 8
@@ -72,7 +73,7 @@ def spec_kind(spec: str) -> str | None:
 
 
 def preview(spec: str, *, image_size: int = 0, test_fraction: float = 0.1,
-            label: str = "") -> Preview:
+            label: str = "", input: str = "") -> Preview:
     """The preview of ``spec`` (see ``spec_kind``); a spec it cannot read gets ``error``."""
     path = Path(spec.strip()).expanduser()
     kind = spec_kind(spec)
@@ -82,7 +83,7 @@ def preview(spec: str, *, image_size: int = 0, test_fraction: float = 0.1,
         if kind == TABLE:
             return preview_table(path, label=label)
         if kind == HUGGING_FACE:
-            return preview_hf(path)
+            return preview_hf(path, input=input, label=label)
     except (ConfigError, OSError, ValueError) as exc:
         return Preview(kind or "", path.name, error=str(exc))
     return Preview("", path.name, error=f"{spec} is not a folder, a .csv or a .parquet file")
@@ -169,8 +170,9 @@ def _thumbnails(layout: Layout, count: int) -> list[Thumbnail]:
     return thumbs
 
 
-def thumbnail(path: Path, side: int = THUMB_SIDE) -> np.ndarray | None:
-    """``path`` decoded small (uint8 H×W×3, at most ``side`` a side), or None."""
+def thumbnail(path: Path | BinaryIO, side: int = THUMB_SIDE) -> np.ndarray | None:
+    """``path`` (a file, or its bytes) decoded small (uint8 H×W×3, at most ``side`` a
+    side), or None."""
     from PIL import Image, ImageOps
 
     try:
@@ -213,8 +215,9 @@ def _label_counts(path: Path, column: int) -> tuple[tuple[str, int], ...]:
 
 
 # ---------------------------------------------------------------------- Hugging Face
-def preview_hf(path: Path) -> Preview:
-    """A ``save_to_disk`` folder's splits, rows and columns, from its JSON files alone."""
+def preview_hf(path: Path, *, input: str = "", label: str = "") -> Preview:
+    """A ``save_to_disk`` folder's splits, rows and columns (from its JSON files), then,
+    when ``datasets`` reads it, the columns a session takes, its classes and thumbnails."""
     splits = _hf_splits(path)
     parts: list[str] = []
     columns: list[str] = []
@@ -225,9 +228,45 @@ def preview_hf(path: Path) -> Preview:
         rows = sum(int(f.get("num_examples", 0)) for f in
                    (info.get("splits") or {}).values() if isinstance(f, dict))
         parts.append(f"{split or 'one split'}" + (f" ({rows:,} rows)" if rows else ""))
-    return Preview(HUGGING_FACE, path.name,
-                   summary="Hugging Face dataset: " + (", ".join(parts) or "no splits"),
-                   columns=tuple(columns))
+    shown = Preview(HUGGING_FACE, path.name,
+                    summary="Hugging Face dataset: " + (", ".join(parts) or "no splits"),
+                    columns=tuple(columns))
+    try:
+        return _hf_contents(shown, path, input, label)
+    except ConfigError as exc:  # no datasets library, or columns it cannot use: say why
+        return replace(shown, notes=(str(exc),))
+
+
+def _hf_contents(shown: Preview, path: Path, input: str, label: str) -> Preview:
+    """``shown`` with the label column, the classes with counts and (images) thumbnails."""
+    train, _ = open_splits(path, test=False)
+    image = columns(train, input=input, label=label).image if reads_images(train, input) \
+        else ""
+    chosen = label_column(train, label)
+    names = class_names(train, chosen)
+    rows = row_classes(train, chosen)
+    counts = Counter(rows)
+    thumbs: list[Thumbnail] = []
+    if image:
+        read = image_reader([train], image)
+        for row in _spread_rows(rows, names):
+            pixels = thumbnail(read(Item(f"train[{row}]", 0, True, (0, row))))
+            if pixels is not None:
+                thumbs.append(Thumbnail(f"train[{row}]", str(rows[row]), pixels))
+    note = f"Images from the column {image!r}" if image else "Feature columns, read as a table"
+    return replace(shown, classes=tuple((n, counts[n]) for n in names),
+                               label=chosen, notes=(note,), thumbnails=tuple(thumbs))
+
+
+def _spread_rows(rows: list[str | None], names: tuple[str, ...]) -> list[int]:
+    """Up to THUMBNAILS rows, each class in turn (the first rows of each)."""
+    firsts: dict[str, list[int]] = {name: [] for name in names}
+    for index, name in enumerate(rows):
+        if name is not None and name in firsts and len(firsts[name]) < THUMBNAILS:
+            firsts[name].append(index)
+    order = [r for turn in range(THUMBNAILS) for r in
+             (found[turn] for found in firsts.values() if turn < len(found))]
+    return order[:THUMBNAILS]
 
 
 def _hf_splits(path: Path) -> list[str]:

@@ -115,6 +115,10 @@ def _pixmap(thumb: Thumbnail) -> QPixmap:
         Qt.TransformationMode.FastTransformation)
 
 
+def _first_up(line: str) -> str:
+    return line[:1].upper() + line[1:]
+
+
 def class_text(classes: tuple[tuple[str, int], ...], shown: int = SHOWN_CLASSES) -> str:
     """``cat 120 · dog 98 · … and 3 more``."""
     text = " · ".join(f"{name} {count:,}" for name, count in classes[:shown])
@@ -144,6 +148,7 @@ class DataPanel(QGroupBox):
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.setMaximumHeight(170)
         self.train_size = _label()
+        self.notes = _label("muted")
         self.skipped = _label("error")
         self.fields = QFormLayout()
         self._field_rows: dict[str, QWidget] = {}
@@ -170,7 +175,7 @@ class DataPanel(QGroupBox):
         bar.addWidget(self.cancel_button)
         layout = QVBoxLayout(self)
         for widget in (self.heading, self.summary, self.classes, self.thumb_grid, self.table,
-                       self.train_size, self.skipped):
+                       self.train_size, self.notes, self.skipped):
             layout.addWidget(widget)
         layout.addLayout(self.fields)
         layout.addStretch(1)
@@ -215,7 +220,7 @@ class DataPanel(QGroupBox):
 
     def _clear(self, title: str) -> None:
         self.heading.setText(title)
-        for label in (self.summary, self.classes, self.train_size):
+        for label in (self.summary, self.classes, self.train_size, self.notes):
             label.clear()
             label.hide()
         for thumb in self.thumbs:
@@ -245,9 +250,10 @@ class DataPanel(QGroupBox):
             self._say(self.train_size, f"Label column: {result.label}")
         self._thumbnails(result.thumbnails)
         self._rows(result)
-        lines = list(result.skipped) + list(result.notes)
-        if lines:
-            self._say(self.skipped, "\n".join(line[:1].upper() + line[1:] for line in lines))
+        if result.notes:
+            self._say(self.notes, "\n".join(_first_up(line) for line in result.notes))
+        if result.skipped:
+            self._say(self.skipped, "\n".join(_first_up(line) for line in result.skipped))
 
     def _say(self, label: QLabel, text: str) -> None:
         label.setText(text)
@@ -308,7 +314,7 @@ class DataPanel(QGroupBox):
     def _progressed(self, progress: PrepareProgress) -> None:
         self.bar.setRange(0, max(1, progress.total))
         self.bar.setValue(progress.done)
-        self.bar_text.setText(progress.text[:1].upper() + progress.text[1:])
+        self.bar_text.setText(_first_up(progress.text))
 
     def _finished(self, result: Any) -> None:
         done, self._prepared = self._prepared, None

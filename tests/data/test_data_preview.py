@@ -108,3 +108,21 @@ def test_with_a_test_source_all_of_the_folder_is_prepared_to_train(tmp_path):
     root = write_sizes(tmp_path / "pets", [(8, 8)] * 3)
     report = prepare(str(root), cache_dir=tmp_path / "cache", test_spec=str(tmp_path / "t"))
     assert report is not None and (report.train, report.test) == (6, 0)  # as the session
+
+
+def test_a_saved_dataset_shows_its_label_column_classes_and_thumbnails(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    labels = [0, 1, 1, 0, 1]
+    rows = datasets.Dataset.from_dict(
+        {"img": [Image.new("RGB", (12, 10), (50 * i, 0, 0)) for i in range(5)],
+         "kind": labels},
+        features=datasets.Features({"img": datasets.Image(),
+                                    "kind": datasets.ClassLabel(names=["ant", "bee"])}))
+    datasets.DatasetDict(train=rows, test=rows).save_to_disk(str(tmp_path / "bugs"))
+    shown = preview(str(tmp_path / "bugs"))
+    assert shown.kind == HUGGING_FACE and shown.classes == (("ant", 2), ("bee", 3))
+    assert shown.label == "kind" and shown.notes == ("Images from the column 'img'",)
+    assert [t.label for t in shown.thumbnails] == ["ant", "bee", "ant", "bee", "bee"]
+    assert shown.thumbnails[0].pixels.shape == (10, 12, 3)
+    refused = preview(str(tmp_path / "bugs"), label="colour")
+    assert refused.classes == () and "colour" in refused.notes[0]  # said, not raised
