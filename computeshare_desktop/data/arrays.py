@@ -4,7 +4,9 @@ tensor), all labels as one int64 tensor."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
+import numpy as np
 import torch
 
 from computeshare_desktop.data.info import DatasetInfo
@@ -52,3 +54,21 @@ class ArrayDataset:
             indices = indices.to(torch.int64)
         images = self.images[indices].contiguous()
         return ArrayDataset(images, self.labels[indices].clone(), self.info)
+
+
+def mapped_splits(samples: Path, labels: Path, info: DatasetInfo, train: int,
+                  test: int) -> tuple[ArrayDataset, ArrayDataset] | None:
+    """A prepared cache's two splits, memory-mapped (copy on write) from its files: the
+    samples (uint8 images, or a table's float32 rows), the training split's first, and
+    the int64 labels; None when the files do not hold them."""
+    dtype = np.float32 if info.kind == "table" else np.uint8
+    try:
+        values = np.memmap(samples, dtype=dtype, mode="c", shape=(train + test, *info.shape))
+        numbers = np.fromfile(labels, dtype=np.int64)
+    except (OSError, ValueError):
+        return None
+    if numbers.shape != (train + test,):
+        return None
+    data, targets = torch.from_numpy(values), torch.from_numpy(numbers)
+    return (ArrayDataset(data[:train], targets[:train], info),
+            ArrayDataset(data[train:], targets[train:], info))

@@ -21,12 +21,11 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
-import torch
 
 from ..errors import ComputeShareError, ConfigError
 from ..files import atomic_write
 from ..pacing import Throttle
-from .arrays import ArrayDataset
+from .arrays import ArrayDataset, mapped_splits
 from .folders import UNREADABLE, Skipped, cover
 from .info import DatasetInfo
 from .mapped import DIGITS, MIN_STD
@@ -131,18 +130,12 @@ def _load(folder: Path) -> Prepared | None:
         info = DatasetInfo(meta["name"], meta["channels"], meta["height"], meta["width"],
                            len(meta["classes"]), tuple(meta["mean"]), tuple(meta["std"]),
                            tuple(meta["classes"]))
-        count, train = meta["train"] + meta["test"], meta["train"]
-        images = np.memmap(folder / IMAGES, dtype=np.uint8, mode="c",
-                           shape=(count, *info.shape))
-        labels = np.fromfile(folder / LABELS, dtype=np.int64)
+        splits = mapped_splits(folder / IMAGES, folder / LABELS, info, meta["train"],
+                               meta["test"])
+        skipped = Skipped.from_json(meta["skipped"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if labels.shape != (count,):
-        return None
-    pixels, numbers = torch.from_numpy(images), torch.from_numpy(labels)
-    return Prepared(ArrayDataset(pixels[:train], numbers[:train], info),
-                    ArrayDataset(pixels[train:], numbers[train:], info),
-                    Skipped.from_json(meta["skipped"]), cached=True)
+    return None if splits is None else Prepared(*splits, skipped, cached=True)
 
 
 @dataclass(slots=True)

@@ -20,11 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from ..errors import ConfigError
 from ..files import atomic_write
-from .arrays import ArrayDataset
+from .arrays import ArrayDataset, mapped_splits
 from .factory import default_cache_dir
 from .folders import folder_name, hold_out_per_class
 from .info import table_info
@@ -100,17 +99,11 @@ def _load(folder: Path) -> PreparedTable | None:
         info = table_info(meta["name"], len(features), len(meta["classes"]),
                           tuple(meta["mean"]), tuple(meta["std"]), tuple(meta["classes"]),
                           features)
-        count, train = meta["train"] + meta["test"], meta["train"]
-        rows = np.memmap(folder / ROWS, dtype=np.float32, mode="c",
-                         shape=(count, len(features)))
-        labels = np.fromfile(folder / LABELS, dtype=np.int64)
+        splits = mapped_splits(folder / ROWS, folder / LABELS, info, meta["train"],
+                               meta["test"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if labels.shape != (count,):
-        return None
-    values, numbers = torch.from_numpy(rows), torch.from_numpy(labels)
-    return PreparedTable(ArrayDataset(values[:train], numbers[:train], info),
-                         ArrayDataset(values[train:], numbers[train:], info), cached=True)
+    return None if splits is None else PreparedTable(*splits, cached=True)
 
 
 def _build(path: Path, folder: Path, label: str, test_fraction: float) -> None:

@@ -136,6 +136,11 @@ def test_a_label_that_cannot_make_classes_is_refused(tmp_path: Path, label: str,
         prepare(rows_csv(tmp_path / "t.csv", "x,label", rows), tmp_path, label=label)
 
 
+def test_two_columns_of_one_name_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="more than one column 'x'"):
+        prepare(rows_csv(tmp_path / "t.csv", "x,x,label", ["1,2,a", "3,4,b"]), tmp_path)
+
+
 def test_a_table_of_the_label_alone_or_ragged_rows_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no feature column"):
         prepare(rows_csv(tmp_path / "t.csv", "label", ["a", "b"]), tmp_path)

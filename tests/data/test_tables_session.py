@@ -12,8 +12,9 @@ import pytest
 import torch
 from helpers_hub import make_hub
 
+from computeshare_desktop import host
 from computeshare_desktop.data.table_cache import prepare_table
-from computeshare_desktop.errors import ConfigError
+from computeshare_desktop.errors import ConfigError, RejectedError
 from computeshare_desktop.evaluation import data_info, evaluate, evaluate_file
 from computeshare_desktop.hub.config import HubConfig
 from computeshare_desktop.hub.user_model import ship_model
@@ -23,6 +24,7 @@ from computeshare_desktop.models.specs import build_model_from_spec, parse_model
 from computeshare_desktop.predict import load_predictor
 from computeshare_desktop.protocol.messages import ShardData, Welcome
 from computeshare_desktop.worker import BuiltinFactory
+from computeshare_desktop.worker.download import ShardDownload
 from worker.worker_sim import Sim
 
 CLASSES = ("alpha", "beta", "gamma")
@@ -107,3 +109,39 @@ def test_a_users_model_gets_in_features_and_travels_as_a_graph_of_rows(
     assert shipped.graph is not None  # exported with two of the table's rows, (2, 5)
     assert sum(p.numel() for p in build_model("mlp", info).parameters()) == (
         5 * 256 + 256 + 256 * 128 + 128 + 128 * 3 + 3)
+
+
+def welcome_of_a_table(features: int) -> Welcome:
+    hub_welcome = dict(session_id="s", worker_id=1, token="t", shard=0, num_shards=1,
+                       shard_size=4, dataset="t", model="mlp", fingerprint="f",
+                       batch_size=2, seed=0, rounds=1, codec="raw", state="waiting",
+                       version=0, optimizer="sgd", weight_decay=0.0, label_smoothing=0.0,
+                       clip_grad=0.0, precision="auto", compute="builtin", torch="2",
+                       channels=1, height=1, width=1, num_classes=2, mean=[0.0], std=[1.0])
+    return Welcome(**hub_welcome, data_kind="table", features=features)
+
+
+@pytest.mark.parametrize(("dtype", "shape", "match"), [
+    ("uint8", [4, 5], "samples are uint8, not the float32"),
+    ("float32", [4, 6], "samples are 6, not the 5"),
+])
+def test_the_worker_refuses_a_chunk_that_is_not_the_rows_its_welcome_said(
+        dtype: str, shape: list[int], match: str) -> None:
+    download = ShardDownload(welcome_of_a_table(5))
+    chunk = ShardData(offset=0, total=4, image_shape=shape, dtype=dtype)  # type: ignore[arg-type]
+    size = 4 * shape[1] * (4 if dtype == "float32" else 1)
+    with pytest.raises(RejectedError, match=match):
+        download.take(chunk, [bytes(size), bytes(32)])
+    good = ShardData(offset=0, total=4, image_shape=[4, 5], dtype="float32")
+    download.take(good, [torch.arange(20, dtype=torch.float32).numpy().tobytes(), bytes(32)])
+    rows, labels = download.tensors()
+    assert rows.dtype == torch.float32 and rows.shape == (4, 5) and float(rows[1, 0]) == 5.0
+
+
+def test_a_table_that_cannot_train_is_refused_before_the_session_opens(tmp_path: Path) -> None:
+    csv = tmp_path / "same.csv"
+    csv.write_text("x,kind\n1,cat\n2,cat\n3,cat\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="'kind' of same.csv has 1 value"):
+        host("mlp", str(csv), rounds=5, workers=1, out_dir=tmp_path / "run", port=0,
+             bind="127.0.0.1", advertise=False, quiet=True)
+    assert not (tmp_path / "run" / "session.json").exists()
