@@ -118,8 +118,10 @@ class SessionOptions:
         label="Test fraction", group=TRAINING, minimum=0.01, maximum=0.9, step=0.05,
         decimals=2)
     label_column: str = option(
-        "", "a table (PATH.csv, PATH.parquet): the label column, whose distinct values are "
-        "the classes (default: the last column)", flag="--label", commands=SESSION,
+        "", "a table (PATH.csv, PATH.parquet) or a Hugging Face dataset: the label column, "
+        "whose distinct values are the classes (default: a table's last column; a saved "
+        "dataset's ClassLabel column, else one named label or labels)", flag="--label",
+        commands=SESSION,
         metavar="COLUMN", label="Label column", group=TRAINING,
         placeholder="the last column")
     input: str = option(

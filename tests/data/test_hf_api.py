@@ -5,6 +5,8 @@ rows' statistics."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -47,3 +49,19 @@ def test_rows_that_do_not_fit_are_refused():
     images = read_dataset([(torch.zeros(1, 4, 4), 0), (torch.ones(1, 4, 4), 1)], name="i")
     with pytest.raises(ConfigError, match="the test rows"):
         read_dataset(rows(2), name="r", info=images.info, what="test")
+
+
+def test_a_session_trains_the_built_in_mlp_on_rows_given_from_python(tmp_path, monkeypatch):
+    from computeshare_desktop import host
+
+    monkeypatch.setenv("COMPUTESHARE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("COMPUTESHARE_PIN", raising=False)
+    values = torch.randn(300, 6, generator=torch.Generator().manual_seed(0)) * 3 + 5
+    items = [(values[i], int(values[i, 0] + values[i, 1] > 10)) for i in range(300)]
+    run = host("mlp", items, rounds=40, workers=1, this_machine_trains=True, eval_every=0,
+               out_dir=tmp_path / "run", port=0, bind="127.0.0.1", advertise=False,
+               quiet=True, preset="lan", batch_size=32, lr=0.05, classes=["no", "yes"])
+    result = run.wait(60)
+    assert result.metrics.accuracy is not None and result.metrics.accuracy > 0.85
+    classes = json.loads((result.out_dir / "classes.json").read_text(encoding="utf-8"))
+    assert classes == ["no", "yes"]
