@@ -146,6 +146,9 @@ class _Column:
             return
         if self.numeric:
             number = _number(text)
+            if number is not None and not math.isfinite(number):  # inf: no usable value
+                self.missing += 1
+                return
             if number is None:
                 self.numeric = False
                 self.partial = len(self.values) > MAX_ONE_HOT and not self.every
@@ -176,10 +179,9 @@ class TableLayout:
 
 def _number(text: str) -> float | None:
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         return None
-    return value if math.isfinite(value) else None
 
 
 def scan_table(path: Path, label: str = "") -> TableLayout:
@@ -216,7 +218,7 @@ def scan_table(path: Path, label: str = "") -> TableLayout:
 def _refuse_missing(path: Path, columns: list[_Column]) -> None:
     gaps = [f"{c.name!r} ({c.missing:,})" for c in columns if c.missing]
     if gaps:
-        raise ConfigError(f"{path.name} has missing values (empty cells or NaN), in "
+        raise ConfigError(f"{path.name} has missing values (empty cells, NaN or infinity), in "
                           f"{', '.join(gaps)}: fill or drop them first")
 
 

@@ -119,8 +119,8 @@ def test_a_text_feature_with_many_values_is_refused_by_name(tmp_path: Path) -> N
 
 
 def test_missing_values_are_refused_naming_each_column_with_a_count(tmp_path: Path) -> None:
-    rows = ["1,,a", "2,NaN,b", "nan,3,a", "4,5,b", "5,6,"]
-    with pytest.raises(ConfigError, match=r"'x' \(1\), 'y' \(2\), 'label' \(1\)"):
+    rows = ["1,,a", "2,NaN,b", "nan,3,a", "4,-inf,b", "5,6,"]
+    with pytest.raises(ConfigError, match=r"'x' \(1\), 'y' \(3\), 'label' \(1\)"):
         prepare(rows_csv(tmp_path / "t.csv", "x,y,label", rows), tmp_path)
 
 
