@@ -278,7 +278,8 @@ def observe(args: argparse.Namespace, hub: Hub, swarm: Swarm, tally: Tally) -> d
         if "warm" not in marks and now >= warm_at:
             marks["warm"] = quiet_point(swarm, hub, tally, t0, args.settle_timeout)
             next_churn = time.monotonic()
-        elif now >= next_churn and args.churn_every > 0:
+        elif now >= next_churn and args.churn_every > 0 and (
+                now < t0 + duration or missing_churn(args, churns)):  # not for --min-rounds
             how = swarm.churn()
             if how:
                 churns.append(how)
@@ -289,11 +290,16 @@ def observe(args: argparse.Namespace, hub: Hub, swarm: Swarm, tally: Tally) -> d
             **marks}
 
 
+def missing_churn(args: argparse.Namespace, churns: list[str]) -> bool:
+    """--every-churn, and a way of leaving has not happened yet."""
+    return args.every_churn and set(churns) < {h.value for h in CHURN}
+
+
 def wanting(args: argparse.Namespace, churns: list[str], marks: dict[str, Any],
             tally: Tally) -> bool:
     """Whether the run goes on past --minutes: a way of leaving (--every-churn) or rounds
     after warm-up (--min-rounds) are still missing."""
-    if args.every_churn and set(churns) < {h.value for h in CHURN}:
+    if missing_churn(args, churns):
         return True
     if args.min_rounds <= 0:
         return False
@@ -368,7 +374,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--every-churn", action="store_true", help="run on past --minutes "
                    "(by --settle-timeout at most) until every way of leaving has happened")
     p.add_argument("--min-rounds", type=int, default=0, help="... and until this many "
-                   "rounds were made after warm-up (a loaded machine makes fewer)")
+                   "rounds were made after warm-up (a loaded machine makes fewer), without "
+                   "churn once --minutes are over")
     p.add_argument("--sample-every", type=float, default=2.0, help="seconds between samples")
     p.add_argument("--codec", default="zstd", help="how pushes travel (default %(default)s)")
     p.add_argument("--eval-every", type=int, default=0, help="rounds between the hub's test "

@@ -43,7 +43,7 @@ def run_soak(results: Path, *args: str, timeout_s: float) -> subprocess.Complete
 @pytest.mark.timeout(600)
 def test_hub_memory_and_descriptors_hold_under_churn(tmp_path):
     results = tmp_path / "soak.jsonl"
-    done = run_soak(results, "--minutes", "0.25", "--churn-every", "1.5", "--every-churn",
+    done = run_soak(results, "--minutes", "0.25", "--churn-every", "2", "--every-churn",
                     "--min-rounds", "150", "--workers", "32", "--label", "pytest",
                     timeout_s=480)
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
