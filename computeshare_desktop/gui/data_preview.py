@@ -34,8 +34,8 @@ ROW_BUTTON = "QPushButton { padding-top: 5px; padding-bottom: 5px; }"
 PREVIEW_DELAY_MS = 300  # a path typed into the dataset field: previewed once typing stops
 SHOWN_CLASSES = 12  # more are summed up as "and N more"
 KIND_NAMES = {IMAGES: "image folder", TABLE: "table", HUGGING_FACE: "Hugging Face dataset"}
-DATA_FIELDS = ("image_size", "test_fraction", "label")  # options shown in this panel
-TABLE_FIELDS = frozenset({"label"})  # the others are a folder of images'
+DATA_FIELDS = ("image_size", "test_fraction", "label_column")  # options shown in this panel
+TABLE_FIELDS = frozenset({"label_column"})  # a table's or saved dataset's; the others images'
 
 
 class Background(QObject):
@@ -284,6 +284,7 @@ class DataPanel(QGroupBox):
         return self._prepared is not None
 
     def prepare(self, spec: str, *, image_size: int, test_fraction: float, test_spec: str = "",
+                label: str = "", input: str = "",
                 done: Callable[[DataReport | None, BaseException | None], None]) -> None:
         """Prepare ``spec``'s images into the cache on a thread, with the bar and Cancel;
         ``done(report, error)`` on the GUI thread (error: PrepareCancelled after Cancel)."""
@@ -296,7 +297,7 @@ class DataPanel(QGroupBox):
         self._open(True)
         self.preparation.run(lambda report: prepare(
             spec, image_size=image_size, test_fraction=test_fraction, test_spec=test_spec,
-            progress=report, cancel=cancel.is_set))
+            label=label, input=input, progress=report, cancel=cancel.is_set))
 
     def cancel(self) -> None:
         """Stop the preparation (its thread ends at the next image)."""
@@ -367,8 +368,10 @@ class DataPicker(QObject):
         """Show what the dataset field names (a folder or a file), or hide the panel."""
         self.timer.stop()
         spec = self.editors["dataset"].value()
-        values = {n: self.editors[n].value() for n in DATA_FIELDS if n in self.editors}
-        self.panel.show_spec(spec, spec_kind(spec), **values)
+        value = {n: e.value() for n, e in self.editors.items() if n in DATA_FIELDS}.get
+        self.panel.show_spec(spec, spec_kind(spec), image_size=value("image_size", 0),
+                             test_fraction=value("test_fraction", 0.1),
+                             label=value("label_column", ""))
 
     def choose_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self.dialog, "Your data", str(Path.home()))

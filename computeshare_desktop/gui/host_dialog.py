@@ -259,12 +259,14 @@ class HostDialog(QDialog):
         except ConfigError as exc:
             self._say(str(exc))
             return
-        if needs_preparing(options.dataset):  # the images first, with a bar and Cancel
+        if needs_preparing(options.dataset):  # images first, with a bar and Cancel
             if not self.data_panel.preparing:
                 self.start_button.setEnabled(False)
                 self.data_panel.prepare(options.dataset, image_size=options.image_size,
                                         test_fraction=options.test_fraction,
-                                        test_spec=options.test_data, done=self._prepared)
+                                        test_spec=options.test_data,
+                                        label=options.label_column, input=options.input,
+                                        done=self._prepared)
             return
         super().accept()
 

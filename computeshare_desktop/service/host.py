@@ -143,14 +143,15 @@ class HostService(ServiceThread):
             self._shut_down(session, server, advertising)
 
     def _prepare_data(self) -> None:
-        """A folder of images prepared (or found in the cache) before the session opens,
-        so that its progress and what it skipped reach the views and ``stop()`` cancels it
-        (PrepareCancelled); the session then loads it from the cache at once."""
+        """A folder's (or a saved dataset's) images prepared, or found in the cache, before
+        the session opens, so that the progress and what was skipped reach the views and
+        ``stop()`` cancels it (PrepareCancelled); the session then loads them at once."""
         config = self.plan.config
         if self.plan.resume or self.plan.given is not None:
             return
         report = prepare(config.dataset, image_size=config.image_size,
                          test_fraction=config.test_fraction, test_spec=config.test_data,
+                         label=config.label_column, input=config.input,
                          progress=ProgressLines(self._post), cancel=self._stop_requested.is_set)
         for line in report.lines() if report is not None else []:
             self._post(LogLine(line))

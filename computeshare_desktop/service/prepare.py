@@ -1,9 +1,10 @@
 """A session's data prepared before the session opens, for the Host dialog and the hub's
 thread alike: progress as it goes, a way to cancel, and what was skipped. No Qt.
 
-A folder of images is decoded once into the cache (``data.prepared``); the session then
-finds it there at once. Other specs (built-in names, tables, Hugging Face folders) are
-loaded by the session itself (with its own progress lines), so ``prepare`` leaves them.
+A folder of images, or a Hugging Face dataset's images, is decoded once into the cache
+(``data.prepared``); the session then finds it there at once. Other specs (built-in
+names, tables) are loaded by the session itself (with its own lines), so ``prepare``
+leaves them.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from pathlib import Path
 from typing import Callable
 
 from ..data.folders import is_folder_spec
-from ..data.hf import is_hf_spec
+from ..data.factory import default_cache_dir
+from ..data.hf import holds_images, is_hf_spec, prepare_hf
 from ..data.prepared import Cancel, Progress, PrepareProgress, prepare_folder
 from ..events import LogLine
 from ..pacing import Throttle
@@ -39,17 +41,19 @@ class DataReport:
 
 
 def needs_preparing(spec: str) -> bool:
-    """True for the specs ``prepare`` prepares: a folder of images (a Hugging Face folder
-    is one too, but its columns are the session's to choose: it prepares them itself)."""
-    return is_folder_spec(spec) and not is_hf_spec(spec)
+    """True for the specs ``prepare`` may prepare: a folder of images, or a Hugging Face
+    dataset saved with ``save_to_disk`` (its images; feature columns are a table)."""
+    return is_folder_spec(spec)
 
 
 def prepare(spec: str, *, image_size: int = 0, test_fraction: float = 0.1,
             progress: Progress | None = None, cancel: Cancel | None = None,
-            cache_dir: Path | None = None, test_spec: str = "") -> DataReport | None:
-    """Prepare ``spec``'s data into the cache (or find it there); None when the session
-    loads it itself. ``test_spec`` (``--test``): another source tests, so all of ``spec``
-    trains, as the session will load it (its test source is the session's to prepare).
+            cache_dir: Path | None = None, test_spec: str = "", label: str = "",
+            input: str = "") -> DataReport | None:
+    """Prepare ``spec``'s images into the cache (or find them there) with the options the
+    session loads them with (see ``data.prepared.load_data``); None when the session loads
+    the data itself (a built-in, a table). ``test_spec`` (``--test``): another source
+    tests, so all of ``spec`` trains (the test source is the session's to prepare).
 
     Raises:
         ConfigError: the folder cannot be a session's data (the reason says why).
@@ -57,9 +61,18 @@ def prepare(spec: str, *, image_size: int = 0, test_fraction: float = 0.1,
     """
     if not needs_preparing(spec):
         return None
-    prepared = prepare_folder(Path(spec), image_size=image_size, test_fraction=test_fraction,
-                              cache_dir=cache_dir, progress=progress, cancel=cancel,
-                              whole=bool(test_spec))
+    root, whole = Path(spec), bool(test_spec)
+    if is_hf_spec(spec):
+        if not holds_images(root, input):
+            return None
+        prepared = prepare_hf(root, image_size=image_size, test_fraction=test_fraction,
+                              input=input, label=label, whole=whole,
+                              cache_dir=cache_dir or default_cache_dir(), progress=progress,
+                              cancel=cancel)
+    else:
+        prepared = prepare_folder(root, image_size=image_size, test_fraction=test_fraction,
+                                  cache_dir=cache_dir, progress=progress, cancel=cancel,
+                                  whole=whole)
     return DataReport(prepared.train.info.name, len(prepared.train), len(prepared.test),
                       prepared.cached, tuple(prepared.skipped.lines()))
 

@@ -126,3 +126,20 @@ def test_a_saved_dataset_shows_its_label_column_classes_and_thumbnails(tmp_path)
     assert shown.thumbnails[0].pixels.shape == (10, 12, 3)
     refused = preview(str(tmp_path / "bugs"), label="colour")
     assert refused.classes == () and "colour" in refused.notes[0]  # said, not raised
+
+
+def test_a_saved_datasets_images_are_prepared_as_the_session_loads_them(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    rows = datasets.Dataset.from_dict(
+        {"img": [Image.new("L", (8, 8), 40 * i) for i in range(6)], "kind": [0, 1] * 3},
+        features=datasets.Features({"img": datasets.Image(),
+                                    "kind": datasets.ClassLabel(names=["ant", "bee"])}))
+    rows.save_to_disk(str(tmp_path / "bugs"))
+    report = prepare(str(tmp_path / "bugs"), cache_dir=tmp_path / "cache", test_fraction=0.34,
+                     label="kind")
+    assert report is not None and (report.name, report.train, report.test) == ("bugs", 4, 2)
+    assert prepare(str(tmp_path / "bugs"), cache_dir=tmp_path / "cache", test_fraction=0.34,
+                   label="kind").cached
+    features = datasets.Dataset.from_dict({"x": [1.0, 2.0], "kind": [0, 1]})
+    features.save_to_disk(str(tmp_path / "rows"))
+    assert prepare(str(tmp_path / "rows")) is None  # feature columns: a table, the session's

@@ -74,6 +74,7 @@ def test_a_folder_shows_its_classes_thumbnails_size_and_skips(qtbot, tmp_path):
     skipped = panel.skipped.text()
     assert "empty/" in skipped and "dog/notes.txt" in skipped and "cat/broken.png" in skipped
     assert dialog.image_size.isVisible() and not panel.table.isVisible()
+    assert not dialog.label_column.isVisible()  # a table's option
     # The panel sits at the side, and the row's Folder… and File… are no taller than the
     # dataset field: the (already tall) dialog's minimum height does not grow.
     assert dialog.minimumSizeHint().height() == low
@@ -110,6 +111,11 @@ def test_a_csv_shows_its_first_rows_and_label_counts(qtbot, tmp_path):
     assert panel.classes.text() == "Label values: rose 6 · tulip 3"
     assert panel.train_size.text() == "Label column: kind"
     assert not dialog.image_size.isVisible()  # a folder's option
+    assert panel.isAncestorOf(dialog.label_column) and dialog.label_column.isVisible()
+    type_into(qtbot, dialog.label_column, "width")  # previewed again with that label
+    qtbot.waitUntil(lambda: panel.train_size.text() == "Label column: width", timeout=5_000)
+    assert panel.previews.wait(5)
+    assert panel.classes.text().startswith("Label values: 0.0 1 · 0.5 1")
 
 
 def test_cancel_stops_the_preparation_keeps_nothing_and_the_dialog_works(
