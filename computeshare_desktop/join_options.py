@@ -16,6 +16,30 @@ from .schema import option
 JOIN = ("join",)
 
 
+SIZE_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9,
+              "gb": 10**9, "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20,
+              "gib": 2**30, "tib": 2**40}
+
+
+def parse_size(text: str) -> int:
+    """Bytes of a size such as "500MB", "2GB", "1.5 GiB" or "0" (decimal units unless the
+    unit says ``iB``); ValueError when it is none."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*([a-zA-Z]*)\s*", text)
+    unit = found.group(2).lower() if found else ""
+    if found is None or unit not in SIZE_UNITS:
+        raise ValueError(f"not a size: {text!r} (e.g. 500MB, 2GB, 0)")
+    return int(float(found.group(1)) * SIZE_UNITS[unit])
+
+
+def size_valid(text: str) -> bool:
+    """``--cache-size``: a size parse_size reads."""
+    try:
+        parse_size(text)
+    except ValueError:
+        return False
+    return True
+
+
 def sha256_valid(text: str) -> bool:
     """``--trust-code``: empty, or a sha256 as 64 hex digits (either case)."""
     return text == "" or re.fullmatch(r"[0-9a-fA-F]{64}", text) is not None
@@ -65,6 +89,12 @@ class JoinOptions:
         "your rights, unsandboxed (default: never run a hub's code; the refusal prints the "
         "hash)", flag="--trust-code", commands=JOIN, metavar="SHA256", valid=sha256_valid,
         error="--trust-code takes the file's sha256: 64 hex digits")
+    cache_size: str = option(
+        "2GB", "keep the samples the hub sends on this disk, up to this size (e.g. 500MB, "
+        "2GB; 0: keep none), so that a rejoin or the next session on the same data sends "
+        "only what is missing (default {default}; `computeshare cache` says where)",
+        flag="--cache-size", commands=JOIN, metavar="SIZE", valid=size_valid,
+        error="--cache-size takes a size such as 500MB, 2GB or 0")
     first_contact_s: float = option(
         15.0, "give up this soon if the hub never answered at all",
         fronts={"app": 10.0})  # the app's Join dialog shows the failure sooner

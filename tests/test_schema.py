@@ -289,11 +289,13 @@ def test_each_join_flag_reaches_the_plan(name, tmp_path):
         value = "cpu"
     if name == "trust_code":
         value = "ab" * 32  # a sha256
+    if name == "cache_size":
+        value = "500MB"
     options = commands.join_options(build_parser().parse_args(["join", *flag_argv(JoinOptions,
                                                                              name, value)]))
     assert getattr(options, name) == value
     plan = commands.join_plan(options, JoinTarget.from_address("h"), "1234", pick_device("cpu"))
-    for field in ("give_up_s", "max_rate", "wait_s"):
+    for field in ("give_up_s", "max_rate", "wait_s", "cache_size"):
         assert getattr(plan, field) == getattr(options, field)
     assert plan.label == options.name
 
@@ -301,7 +303,7 @@ def test_each_join_flag_reaches_the_plan(name, tmp_path):
 def test_join_defaults_are_the_schemas():
     options = commands.join_options(build_parser().parse_args(["join"]))
     assert options == JoinOptions()
-    for field in ("first_contact_s", "give_up_s", "max_rate"):
+    for field in ("first_contact_s", "give_up_s", "max_rate", "cache_size"):
         assert getattr(WorkerOptions(pin="", name=""), field) == schema.default(JoinOptions,
                                                                                  field)
     with pytest.raises(ConfigError, match="--max-rate"):

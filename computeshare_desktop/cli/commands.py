@@ -35,6 +35,7 @@ from ..service import (HostPlan, HostService, JoinPlan, JoinService, JoinTarget,
 from ..service.host import PIN_ENV
 from ..service.options import AppConfig, HostOptions, worker_name
 from ..worker import DeviceChoice, pick_device
+from .cache import cache as cache  # `computeshare cache` (main runs commands by name)
 from .progress import HubView, WorkerView
 from .terminal import is_terminal
 
@@ -201,6 +202,7 @@ def join_plan(options: JoinOptions, target: JoinTarget, pin: str,
     it does not follow them)."""
     return JoinPlan(target, pin=pin, name=options.name or worker_name(), label=options.name,
                     device=device, give_up_s=options.give_up_s, max_rate=options.max_rate,
+                    cache_size=options.cache_size,
                     follow_hub=False, wait_s=max(0.0, options.wait_s),
                     trust_code=options.trust_code.lower())
 

@@ -92,6 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
                         formatter_class=fmt, epilog=EXIT_CODES, allow_abbrev=False)
     _model_file_args(pr, "predict")
 
+    ca = sub.add_parser("cache", help="where this machine keeps the samples hubs sent its workers, and how much; --clear empties it",
+                        formatter_class=fmt, epilog=EXIT_CODES, allow_abbrev=False)
+    ca.add_argument("--clear", action="store_true", help="remove every shard kept here (the next session fetches them again)")
+    _common(ca)
+
     st = sub.add_parser("self-test", help="check this install end to end, offline (Qt offscreen, training on loopback, the saved model, mDNS)",
                         formatter_class=fmt, epilog="exit codes:\n  0  every check passed\n  1  a check failed (its FAIL line says why)", allow_abbrev=False)
     st.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv: debug)")

@@ -61,6 +61,7 @@ class JoinPlan:
     # the hub never answered at all
     give_up_s: float = default(JoinOptions, "give_up_s")  # after this long without an answer
     max_rate: float = default(JoinOptions, "max_rate")  # samples per second (0: no limit)
+    cache_size: str = default(JoinOptions, "cache_size")  # the shard cache's cap ("0": off)
     follow_hub: bool = True  # relay the hub's events too (a host's own worker has them)
     wait_s: float = default(JoinOptions, "wait_s")  # keep trying a hub that does not listen
     # yet, this long (scripts that start the hub and its workers together); 0: say why now
@@ -206,7 +207,7 @@ class JoinService(ServiceThread):
         label = plan.label or worker_label(plan.name, device, plan.role)
         options = WorkerOptions(pin=plan.pin, name=label,
                                 first_contact_s=plan.first_contact_s, give_up_s=plan.give_up_s,
-                                max_rate=plan.max_rate)
+                                max_rate=plan.max_rate, cache_size=plan.cache_size)
         approvals = code_approvals() if plan.remember_code else CodeApprovals(None)
         session = WorkerSession(connector, options, device, on_event=self._on_worker_event,
                                 expected_key=t.expected_key, hub_key=hub_key,

@@ -32,7 +32,7 @@ from ..protocol.messages import (MAX_STR_CHARS, Ack, Bye, Done, GraphData, Graph
 from ..protocol.wire import Frame
 from .compute import Update
 from .download import MAX_SHARD_REPLY, ShardDownload
-from .effects import Effect, Emit, Finish, Goodbye, Load, Prepare, Send, WaitUntil, Work
+from .effects import Effect, Emit, Finish, Goodbye, Keep, Load, Prepare, Send, WaitUntil, Work
 from .code import code_how
 from .graphs import GRAPH_CHUNK, GraphDownload, ReceivedGraph
 from .link import LinkMeter
@@ -41,6 +41,7 @@ from .pairing import PairingRun, pause_for
 from .recipe import Recipe
 from .replica import Drift
 from .rounds import PayloadFilter, Rounds
+from .shard_reuse import CachedShard
 from .updates import UpdateEncoder
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ class Phase(str, Enum):
     GRAPH = "graph"  # a range of the model's graph
     PREPARE = "prepare"  # the compute's check of the session's model
     SHARD = "shard"  # a chunk of the shard
+    KEEP = "keep"  # the shard cache's writing of a chunk
     LOAD = "load"  # the compute, built with the shard
     PULL = "pull"  # the next model (a long-poll)
     WORK = "work"  # the round's update
@@ -157,11 +159,17 @@ class WorkerCore:
         except ComputeShareError as exc:
             return self._end(now, exc)
 
-    def prepared(self, now: float) -> list[Effect]:
-        """The compute can run the session's model: download the shard."""
+    def prepared(self, now: float, cached: CachedShard | None = None) -> list[Effect]:
+        """The compute can run the session's model: download the shard (what ``cached``,
+        the driver's shard cache, does not hold, when it has one)."""
         self._expect(Phase.PREPARE)
         assert self.welcome is not None
-        self._download = ShardDownload(self.welcome)
+        self._download = ShardDownload(self.welcome, cached)
+        return self._next_chunk(now)
+
+    def kept(self, now: float) -> list[Effect]:
+        """The shard cache holds the chunk of the last ``Keep``."""
+        self._expect(Phase.KEEP)
         return self._next_chunk(now)
 
     def loaded(self, numel: int, device: torch.device, now: float) -> list[Effect]:
@@ -392,10 +400,14 @@ class WorkerCore:
     def _next_chunk(self, now: float) -> list[Effect]:
         download, w = self._download, self.welcome
         assert download is not None and w is not None
+        fresh = download.take_fresh()
+        if fresh is not None:
+            self.phase = Phase.KEEP
+            return [Keep(fresh)]
         ask = download.request()
         if ask is None:
             self.phase = Phase.LOAD
-            return [Load(w, *download.tensors())]
+            return [Load(w) if download.cached is not None else Load(w, *download.tensors())]
         self.phase = Phase.SHARD
         return [self._send(ask, now, reply_bytes=MAX_SHARD_REPLY)]
 

@@ -10,6 +10,7 @@ A stop (the user leaves, the hub says it stopped) abandons a request under way a
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -19,10 +20,13 @@ from ..errors import HubUnreachableError, RemoteProtocolError
 from ..events import Event, HubSilent
 from .compute import Compute, ComputeFactory
 from .core import WorkerCore
-from .effects import (Action, Effect, Emit, Finish, Goodbye, Load, Prepare, Send, WaitUntil,
-                      Work)
+from .effects import (Action, Effect, Emit, Finish, Goodbye, Keep, Load, Prepare, Send,
+                      WaitUntil, Work)
 from .liveness import BACKOFF, BEAT_TIMEOUT_S, Liveness, next_backoff, read_beat
+from ..protocol.messages import Welcome
 from .options import Channel, Connector, WorkerOptions, WorkerResult
+from .shard_cache import ShardCache, ShardEntry
+from .shard_reuse import CachedShard
 
 log = logging.getLogger(__name__)
 
@@ -37,9 +41,11 @@ class WorkerDriver:
                  options: WorkerOptions, emit: EventSink, *,
                  stop: threading.Event | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 wait: Callable[[float], bool] | None = None) -> None:
+                 wait: Callable[[float], bool] | None = None,
+                 cache: ShardCache | None = None) -> None:
         """``stop``: set to end (see ``leave``); ``clock`` and ``wait(seconds) -> stopped``
-        stand in for the real ones in tests."""
+        stand in for the real ones in tests; ``cache``: where the shard's samples are kept
+        (None: in memory only)."""
         self.core = core
         self.connector = connector
         self.factory = factory
@@ -50,6 +56,8 @@ class WorkerDriver:
         self.wait = wait if wait is not None else self.stop.wait
         self.watch = Liveness(options)
         self.compute: Compute | None = None
+        self.cache = cache
+        self._entry: ShardEntry | None = None  # the shard's cache entry, while it loads
         self.channel: Channel | None = None  # the encrypted channel, to _channel_key
         self._channel_key: str | None = None
         self._pairing: Channel | None = None
@@ -110,7 +118,7 @@ class WorkerDriver:
         match action:
             case Send():
                 return self._request(action)
-            case Prepare() | Load() | Work():
+            case Prepare() | Keep() | Load() | Work():
                 return self._compute(action)
             case WaitUntil():
                 self.wait(max(0.0, action.at - self.clock()))
@@ -155,18 +163,28 @@ class WorkerDriver:
             self.watch.answered(self.clock())
             return self._input(self.core.replied, reply)
 
-    def _compute(self, action: Prepare | Load | Work) -> list[Effect]:
-        """Check the model, build the compute or do a round's work, here and now."""
+    def _compute(self, action: Prepare | Keep | Load | Work) -> list[Effect]:
+        """Check the model, keep a chunk, build the compute or do a round's work, here and
+        now."""
         step: Callable[..., list[Effect]]
         args: tuple[object, ...] = ()
         try:
             match action:
                 case Prepare():
                     self.factory.check(action.welcome, action.graph)
-                    step = self.core.prepared
+                    step = functools.partial(self.core.prepared,
+                                             cached=self._recall(action.welcome))
+                case Keep():
+                    assert self._entry is not None
+                    self._entry.write(action.chunk)
+                    step = self.core.kept
                 case Load():
-                    self.compute = self.factory.build(action.welcome, action.images,
-                                                      action.labels)
+                    images, labels = action.images, action.labels
+                    if images is None or labels is None:
+                        assert self._entry is not None
+                        images, labels = self._entry.tensors()
+                    self._entry = None
+                    self.compute = self.factory.build(action.welcome, images, labels)
                     step, args = self.core.loaded, (self.compute.numel, self.compute.device)
                 case Work():
                     assert self.compute is not None
@@ -174,6 +192,25 @@ class WorkerDriver:
         except Exception as exc:  # noqa: BLE001 - the core ends with it, after its goodbye
             return self._input(self.core.failed, exc)
         return self._input(step, *args)
+
+    def _recall(self, welcome: Welcome) -> CachedShard | None:
+        """What the shard cache holds of ``welcome``'s shard, checked (None: no cache, or
+        one that cannot be used: the shard then stays in memory)."""
+        self._entry = None
+        if self.cache is None:
+            return None
+        try:
+            entry = self.cache.entry(welcome)
+            cached = entry.open() if entry is not None else None
+        except OSError as exc:
+            log.warning("the shard cache cannot be used (%s): keeping the shard in memory",
+                        exc)
+            return None
+        self._entry = entry
+        if cached is not None and cached.chunks:
+            log.info("shard cache: %d of %d samples held", sum(h.count for h in cached.chunks),
+                     welcome.shard_size)
+        return cached
 
     def _goodbye(self, send: Send) -> list[Effect]:
         """Tell the hub we leave (its shard is free at once), once, without retrying: it

@@ -1,10 +1,10 @@
 """What ``WorkerCore`` asks its driver to do: the effects, and the round's work.
 
 Every call into the core returns a list of effects: any number of ``Emit`` first, then
-exactly one action (``Send``, ``Prepare``, ``Load``, ``Work``, ``WaitUntil``,
+exactly one action (``Send``, ``Prepare``, ``Keep``, ``Load``, ``Work``, ``WaitUntil``,
 ``Goodbye`` or ``Finish``). The driver carries the action out and reports how it went
-through the matching input (``replied``, ``prepared``, ``loaded``, ``computed``, ``woke``,
-``said_goodbye``); ``Finish`` ends the session.
+through the matching input (``replied``, ``prepared``, ``kept``, ``loaded``, ``computed``,
+``woke``, ``said_goodbye``); ``Finish`` ends the session.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from ..protocol.wire import Frame
 from .compute import Compute, Update
 from .graphs import ReceivedGraph
 from .options import WorkerResult
+from .shard_reuse import Fresh
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,20 +54,28 @@ class Send:
 class Prepare:
     """Check that this machine can compute the session's model (the factory raises
     RejectedError(ARCH_MISMATCH) if not, or GraphRefused for a ``graph`` it refuses),
-    before the shard is downloaded; report with ``prepared``."""
+    before the shard is downloaded; report with ``prepared``, with what the driver's shard
+    cache holds of the Welcome's shard when it has one."""
 
     welcome: Welcome
     graph: ReceivedGraph | None = None  # the hub's graph (None: a built-in, by name)
 
 
 @dataclass(frozen=True, slots=True)
+class Keep:
+    """Write a chunk the hub sent into the shard cache; report with ``kept``."""
+
+    chunk: Fresh
+
+
+@dataclass(frozen=True, slots=True)
 class Load:
     """Build the compute from the Welcome and the whole shard; report its size with
-    ``loaded``."""
+    ``loaded``. No images and labels: the shard is whole in the driver's cache."""
 
     welcome: Welcome
-    images: torch.Tensor
-    labels: torch.Tensor
+    images: torch.Tensor | None = None
+    labels: torch.Tensor | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,5 +131,5 @@ class Finish:
     error: BaseException | None = None
 
 
-Action = Union[Send, Prepare, Load, Work, WaitUntil, Goodbye, Finish]
+Action = Union[Send, Prepare, Keep, Load, Work, WaitUntil, Goodbye, Finish]
 Effect = Union[Emit, Action]

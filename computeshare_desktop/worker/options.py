@@ -50,6 +50,7 @@ class WorkerOptions:
     pull_wait_ms: int = 2000
     max_rate: float = default(JoinOptions, "max_rate")  # samples per second this worker
     # computes at most (0: no limit)
+    cache_size: str = default(JoinOptions, "cache_size")  # the shard cache's cap ("0": off)
 
 
 @dataclass(frozen=True, slots=True)

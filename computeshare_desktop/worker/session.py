@@ -14,6 +14,7 @@ import threading
 from typing import Any
 
 from ..events import Event
+from ..join_options import parse_size
 from .approvals import CodeApprovals
 from .code import CodeFactory, WithCode
 from .compute import Compute, ComputeFactory, ModelFactory
@@ -21,6 +22,7 @@ from .core import WorkerCore
 from ..devices import DeviceChoice
 from .driver import EventSink, WorkerDriver
 from .options import Connector, WorkerOptions, WorkerResult
+from .shard_cache import ShardCache, shard_cache_dir
 
 
 class WorkerSession:
@@ -46,8 +48,10 @@ class WorkerSession:
             code = CodeFactory(device.device, approvals or CodeApprovals(None),
                                lambda: self.core.hub_key, trust=trust_code)
             factory = WithCode(ModelFactory(device.device), code)
+        cap = parse_size(options.cache_size)
         self.driver = WorkerDriver(self.core, connector, factory, options, self._emit,
-                                   stop=self.stop)
+                                   stop=self.stop,
+                                   cache=ShardCache(shard_cache_dir(), cap) if cap else None)
 
     def run(self) -> WorkerResult:
         """Train until the session ends; raises RejectedError, HubUnreachableError or
