@@ -20,6 +20,7 @@ import torch
 from ..discovery import SessionBrowser, describe, discover, pick_session
 from ..discovery.hub_advert import resolve_interface
 from ..errors import ConfigError, ExitCode
+from ..data.tables import is_table_spec
 from ..evaluation import data_info, evaluate_file
 from ..events import Listening
 from ..hub.config import MODE_OPTIONS, SessionOptions
@@ -315,7 +316,7 @@ def evaluate(args: argparse.Namespace) -> int:
                           "model": model_name, "samples": score.samples}))
     else:
         print(f"test accuracy: {100 * score.accuracy:.2f}% (loss {score.loss:.4f}) on "
-              f"{score.samples} {dataset} test images")
+              f"{score.samples} {dataset} test {'rows' if is_table_spec(dataset) else 'images'}")
     return 0
 
 
