@@ -28,8 +28,7 @@ _LIBRARIES = tuple(str(folder) + os.sep for folder in
 
 def in_features(info: DatasetInfo) -> int | None:
     """The number of columns of a table dataset; None for images."""
-    features = getattr(info, "in_features", None)
-    return int(features) if features else None
+    return info.in_features or None
 
 
 def refuse_table(model: str, info: DatasetInfo) -> None:
