@@ -6,7 +6,9 @@ split's fingerprint and data files and the columns read), which the table path
 (``table_cache``) then encodes, splits per class, standardizes and caches like any table:
 numbers as they are, a text column of few values one-hot encoded, missing values refused
 by column. The classes keep a ClassLabel's names; rows without a label (ClassLabel -1) are
-left out and counted in the log.
+left out and counted in the log. A DatasetDict's own test (or validation) split, or a
+``--test`` table, is read as the test split through the training table's schema
+(``table_test``): all the training rows then train.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from .arrays import ArrayDataset
 from .folders import folder_name
 from .hf import Columns, Split, hf_datasets, hf_key, known, label_column, open_splits
 from .table_cache import prepare_table
+from .table_test import prepare_table_test
 
 log = logging.getLogger(__name__)
 
@@ -30,34 +33,51 @@ TABLES = "hf-tables"  # the cache folder's subfolder of Parquet files
 
 
 def prepare_hf_table(root: Path, *, test_fraction: float = 0.1, input: str = "",
-                     label: str = "", cache_dir: Path) -> tuple[ArrayDataset, ArrayDataset]:
+                     label: str = "", cache_dir: Path,
+                     test_spec: str = "") -> tuple[ArrayDataset, ArrayDataset]:
     """``root``'s feature columns (``input``: a comma-separated list; default every column
     but the label) as a table's standardized float32 train and test splits.
 
-    The test split is held out per class (``test_fraction``); a DatasetDict's own test
-    split is not read for a table yet, and the log says so.
+    The test split is ``test_spec``'s table, else the DatasetDict's own test (or
+    validation) split, else held out per class (``test_fraction``).
 
     Raises:
         ConfigError: a named column that is not there, a feature column that is not a
             number or a text, no label column, or what the table path refuses.
     """
     root = root.expanduser().absolute()
-    train, test = open_splits(root)
-    if test is not None:
-        log.warning("%s: its %s split is not read for a table yet: a test split is held out "
-                    "of %s instead (--test-fraction)", root, test.name, train.name)
+    train, test = open_splits(root, test=not test_spec)
     target = label_column(train, label)
     features = feature_columns(train, input, target)
     path = _parquet(root, train, features, target, cache_dir)
     prepared = prepare_table(path, label=target, test_fraction=test_fraction,
-                             cache_dir=cache_dir)
+                             cache_dir=cache_dir, whole=bool(test_spec) or test is not None)
     names = _label_names(train, target)
+    tested = prepared.test
+    if test_spec or test is not None:
+        tested = prepare_table_test(test_spec or _test_parquet(root, test, features, target,
+                                                               names, cache_dir),
+                                    prepared.train, prepared.schema, cache_dir=cache_dir,
+                                    aliases=names)
     if not names:
-        return prepared.train, prepared.test
+        return prepared.train, tested
     info = dataclasses.replace(prepared.train.info, classes=tuple(
         names[int(c)] for c in prepared.train.info.class_names))
     return (ArrayDataset(prepared.train.images, prepared.train.labels, info),
-            ArrayDataset(prepared.test.images, prepared.test.labels, info))
+            ArrayDataset(tested.images, tested.labels, info))
+
+
+def _test_parquet(root: Path, test: Split | None, features: list[str], label: str,
+                  names: Sequence[str], cache_dir: Path) -> str:
+    """The dataset's own test split as a Parquet file of the training split's columns
+    (a ClassLabel there must name the classes as the training split's does)."""
+    assert test is not None
+    known(test, [*features, label], "a column of the training split")
+    own = list(_label_names(test, label))
+    if own and own != list(names):
+        raise ConfigError(f"the label column {label!r} of {test.folder} names other classes "
+                          f"than the training split's: {own} against {list(names)}")
+    return str(_parquet(root, test, features, label, cache_dir))
 
 
 def feature_columns(split: Split, input: str, label: str) -> list[str]:

@@ -14,7 +14,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
 from .arrays import ArrayDataset
 from .factory import default_cache_dir, load_dataset
 from .folders import Entry, Layout, folder_name, is_folder_spec, scan
@@ -24,6 +23,7 @@ from .hf import holds_images, is_hf_spec, prepare_hf
 from .hf_table import prepare_hf_table
 from .second_source import prepare_test
 from .table_cache import prepare_table
+from .table_test import prepare_table_test
 from .tables import is_table_spec
 
 __all__ = ["DEFAULT_SIZE", "Cancel", "PrepareCancelled", "PrepareProgress", "Prepared",
@@ -38,19 +38,18 @@ def load_data(spec: str, *, image_size: int = 0, test_fraction: float = 0.1,
     Hugging Face dataset saved with ``save_to_disk`` (``input``, ``label``: its image and
     label columns; feature columns without an image column are a table) or a table
     (``label``: its label column); prepared, or taken from the cache. ``test_spec``: a
-    second source for the test split (``second_source``), instead of the one the data
-    gives; all of the training data then trains."""
+    second source for the test split (``second_source``; for a table, ``table_test``),
+    instead of the one the data gives; all of the training data then trains."""
     whole, cache = bool(test_spec), default_cache_dir()
     saved_table = is_hf_spec(spec) and not holds_images(Path(spec), input)
     if is_table_spec(spec) or saved_table:
-        if test_spec:
-            raise ConfigError(f"--test with a table ({spec}) is not read yet: leave --test "
-                              f"out, and a test split is held out")
         if saved_table:
             return prepare_hf_table(Path(spec), test_fraction=test_fraction, input=input,
-                                    label=label, cache_dir=cache)
-        table = prepare_table(Path(spec), label=label, test_fraction=test_fraction)
-        return table.train, table.test
+                                    label=label, cache_dir=cache, test_spec=test_spec)
+        table = prepare_table(Path(spec), label=label, test_fraction=test_fraction,
+                              cache_dir=cache, whole=whole)
+        return table.train, (prepare_table_test(test_spec, table.train, table.schema,
+                                                cache_dir=cache) if whole else table.test)
     if is_hf_spec(spec):
         prepared = prepare_hf(Path(spec), image_size=image_size, test_fraction=test_fraction,
                               input=input, label=label, whole=whole, cache_dir=cache,

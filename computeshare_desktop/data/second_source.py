@@ -21,6 +21,7 @@ from .folders import UNKNOWN_CLASS, Skipped, class_files, is_folder_spec
 from .hf import TRAIN, Columns, columns, hf_key, image_reader, is_hf_spec, labelled, test_split
 from .image_cache import FORMAT, Cancel, Item, Progress, Source, prepare_images
 from .info import DatasetInfo
+from .tables import is_table_spec
 
 
 def prepare_test(spec: str, info: DatasetInfo, *, cache_dir: Path, input: str = "",
@@ -42,6 +43,9 @@ def prepare_test(spec: str, info: DatasetInfo, *, cache_dir: Path, input: str = 
         source, key = _hf_source(Path(spec), info, input, label)
     elif is_folder_spec(spec):
         source, key = _folder_source(Path(spec), info)
+    elif is_table_spec(spec):
+        raise ConfigError(f"--test {spec} is a table: the training data is images, so its "
+                          f"test source is a folder of CLASS/* images or a saved dataset")
     else:
         raise ConfigError(f"--test {spec}: not a folder of CLASS/* images nor a folder "
                           f"written by save_to_disk")

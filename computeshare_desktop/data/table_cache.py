@@ -3,7 +3,8 @@ standardized into a float32 file in the cache folder, then memory-mapped by ever
 on the same file.
 
 The cache is keyed by the file's path, size and mtime, the label column asked for and the
-held-out fraction. The per-feature mean and standard deviation come from the training
+held-out fraction (or none held out: ``whole``, when a second table tests, see
+``table_test``). The per-feature mean and standard deviation come from the training
 split; the rows are stored standardized with them (a session trains on them as they are)
 and the statistics stay in the ``DatasetInfo`` for the exported model, which takes raw
 values. ``meta.json`` is written last: a cut preparation is no cache.
@@ -28,11 +29,12 @@ from .factory import default_cache_dir
 from .folders import folder_name, hold_out_per_class
 from .info import table_info
 from .mapped import DIGITS, MIN_STD
-from .tables import read_table, scan_table
+from .table_test import Schema
+from .tables import TableLayout, read_head, read_table, scan_table
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1  # the cache's layout; another one is prepared again
+FORMAT = 2  # the cache's layout; another one is prepared again
 ROWS, LABELS, META = "rows.f32", "labels.i64", "meta.json"
 
 
@@ -43,6 +45,7 @@ class PreparedTable:
     train: ArrayDataset
     test: ArrayDataset
     cached: bool
+    schema: Schema  # how the rows were read: what a test table is read through
 
     @property
     def features(self) -> tuple[str, ...]:
@@ -56,8 +59,9 @@ def table_name(path: Path) -> str:
 
 
 def prepare_table(path: Path, *, label: str = "", test_fraction: float = 0.1,
-                  cache_dir: Path | None = None) -> PreparedTable:
+                  cache_dir: Path | None = None, whole: bool = False) -> PreparedTable:
     """``path``'s rows as standardized float32 N×F splits, labels as class indices.
+    ``whole``: every row trains (another source tests; the test split is empty).
 
     Raises:
         ConfigError: as ``tables.scan_table`` says, or no row could be held out for
@@ -67,10 +71,10 @@ def prepare_table(path: Path, *, label: str = "", test_fraction: float = 0.1,
     if not path.is_file():
         raise ConfigError(f"{path} is not a file")
     base = cache_dir if cache_dir is not None else default_cache_dir()
-    folder = base / "tables" / _key(path, label, test_fraction)
+    folder = base / "tables" / _key(path, label, None if whole else test_fraction)
     prepared = _load(folder)
     if prepared is None:
-        _build(path, folder, label, test_fraction)
+        _build(path, folder, label, None if whole else test_fraction)
         prepared = _load(folder)
         if prepared is None:
             raise ConfigError(f"the prepared table {path} could not be read back from "
@@ -82,7 +86,7 @@ def prepare_table(path: Path, *, label: str = "", test_fraction: float = 0.1,
     return prepared
 
 
-def _key(path: Path, label: str, test_fraction: float) -> str:
+def _key(path: Path, label: str, test_fraction: float | None) -> str:
     stat = path.stat()
     text = json.dumps([FORMAT, str(path), stat.st_size, stat.st_mtime_ns, label,
                        test_fraction])
@@ -101,12 +105,13 @@ def _load(folder: Path) -> PreparedTable | None:
                           features)
         splits = mapped_splits(folder / ROWS, folder / LABELS, info, meta["train"],
                                meta["test"])
+        schema = Schema.from_json({**meta["schema"], "key": folder.name})
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return None if splits is None else PreparedTable(*splits, cached=True)
+    return None if splits is None else PreparedTable(*splits, cached=True, schema=schema)
 
 
-def _build(path: Path, folder: Path, label: str, test_fraction: float) -> None:
+def _build(path: Path, folder: Path, label: str, test_fraction: float | None) -> None:
     """Read, encode, split and standardize the table into ``folder`` (the meta last)."""
     started = time.monotonic()
     layout = scan_table(path, label)
@@ -115,8 +120,10 @@ def _build(path: Path, folder: Path, label: str, test_fraction: float) -> None:
         log.info("%s: the text column %r is one-hot encoded as %d features (%s)",
                  path.name, column, len(names), ", ".join(names))
     features, labels = read_table(layout)
-    train, test = split(labels, len(layout.classes), test_fraction)
-    if len(test) == 0:
+    train, test = (split(labels, len(layout.classes), test_fraction)
+                   if test_fraction is not None
+                   else (np.arange(len(labels)), np.arange(0)))
+    if len(test) == 0 and test_fraction is not None:
         raise ConfigError(f"{path.name} has no class with 2 rows or more: no row can be "
                           f"held out for testing")
     mean, std = statistics(features[train])
@@ -128,11 +135,18 @@ def _build(path: Path, folder: Path, label: str, test_fraction: float) -> None:
             "classes": list(layout.classes), "features": list(layout.features),
             "encoded": list(layout.encoded), "train": len(train), "test": len(test),
             "mean": [float(m) for m in mean], "std": [float(s) for s in std],
-            "source": str(path)}
+            "source": str(path), "schema": _schema(layout).to_json()}
     atomic_write(folder / META, json.dumps(meta, indent=1).encode("utf-8"))
     log.info("%s: prepared %d rows (%d train, %d test) of %d features and %d classes in "
              "%.1f s", path.name, layout.rows, len(train), len(test), len(layout.features),
              len(layout.classes), time.monotonic() - started)
+
+
+def _schema(layout: TableLayout) -> Schema:
+    """What a test table is read through (its key: the cache folder's name, on loading)."""
+    names = read_head(layout.path, rows=0)[0]
+    return Schema(layout.label, layout.numbered, layout.classes,
+                  tuple((names[i], values) for i, values in layout.sources), "")
 
 
 def split(labels: np.ndarray, classes: int, fraction: float) -> tuple[np.ndarray,

@@ -135,7 +135,8 @@ class SessionOptions:
         "", "a second source for the test split, instead of the one --dataset gives or holds "
         "out (all of it then trains): a folder of CLASS/* images or a Hugging Face dataset "
         "saved with save_to_disk; its classes are matched to the training classes by name, "
-        "its images brought to the training size (default: none)", flag="--test",
+        "its images brought to the training size; for a table, PATH.csv or PATH.parquet "
+        "(its columns matched by name) (default: none)", flag="--test",
         commands=SESSION, metavar="PATH", valid=test_data_valid,
         error="the test data's path cannot start or end with a space")
     model: str = option(

@@ -230,17 +230,16 @@ def test_feature_columns_without_an_image_column_are_read_as_a_table(tmp_path):
     assert two.info.shape == (2,) and two.info.classes == ("neg", "pos")
 
 
-def test_a_tables_unlabelled_rows_own_test_split_and_odd_columns(tmp_path, caplog):
+def test_a_tables_unlabelled_rows_own_test_split_and_odd_columns(tmp_path):
     gaps = saved(feature_rows(labels=[0, 1, -1, 0, 1, 0, 1, 0, 1, 1]), tmp_path / "gaps")
     train, test = load_data(str(gaps), test_fraction=0.2)
     assert len(train) + len(test) == 9
     both = saved(datasets.DatasetDict(train=feature_rows(), test=feature_rows(4)),
                  tmp_path / "both")
-    with caplog.at_level("WARNING"):
-        train, test = load_data(str(both), test_fraction=0.2)
-    assert len(train) + len(test) == 20 and "test split is not read for a table" in caplog.text
+    train, test = load_data(str(both), test_fraction=0.2)
+    assert (len(train), len(test)) == (20, 4)  # its own test split tests (table_test)
     nested = feature_rows().add_column("seq", [[1, 2]] * 20)
     with pytest.raises(ConfigError, match="'seq' holds"):
         load_data(str(saved(nested, tmp_path / "nested")))
-    with pytest.raises(ConfigError, match="--test with a table"):
+    with pytest.raises(ConfigError, match="its test source is a table too"):
         load_data(str(gaps), test_spec=str(both))
