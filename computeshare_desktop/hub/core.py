@@ -70,9 +70,11 @@ class HubCore:
                  train_set: ArrayDataset, server: ParameterServer, fingerprint: str,
                  allowlist: Allowlist | None = None,
                  cursors: dict[int, int] | None = None,
+                 held: dict[str, int] | None = None,
                  graph: ShippedGraph | None = None) -> None:
         """``fingerprint``: what workers must match (the graph's for a ``graph``, which
-        workers then fetch; None: a built-in they build by name)."""
+        workers then fetch; None: a built-in they build by name); ``cursors`` and ``held``:
+        each shard's stream position and the shard each worker held, from a checkpoint."""
         self.config = config
         self.graph = graph
         self.session_id = session_id
@@ -81,7 +83,7 @@ class HubCore:
         self.train_set = train_set
         self.allowlist = allowlist if allowlist is not None else Allowlist()
         self.pairing = PairingDesk(pin, session_id, hub_key, self.allowlist)
-        self.members = Membership(config.workers, config.heartbeat_timeout_s)
+        self.members = Membership(config.workers, config.heartbeat_timeout_s, held)
         self.state = SessionState.DONE if server.version >= config.rounds else SessionState.WAITING
         schedule = AsyncSchedule if config.asynchronous else Schedule
         self.schedule = schedule(config, server, cursors, epoch_steps=len(train_set) // max(
@@ -428,8 +430,9 @@ class HubCore:
         return self.schedule.round
 
     def checkpoint(self) -> dict[str, object]:
-        """What a resumed session needs (see Schedule.checkpoint)."""
-        return self.schedule.checkpoint()
+        """What a resumed session needs (see Schedule.checkpoint), and the shard each
+        worker held (a worker that comes back gets it again, with its cache)."""
+        return {**self.schedule.checkpoint(), "held": self.members.held()}
 
     def _reply(self, peer: bytes, msg: Any, *frames: Frame) -> Reply:
         encoded = encode(msg, frames)

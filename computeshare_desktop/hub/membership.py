@@ -90,14 +90,16 @@ class Member:
 class Membership:
     """Admits workers onto free shards and reaps the silent ones."""
 
-    def __init__(self, num_shards: int, heartbeat_timeout_s: float) -> None:
+    def __init__(self, num_shards: int, heartbeat_timeout_s: float,
+                 held: dict[str, int] | None = None) -> None:
+        """``held``: the shard each worker key (else name) held, from a checkpoint."""
         self.num_shards = num_shards
         self.timeout = heartbeat_timeout_s
         self._by_token: dict[str, Member] = {}
         self._next_id = 1
         # The shard each worker key (else name) last held: a worker that comes back gets it
         # again while it is free, so the samples it keeps in its cache are the ones it needs.
-        self._held: dict[str, int] = {}
+        self._held: dict[str, int] = dict(held or {})
 
     def __len__(self) -> int:
         return len(self._by_token)
@@ -105,6 +107,10 @@ class Membership:
     def members(self) -> list[Member]:
         """Live members, by worker id."""
         return sorted(self._by_token.values(), key=lambda m: m.worker_id)
+
+    def held(self) -> dict[str, int]:
+        """The shard each worker key (else name) last held (a checkpoint keeps it)."""
+        return dict(self._held)
 
     def free_shard(self, prefer: int | None = None) -> int | None:
         """``prefer`` if no live member holds it, else the lowest shard no live member

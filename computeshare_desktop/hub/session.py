@@ -110,7 +110,7 @@ class HubSession:
         model = given.model if given.model is not None else build_hub_model(
             config, self.info, weights=not (resume and self.out.has_checkpoint()))
         self.server = ParameterServer.for_session(model, config)
-        cursors = self._restore() if resume else {}
+        cursors, held = self._restore() if resume else ({}, {})
         self.model = ship_model(model, config, train_set)
         self.server.track(self.model.stat_buffers(), self.model.counters())
         if resume:  # the rounds after the checkpoint are replayed: their records go
@@ -125,7 +125,7 @@ class HubSession:
         self.core = HubCore(config, pin=pin, session_id=self.session_id, hub_key=hub_key,
                             train_set=train_set, server=self.server,
                             fingerprint=self.model.fingerprint, allowlist=allowlist,
-                            cursors=cursors, graph=self.model.graph)
+                            cursors=cursors, held=held, graph=self.model.graph)
         self.out.write_session({"config": config.to_json(), "session_id": self.session_id,
                                 "hub_key": hub_key, "fingerprint": self.core.fingerprint,
                                 "protocol": PROTOCOL_VERSION, "computeshare": __version__,
@@ -139,19 +139,21 @@ class HubSession:
         self.training_since: float | None = None  # when the rounds started (not the wait)
         self.last_eval: tuple[int, float, float] | None = None
 
-    def _restore(self) -> dict[int, int]:
-        """Load the checkpoint into the server; each shard's stream position."""
+    def _restore(self) -> tuple[dict[int, int], dict[str, int]]:
+        """Load the checkpoint into the server; each shard's stream position, and the shard
+        each worker held."""
         state = self.out.load_checkpoint()
         if state is None:
             log.warning("no checkpoint in %s: starting from version 0", self.out.path)
-            return {}
+            return {}, {}
         if "mode" in state:  # preset "auto" may have switched from the configured mode
             mode = Mode(**state["mode"])  # (set first: a switch resets the momentum)
             self.server.set_mode(mode, self.config.outer_for(mode.local_steps),
                                  self.config.outer_lr)
         self.server.restore(state)
         log.info("resumed from checkpoint at version %d", self.server.version)
-        return {int(k): int(v) for k, v in state.get("cursors", {}).items()}
+        held = {str(k): int(v) for k, v in state.get("held", {}).items()}
+        return {int(k): int(v) for k, v in state.get("cursors", {}).items()}, held
 
     def save_checkpoint(self) -> bool:
         """Write checkpoint.pt (weights, optimizer state, version, data positions) and

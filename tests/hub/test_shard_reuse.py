@@ -62,6 +62,16 @@ def test_a_rejoin_gets_its_shard_back_and_moves_no_samples() -> None:
     assert again == 0 and same == digests  # after: no sample crosses the wire
 
 
+def test_a_resumed_hub_gives_each_worker_the_shard_it_held() -> None:
+    hub = make_hub(workers=2, seed=3)
+    admit(hub, b"a", T0), admit(hub, b"b", T0)
+    held = hub.checkpoint()["held"]
+    assert isinstance(held, dict) and sorted(held.values()) == [0, 1]
+    resumed = make_hub(workers=2, seed=3, held=held)  # b comes back first
+    b, a = admit(resumed, b"b", T0), admit(resumed, b"a", T0)
+    assert (a.welcome.shard, b.welcome.shard) == (0, 1)
+
+
 def test_a_digest_the_hub_does_not_share_gets_the_samples() -> None:
     hub = make_hub(workers=2, seed=3)
     w = admit(hub, b"a", T0)

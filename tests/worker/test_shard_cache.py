@@ -73,6 +73,21 @@ def test_kept_chunks_come_back_checked_and_memory_mapped(tmp_path: Any) -> None:
     assert cache.usage().entries == 1 and cache.usage().bytes >= 10 * SAMPLE
 
 
+def test_a_tables_rows_are_kept_as_float32(tmp_path: Any) -> None:
+    rows = msgspec.structs.replace(welcome(), data_kind="table", features=5, channels=1,
+                                   height=1, width=1, mean=[0.0], std=[1.0])
+    part = Fresh(0, torch.randn(10, 5, generator=torch.Generator().manual_seed(1)),
+                 torch.arange(10))
+    stored(ShardCache(tmp_path, 10**6), rows, part)
+    again = ShardCache(tmp_path, 10**6).entry(rows)
+    assert again is not None and again.open().chunks[0].count == 10
+    features, labels = again.tensors()
+    assert features.dtype == torch.float32 and torch.equal(features, part.images)
+    assert torch.equal(labels, part.labels)
+    # a manifest for another form of sample (images under the same key) holds nothing
+    assert held_of(ShardCache(tmp_path, 10**6), welcome()) == ()
+
+
 def test_a_changed_byte_drops_that_chunk_only(tmp_path: Any) -> None:
     cache = ShardCache(tmp_path, 10**6)
     entry = stored(cache, welcome(), chunk(0, 6), chunk(6, 4))
