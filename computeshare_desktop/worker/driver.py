@@ -16,6 +16,8 @@ import threading
 import time
 from typing import Callable
 
+import torch
+
 from ..errors import HubUnreachableError, RemoteProtocolError
 from ..events import Event, HubSilent
 from .compute import Compute, ComputeFactory
@@ -26,7 +28,7 @@ from .liveness import BACKOFF, BEAT_TIMEOUT_S, Liveness, next_backoff, read_beat
 from ..protocol.messages import Welcome
 from .options import Channel, Connector, WorkerOptions, WorkerResult
 from .shard_cache import ShardCache, ShardEntry
-from .shard_reuse import CachedShard
+from .shard_reuse import CachedShard, Fresh
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +60,7 @@ class WorkerDriver:
         self.compute: Compute | None = None
         self.cache = cache
         self._entry: ShardEntry | None = None  # the shard's cache entry, while it loads
+        self._spilled: list[Fresh] = []  # chunks the cache's disk refused, held here
         self.channel: Channel | None = None  # the encrypted channel, to _channel_key
         self._channel_key: str | None = None
         self._pairing: Channel | None = None
@@ -175,14 +178,12 @@ class WorkerDriver:
                     step = functools.partial(self.core.prepared,
                                              cached=self._recall(action.welcome))
                 case Keep():
-                    assert self._entry is not None
-                    self._entry.write(action.chunk)
+                    self._keep(action.chunk)
                     step = self.core.kept
                 case Load():
                     images, labels = action.images, action.labels
                     if images is None or labels is None:
-                        assert self._entry is not None
-                        images, labels = self._entry.tensors()
+                        images, labels = self._kept_shard()
                     self._entry = None
                     self.compute = self.factory.build(action.welcome, images, labels)
                     step, args = self.core.loaded, (self.compute.numel, self.compute.device)
@@ -193,10 +194,37 @@ class WorkerDriver:
             return self._input(self.core.failed, exc)
         return self._input(step, *args)
 
+    def _keep(self, chunk: Fresh) -> None:
+        """Write ``chunk`` into the shard's cache entry; when the disk refuses (full, gone
+        read-only), keep it and every later chunk in memory instead, and train on."""
+        assert self._entry is not None
+        if not self._spilled:
+            try:
+                self._entry.write(chunk)
+                return
+            except OSError as exc:
+                log.warning("the shard cache cannot keep more samples (%s): the rest of "
+                            "the shard stays in memory", exc)
+        self._spilled.append(chunk)
+
+    def _kept_shard(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The whole shard from the cache entry, with the chunks the disk refused laid
+        over a copy in memory."""
+        assert self._entry is not None
+        images, labels = self._entry.tensors()
+        if self._spilled:
+            images, labels = images.clone(), labels.clone()
+            for chunk in self._spilled:
+                end = chunk.offset + len(chunk.labels)
+                images[chunk.offset:end] = chunk.images
+                labels[chunk.offset:end] = chunk.labels
+            self._spilled = []
+        return images, labels
+
     def _recall(self, welcome: Welcome) -> CachedShard | None:
         """What the shard cache holds of ``welcome``'s shard, checked (None: no cache, or
         one that cannot be used: the shard then stays in memory)."""
-        self._entry = None
+        self._entry, self._spilled = None, []
         if self.cache is None:
             return None
         try:

@@ -222,3 +222,45 @@ def test_other_data_fetches_its_whole_shard(tmp_path: Any) -> None:
     assert run(make_hub(workers=1, rounds=1, seed=5, data=other), cache)[0] == \
         len(data) * SAMPLE
     assert cache.usage().entries == 2
+
+
+class Keeping(FakeFactory):
+    """A FakeFactory that keeps what it was asked to train on."""
+
+    def build(self, welcome: Any, images: torch.Tensor, labels: torch.Tensor) -> Any:
+        self.trained_on = (images.clone(), labels.clone())
+        return super().build(welcome, images, labels)
+
+
+def test_a_full_disk_keeps_the_rest_of_the_shard_in_memory_and_training_goes_on(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    write = ShardEntry.write
+    calls = [0]
+
+    def full_after_one(self: ShardEntry, fresh: Fresh) -> None:
+        calls[0] += 1
+        if calls[0] > 1:
+            raise OSError(28, "No space left on device")
+        write(self, fresh)
+
+    monkeypatch.setattr(ShardEntry, "write", full_after_one)
+    hub = make_hub(workers=1, rounds=2, seed=5)
+    hub.shards.chunk = 1000  # 4 chunks: the disk takes the first only
+    cache = ShardCache(tmp_path, 10**8)
+    factory = Keeping(hub.server.numel)
+    clock = Clock()
+    connector = HubConnector(hub, clock)
+    opts = WorkerOptions(pin="123456", name="w1", heartbeat_s=3600.0)
+    core = WorkerCore(opts, device=DEVICE, worker_key=connector.public_key)
+    driver = WorkerDriver(core, connector, factory, opts, lambda event: None, clock=clock,
+                          wait=clock.wait, cache=cache)
+    clock.stop = driver.stop
+    result = driver.run()
+    assert calls[0] == 2 and len(factory.built) == 1  # no write tried after the refusal
+    images, labels = shard_of(train_set(), 5)
+    assert torch.equal(factory.trained_on[0], images)  # the whole shard, in order
+    assert torch.equal(factory.trained_on[1], labels)
+    assert result.pushed == 2
+    (folder,) = tmp_path.iterdir()  # what the disk took, listed
+    manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    assert [count for _, count, _ in manifest["chunks"]] == [1000]
