@@ -5,15 +5,12 @@ weights and samples, one process), and no worker is sent data after its first do
 (metrics.jsonl's data_bytes: every round after the first moves none).
 
 The cases: a folder of PNGs in class folders (colour shapes on noise, 24 x 20, split by
---test-fraction); a CSV whose label is text; a Hugging Face ``save_to_disk`` folder. Each
-case skips itself while its loader is not in the package yet.
+--test-fraction); a CSV whose label is text (--label); a Hugging Face ``save_to_disk``
+DatasetDict with its own train and test splits.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import importlib.util
-import inspect
 import re
 import time
 from dataclasses import dataclass
@@ -25,8 +22,6 @@ import pytest
 import torch
 from PIL import Image
 
-from computeshare_desktop.data.prepared import load_data
-from computeshare_desktop.hub.config import HubConfig
 from helpers_net import cli, free_ports, metrics
 
 pytestmark = pytest.mark.slow
@@ -184,7 +179,9 @@ def plain_loop(model: str, rounds: int, spec: str, **load: Any) -> tuple[float, 
     """The same model alone: the hub's initial weights, each round's two batches as one
     step of SGD at the rate the hub steps with. (test accuracy, test loss, training
     samples)."""
+    from computeshare_desktop.data.prepared import load_data
     from computeshare_desktop.evaluation import batch_loss, evaluate
+    from computeshare_desktop.hub.config import HubConfig
     from computeshare_desktop.hub.user_model import build_hub_model
     from computeshare_desktop.sampling import shard_indices, stream_positions
 
@@ -246,9 +243,6 @@ def test_a_folder_of_pngs_trains_across_two_joins_like_one_machine(tmp_path, env
 
 
 def test_a_csv_with_a_text_label_trains_across_two_joins_like_one_machine(tmp_path, env, net):
-    if "label" not in inspect.signature(load_data).parameters or not any(
-            f.name == "label_column" for f in dataclasses.fields(HubConfig)):
-        pytest.skip("tables are not in the package yet (no --label)")
     table = write_table(tmp_path / "grades.csv")
     rounds = 40
     session = across_two_workers(tmp_path, env, f"{net}:TableNet", rounds,
@@ -258,9 +252,7 @@ def test_a_csv_with_a_text_label_trains_across_two_joins_like_one_machine(tmp_pa
 
 
 def test_a_hugging_face_folder_trains_across_two_joins_like_one_machine(tmp_path, env, net):
-    pytest.importorskip("datasets")
-    if importlib.util.find_spec("computeshare_desktop.data.hf") is None:
-        pytest.skip("Hugging Face folders are not in the package yet")
+    pytest.importorskip("datasets")  # the hf extra (in the test extra)
     folder = write_hf(tmp_path / "hf_shapes")
     rounds = 30
     session = across_two_workers(tmp_path, env, f"{net}:Net", rounds,
