@@ -39,7 +39,7 @@ from .exports import export_program, failure_text
 from .outputs import MODEL_FILE, PROGRAM_FILE, OutputDir
 from .presets import Mode
 from .trainer import ParameterServer
-from .user_model import build_hub_model, ship_model
+from .user_model import build_hub_model, fit_model_to_data, ship_model
 from .writer import CheckpointWriter, copy_tensors
 
 log = logging.getLogger(__name__)
@@ -104,6 +104,7 @@ class HubSession:
                 test_fraction=config.test_fraction, input=config.input,
                 test_spec=config.test_data, progress=_every(PREPARE_LINE_S, self._emit))
             self.info = train_set.info
+        self.config = config = fit_model_to_data(config, self.info)
         self.eval_device = pick_device("auto").device  # the hub evaluates on its best one
         # The user's model, its weights (a resumed session's come from its checkpoint) and
         # how workers get it: all before the session opens, so any error is said now.

@@ -19,6 +19,7 @@ travel: the hub counts the model's global steps in it.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -108,6 +109,19 @@ class SessionModel:
         if self.graph is None:
             return []
         return [b for n, b in self.module.named_buffers() if n.rsplit(".", 1)[-1] == COUNTER]
+
+
+IMAGE_DEFAULT, TABLE_DEFAULT = "simplenet", "mlp"  # the default model; what a table trains
+
+
+def fit_model_to_data(config: HubConfig, info: DatasetInfo) -> HubConfig:
+    """``config`` with the built-in ``mlp`` when the data is a table and the model is the
+    default ``simplenet``, which takes images only (said in the log); else unchanged."""
+    if info.kind != "table" or config.model != IMAGE_DEFAULT:
+        return config
+    log.info("%s is a table: the session trains the built-in %s (%s takes images)",
+             info.name, TABLE_DEFAULT, IMAGE_DEFAULT)
+    return dataclasses.replace(config, model=TABLE_DEFAULT)
 
 
 def build_hub_model(config: HubConfig, info: DatasetInfo, *, weights: bool = True

@@ -17,6 +17,7 @@ from computeshare_desktop.data.table_cache import prepare_table
 from computeshare_desktop.errors import ConfigError, RejectedError
 from computeshare_desktop.evaluation import data_info, evaluate, evaluate_file
 from computeshare_desktop.hub.config import HubConfig
+from computeshare_desktop.hub.session import HubSession
 from computeshare_desktop.hub.user_model import ship_model
 from computeshare_desktop.hub.exports import export_program
 from computeshare_desktop.models import build_model
@@ -145,3 +146,27 @@ def test_a_table_that_cannot_train_is_refused_before_the_session_opens(tmp_path:
         host("mlp", str(csv), rounds=5, workers=1, out_dir=tmp_path / "run", port=0,
              bind="127.0.0.1", advertise=False, quiet=True)
     assert not (tmp_path / "run" / "session.json").exists()
+
+
+def test_a_table_with_the_default_model_trains_the_builtin_mlp_and_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """`host --dataset t.csv` alone: the default simplenet takes images, so the session
+    trains mlp (kept in session.json, so evaluate and --resume build the same); a model
+    named on purpose is left to refuse the table."""
+    monkeypatch.setenv("COMPUTESHARE_DATA_DIR", str(tmp_path / "cache"))
+    csv = write_table(tmp_path / "t.csv", 60)
+    caplog.set_level("INFO", logger="computeshare_desktop.hub.user_model")
+    session = HubSession(HubConfig(dataset=str(csv), workers=1, rounds=1, eval_every=0),
+                         pin="246810", hub_key="k" * 40, out_dir=tmp_path / "out")
+    try:
+        assert session.config.model == "mlp"
+        saved = json.loads((tmp_path / "out" / "session.json").read_text(encoding="utf-8"))
+        assert saved["config"]["model"] == "mlp"
+    finally:
+        session.close()
+    assert "t is a table: the session trains the built-in mlp (simplenet takes images)" \
+        in caplog.text
+    with pytest.raises(ConfigError, match="resnet18 takes images"):
+        HubSession(HubConfig(dataset=str(csv), model="resnet18", workers=1, rounds=1),
+                   pin="246810", hub_key="k" * 40, out_dir=tmp_path / "out2")
