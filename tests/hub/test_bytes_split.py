@@ -34,9 +34,10 @@ def download(hub: HubCore, w: Worker) -> int:
     return total
 
 
-def push(hub: HubCore, w: Worker, now: float, grad: object) -> int:
+def push(hub: HubCore, w: Worker, now: float, grad: object, version: int | None = None) -> int:
     data = get_codec("raw").encode(grad)
-    msg = Push(token=w.token, version=hub.server.version, codec="raw", numel=hub.server.numel,
+    version = hub.server.version if version is None else version
+    msg = Push(token=w.token, version=version, codec="raw", numel=hub.server.numel,
                loss=1.0, samples=8, steps=0, compute_ms=5.0, bandwidth=0.0)
     size, _ = sent(hub, w, msg, now, [data, b""])
     return size
@@ -74,3 +75,16 @@ def test_first_round_carries_the_shards_and_later_rounds_no_data() -> None:
 def test_the_split_goes_into_metrics_round_records() -> None:
     assert {"data_bytes", "model_bytes", "update_bytes"} <= set(ROUND_RECORD)
     assert RoundClosed.__struct_fields__[-3:] == ("data_bytes", "model_bytes", "update_bytes")
+
+
+def test_async_updates_each_carry_their_own_push() -> None:
+    hub = make_hub(updates="async", momentum=0.0, rounds=10)
+    workers = [admit(hub, b"w%d" % i, T0) for i in (1, 2)]
+    data = download(hub, workers[0])
+    model = sum(pull(hub, w, T0, -1) for w in workers)
+    g = grads(hub, 2)
+    sizes = [push(hub, w, T0 + 0.1 * (i + 1), x, version=0)  # both computed on version 0
+             for i, (w, x) in enumerate(zip(workers, g, strict=True))]
+    first, second = [e for e in hub.drain_events() if isinstance(e, RoundClosed)]
+    assert (first.data_bytes, first.model_bytes, first.update_bytes) == (data, model, sizes[0])
+    assert (second.data_bytes, second.model_bytes, second.update_bytes) == (0, 0, sizes[1])
