@@ -19,8 +19,8 @@ Three parts, each measured side by side in one run, on data the benchmark writes
   a plain torch loop (the same initial weights, global batch and rate): the loop's final test
   accuracy after one epoch sets the target, 95% of it; the time each takes to reach it.
 
-    sudo .venv/bin/python -m benchmarks.bench_data                  # all three (~15 min)
-    sudo .venv/bin/python -m benchmarks.bench_data --quick          # scaled down (~4 min)
+    sudo .venv/bin/python -m benchmarks.bench_data                  # all three (10.5-12 min here)
+    sudo .venv/bin/python -m benchmarks.bench_data --quick          # scaled down (2.3 min here)
     python -m benchmarks.bench_data --parts prepare --prep-images 20000
 """
 
