@@ -21,7 +21,9 @@ class SimpleNet(nn.Module):
         super().__init__()
         height, width = _after_two_conv_pool(info.height), _after_two_conv_pool(info.width)
         if height < 1 or width < 1:
-            raise ConfigError(f"simplenet needs images of at least 16×16, got {info.shape}")
+            raise ConfigError(f"simplenet needs images of at least 16×16; {info.name}'s are "
+                              f"{info.width}×{info.height}: use --image-size 16 (or more), "
+                              f"or --model mlp, which takes any size")
         self.conv1 = nn.Conv2d(info.channels, 10, kernel_size=5)
         self.conv2 = nn.Conv2d(10, 20, kernel_size=5)
         self.fc1 = nn.Linear(20 * height * width, 50)
