@@ -24,7 +24,8 @@ from ..files import atomic_write
 from .arrays import ArrayDataset
 from .folders import folder_name
 from .hf import Columns, Split, hf_datasets, hf_key, known, label_column, open_splits
-from .table_cache import prepare_table
+from .image_cache import Cancel, Progress
+from .table_cache import PreparedTable, prepare_table
 from .table_test import prepare_table_test
 
 log = logging.getLogger(__name__)
@@ -33,17 +34,20 @@ TABLES = "hf-tables"  # the cache folder's subfolder of Parquet files
 
 
 def prepare_hf_table(root: Path, *, test_fraction: float = 0.1, input: str = "",
-                     label: str = "", cache_dir: Path,
-                     test_spec: str = "") -> tuple[ArrayDataset, ArrayDataset]:
+                     label: str = "", cache_dir: Path, test_spec: str = "",
+                     progress: Progress | None = None,
+                     cancel: Cancel | None = None) -> PreparedTable:
     """``root``'s feature columns (``input``: a comma-separated list; default every column
     but the label) as a table's standardized float32 train and test splits.
 
     The test split is ``test_spec``'s table, else the DatasetDict's own test (or
-    validation) split, else held out per class (``test_fraction``).
+    validation) split, else held out per class (``test_fraction``). ``progress`` and
+    ``cancel``: as the table path's (``table_cache.prepare_table``).
 
     Raises:
         ConfigError: a named column that is not there, a feature column that is not a
             number or a text, no label column, or what the table path refuses.
+        PrepareCancelled: ``cancel()`` said so.
     """
     root = root.expanduser().absolute()
     train, test = open_splits(root, test=not test_spec)
@@ -51,20 +55,22 @@ def prepare_hf_table(root: Path, *, test_fraction: float = 0.1, input: str = "",
     features = feature_columns(train, input, target)
     path = _parquet(root, train, features, target, cache_dir)
     prepared = prepare_table(path, label=target, test_fraction=test_fraction,
-                             cache_dir=cache_dir, whole=bool(test_spec) or test is not None)
+                             cache_dir=cache_dir, whole=bool(test_spec) or test is not None,
+                             progress=progress, cancel=cancel)
     names = _label_names(train, target)
     tested = prepared.test
     if test_spec or test is not None:
         tested = prepare_table_test(test_spec or _test_parquet(root, test, features, target,
                                                                names, cache_dir),
                                     prepared.train, prepared.schema, cache_dir=cache_dir,
-                                    aliases=names)
+                                    aliases=names, progress=progress, cancel=cancel)
     if not names:
-        return prepared.train, tested
+        return dataclasses.replace(prepared, test=tested)
     info = dataclasses.replace(prepared.train.info, classes=tuple(
         names[int(c)] for c in prepared.train.info.class_names))
-    return (ArrayDataset(prepared.train.images, prepared.train.labels, info),
-            ArrayDataset(tested.images, tested.labels, info))
+    return dataclasses.replace(
+        prepared, train=ArrayDataset(prepared.train.images, prepared.train.labels, info),
+        test=ArrayDataset(tested.images, tested.labels, info))
 
 
 def _test_parquet(root: Path, test: Split | None, features: list[str], label: str,

@@ -9,6 +9,7 @@ it again.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -22,12 +23,12 @@ from .image_cache import (DEFAULT_SIZE, FORMAT, Cancel, Item, PrepareCancelled,
 from .hf import holds_images, is_hf_spec, prepare_hf
 from .hf_table import prepare_hf_table
 from .second_source import prepare_test
-from .table_cache import prepare_table
+from .table_cache import PreparedTable, prepare_table
 from .table_test import prepare_table_test
 from .tables import is_table_spec
 
 __all__ = ["DEFAULT_SIZE", "Cancel", "PrepareCancelled", "PrepareProgress", "Prepared",
-           "Progress", "load_data", "prepare_folder"]
+           "Progress", "is_table_data", "load_data", "prepare_folder", "prepare_table_data"]
 
 
 def load_data(spec: str, *, image_size: int = 0, test_fraction: float = 0.1,
@@ -41,15 +42,11 @@ def load_data(spec: str, *, image_size: int = 0, test_fraction: float = 0.1,
     second source for the test split (``second_source``; for a table, ``table_test``),
     instead of the one the data gives; all of the training data then trains."""
     whole, cache = bool(test_spec), default_cache_dir()
-    saved_table = is_hf_spec(spec) and not holds_images(Path(spec), input)
-    if is_table_spec(spec) or saved_table:
-        if saved_table:
-            return prepare_hf_table(Path(spec), test_fraction=test_fraction, input=input,
-                                    label=label, cache_dir=cache, test_spec=test_spec)
-        table = prepare_table(Path(spec), label=label, test_fraction=test_fraction,
-                              cache_dir=cache, whole=whole)
-        return table.train, (prepare_table_test(test_spec, table.train, table.schema,
-                                                cache_dir=cache) if whole else table.test)
+    if is_table_data(spec, input):
+        table = prepare_table_data(spec, test_fraction=test_fraction, label=label,
+                                   input=input, test_spec=test_spec, cache_dir=cache,
+                                   progress=progress, cancel=cancel)
+        return table.train, table.test
     if is_hf_spec(spec):
         prepared = prepare_hf(Path(spec), image_size=image_size, test_fraction=test_fraction,
                               input=input, label=label, whole=whole, cache_dir=cache,
@@ -67,6 +64,38 @@ def load_data(spec: str, *, image_size: int = 0, test_fraction: float = 0.1,
         test = prepare_test(test_spec, train.info, cache_dir=cache, input=input,
                             label=label, progress=progress, cancel=cancel)
     return train, test
+
+
+def is_table_data(spec: str, input: str = "") -> bool:
+    """Whether ``spec`` is a table: a CSV or Parquet file, or a saved Hugging Face
+    dataset of feature columns (no image column, ``input`` naming none)."""
+    return is_table_spec(spec) or (is_hf_spec(spec) and not holds_images(Path(spec), input))
+
+
+def prepare_table_data(spec: str, *, test_fraction: float = 0.1, label: str = "",
+                       input: str = "", test_spec: str = "", cache_dir: Path | None = None,
+                       progress: Progress | None = None,
+                       cancel: Cancel | None = None) -> PreparedTable:
+    """A table's splits (``is_table_data``), prepared or from the cache, the test split
+    from ``test_spec``'s table when given (then every training row trains).
+
+    Raises:
+        ConfigError: as ``table_cache`` and ``table_test`` say.
+        PrepareCancelled: ``cancel()`` said so; nothing was cached.
+    """
+    cache = cache_dir if cache_dir is not None else default_cache_dir()
+    if is_hf_spec(spec):
+        return prepare_hf_table(Path(spec), test_fraction=test_fraction, input=input,
+                                label=label, cache_dir=cache, test_spec=test_spec,
+                                progress=progress, cancel=cancel)
+    table = prepare_table(Path(spec), label=label, test_fraction=test_fraction,
+                          cache_dir=cache, whole=bool(test_spec), progress=progress,
+                          cancel=cancel)
+    if not test_spec:
+        return table
+    return dataclasses.replace(table, test=prepare_table_test(
+        test_spec, table.train, table.schema, cache_dir=cache, progress=progress,
+        cancel=cancel))
 
 
 def prepare_folder(root: Path, *, image_size: int = 0, test_fraction: float = 0.1,

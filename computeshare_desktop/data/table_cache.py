@@ -27,10 +27,12 @@ from ..files import atomic_write
 from .arrays import ArrayDataset, mapped_splits
 from .factory import default_cache_dir
 from .folders import folder_name, hold_out_per_class
+from .image_cache import Cancel, Progress
 from .info import table_info
 from .mapped import DIGITS, MIN_STD
 from .table_test import Schema
-from .tables import TableLayout, read_head, read_table, scan_table
+from .table_progress import RowWatch
+from .tables import TableLayout, count_rows, read_head, read_table, scan_table
 
 log = logging.getLogger(__name__)
 
@@ -59,13 +61,17 @@ def table_name(path: Path) -> str:
 
 
 def prepare_table(path: Path, *, label: str = "", test_fraction: float = 0.1,
-                  cache_dir: Path | None = None, whole: bool = False) -> PreparedTable:
+                  cache_dir: Path | None = None, whole: bool = False,
+                  progress: Progress | None = None,
+                  cancel: Cancel | None = None) -> PreparedTable:
     """``path``'s rows as standardized float32 N×F splits, labels as class indices.
     ``whole``: every row trains (another source tests; the test split is empty).
+    ``progress``: the rows read, over both passes; ``cancel``: checked as they are read.
 
     Raises:
         ConfigError: as ``tables.scan_table`` says, or no row could be held out for
             testing.
+        PrepareCancelled: ``cancel()`` said so; nothing was cached.
     """
     path = Path(path).expanduser().absolute()
     if not path.is_file():
@@ -74,7 +80,9 @@ def prepare_table(path: Path, *, label: str = "", test_fraction: float = 0.1,
     folder = base / "tables" / _key(path, label, None if whole else test_fraction)
     prepared = _load(folder)
     if prepared is None:
-        _build(path, folder, label, None if whole else test_fraction)
+        watch = RowWatch(path.name, count_rows(path), passes=2, progress=progress,
+                         cancel=cancel)
+        _build(path, folder, label, None if whole else test_fraction, watch)
         prepared = _load(folder)
         if prepared is None:
             raise ConfigError(f"the prepared table {path} could not be read back from "
@@ -111,15 +119,16 @@ def _load(folder: Path) -> PreparedTable | None:
     return None if splits is None else PreparedTable(*splits, cached=True, schema=schema)
 
 
-def _build(path: Path, folder: Path, label: str, test_fraction: float | None) -> None:
+def _build(path: Path, folder: Path, label: str, test_fraction: float | None,
+           watch: RowWatch) -> None:
     """Read, encode, split and standardize the table into ``folder`` (the meta last)."""
     started = time.monotonic()
-    layout = scan_table(path, label)
+    layout = scan_table(path, label, watch)
     for column in layout.encoded:
         names = [n for n in layout.features if n.startswith(f"{column}=")]
         log.info("%s: the text column %r is one-hot encoded as %d features (%s)",
                  path.name, column, len(names), ", ".join(names))
-    features, labels = read_table(layout)
+    features, labels = read_table(layout, watch)
     train, test = (split(labels, len(layout.classes), test_fraction)
                    if test_fraction is not None
                    else (np.arange(len(labels)), np.arange(0)))
@@ -129,6 +138,7 @@ def _build(path: Path, folder: Path, label: str, test_fraction: float | None) ->
     mean, std = statistics(features[train])
     ordered = np.concatenate([train, test])
     rows = (features[ordered].astype(np.float64) - mean) / std
+    watch.check()  # the last chance: from here on the cache is written
     atomic_write(folder / ROWS, np.ascontiguousarray(rows, dtype=np.float32).tobytes())
     atomic_write(folder / LABELS, np.ascontiguousarray(labels[ordered]).tobytes())
     meta = {"format": FORMAT, "name": table_name(path), "label": layout.label,

@@ -29,7 +29,9 @@ from ..errors import ConfigError
 from ..files import atomic_write
 from .arrays import ArrayDataset, mapped_splits
 from .folders import EXAMPLES, Skipped, is_folder_spec
-from .tables import BATCH_ROWS, MISSING, is_table_spec, read_rows
+from .image_cache import Cancel, Progress
+from .table_progress import RowWatch
+from .tables import BATCH_ROWS, MISSING, count_rows, is_table_spec, read_rows
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +69,8 @@ class Schema:
 
 
 def prepare_table_test(spec: str, train: ArrayDataset, schema: Schema, *, cache_dir: Path,
-                       aliases: Sequence[str] = ()) -> ArrayDataset:
+                       aliases: Sequence[str] = (), progress: Progress | None = None,
+                       cancel: Cancel | None = None) -> ArrayDataset:
     """``spec``'s rows as the test split of the table ``train`` (its info: classes,
     statistics) was read from by ``schema``. ``aliases``: other names of the classes, in
     label order (a ClassLabel's names), that a test label may use instead of the values.
@@ -75,6 +78,8 @@ def prepare_table_test(spec: str, train: ArrayDataset, schema: Schema, *, cache_
     Raises:
         ConfigError: ``spec`` is not a table file; a feature or label column it lacks;
             missing values; a number column holding text; no row of a training class.
+        PrepareCancelled: ``cancel()`` said so (``progress``: the rows read); nothing was
+            cached.
     """
     if not is_table_spec(spec):
         what = "a folder" if is_folder_spec(spec) else "not a .csv or .parquet file"
@@ -86,7 +91,9 @@ def prepare_table_test(spec: str, train: ArrayDataset, schema: Schema, *, cache_
     folder = cache_dir / TESTS / _key(path, schema, aliases)
     loaded = _load(folder, train)
     if loaded is None:
-        _build(path, folder, train, schema, aliases)
+        watch = RowWatch(f"the test table {path.name}", count_rows(path), progress=progress,
+                         cancel=cancel)
+        _build(path, folder, train, schema, aliases, watch)
         loaded = _load(folder, train)
         if loaded is None:
             raise ConfigError(f"the prepared test table {path} could not be read back from "
@@ -119,16 +126,17 @@ def _load(folder: Path, train: ArrayDataset) -> ArrayDataset | None:
 
 
 def _build(path: Path, folder: Path, train: ArrayDataset, schema: Schema,
-           aliases: Sequence[str]) -> None:
+           aliases: Sequence[str], watch: RowWatch) -> None:
     """Read, encode and standardize the test table into ``folder`` (the meta last)."""
     reader = _Reader(path, schema, aliases)
-    features, labels = reader.read()
+    features, labels = reader.read(watch)
     if not len(labels):
         raise ConfigError(f"--test {path.name} has no row the training table can test "
                           f"on: " + "; ".join(reader.skipped.lines()))
     mean = np.asarray(train.info.mean, dtype=np.float64)
     std = np.asarray(train.info.std, dtype=np.float64)
     rows = (features.astype(np.float64) - mean) / std
+    watch.check()  # the last chance: from here on the cache is written
     atomic_write(folder / ROWS, np.ascontiguousarray(rows, dtype=np.float32).tobytes())
     atomic_write(folder / LABELS, np.ascontiguousarray(labels, dtype=np.int64).tobytes())
     meta = {"format": FORMAT, "rows": len(labels), "skipped": reader.skipped.to_json(),
@@ -151,9 +159,10 @@ class _Reader:
         self.width = sum(len(values) or 1 for _, values in schema.columns)
         self.gaps: dict[str, int] = {}
 
-    def read(self) -> tuple[np.ndarray, np.ndarray]:
+    def read(self, watch: RowWatch) -> tuple[np.ndarray, np.ndarray]:
         """Every kept row's raw features, float32 (N, F), and class index, int64 (N,)."""
-        names, body = read_rows(self.path)
+        names, rows = read_rows(self.path)
+        body = watch.over(rows, "reading")
         where, target = self._match(names)
         chunks, labels = [], []
         chunk = np.empty((BATCH_ROWS, self.width), dtype=np.float32)

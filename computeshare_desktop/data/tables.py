@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -23,6 +23,17 @@ from ..errors import ConfigError
 TABLE_SUFFIXES = (".csv", ".parquet")
 PARQUET_EXTRA = "pip install 'computeshare-desktop[parquet]'"
 BATCH_ROWS = 8192  # Parquet rows read at once: memory stays bounded whatever the file's size
+CHUNK_BYTES = 1 << 20  # a CSV's bytes read at once to count its lines
+
+
+class RowWatch(Protocol):
+    """Counts a pass's rows as they are read, and may cancel it (``table_progress``: it
+    stands on the image cache, which stands on this module through ``folders``)."""
+
+    def over(self, rows: Iterator[list[str]], verb: str,
+             total: int = 0) -> Iterator[list[str]]:
+        """``rows`` as they are, counted (``total``: the pass's rows, when known)."""
+        ...
 
 
 def is_table_spec(text: str) -> bool:
@@ -54,6 +65,22 @@ def read_rows(path: Path) -> tuple[list[str], Iterator[list[str]]]:
     if is_parquet(path):
         return _parquet_rows(path)
     return _csv_rows(path)
+
+
+def count_rows(path: Path) -> int:
+    """About how many rows the table holds, cheaply: Parquet's own count, or a CSV's line
+    breaks less the header (more than its rows when it has blank lines or quoted line
+    breaks)."""
+    if is_parquet(path):
+        return int(_parquet_file(path).metadata.num_rows)
+    breaks, last = 0, b"\n"
+    try:
+        with Path(path).open("rb") as fh:
+            while chunk := fh.read(CHUNK_BYTES):
+                breaks, last = breaks + chunk.count(b"\n"), chunk[-1:]
+    except OSError as exc:
+        raise ConfigError(f"{path} could not be read: {exc}") from None
+    return max(0, breaks - 1 + (last != b"\n"))
 
 
 def _csv_rows(path: Path) -> tuple[list[str], Iterator[list[str]]]:
@@ -184,9 +211,9 @@ def _number(text: str) -> float | None:
         return None
 
 
-def scan_table(path: Path, label: str = "") -> TableLayout:
+def scan_table(path: Path, label: str = "", watch: RowWatch | None = None) -> TableLayout:
     """Read the table once and decide how it becomes examples (``label``: the label
-    column's name, default the last column).
+    column's name, default the last column; ``watch``: counts the rows read, may cancel).
 
     Raises:
         ConfigError: no such label column; a label with fewer than 2 values or with
@@ -203,7 +230,7 @@ def scan_table(path: Path, label: str = "") -> TableLayout:
                           f"{_listed(names)}")
     columns = [_Column(name, every=name == label) for name in names]
     rows = 0
-    for row in body:
+    for row in body if watch is None else watch.over(body, "checking"):
         rows += 1
         for column, cell in zip(columns, row, strict=True):
             column.see(cell)
@@ -270,12 +297,15 @@ def _listed(names: list[str], shown: int = 10) -> str:
     return text + (f", … ({len(names)} in all)" if len(names) > shown else "")
 
 
-def read_table(layout: TableLayout) -> tuple[np.ndarray, np.ndarray]:
+def read_table(layout: TableLayout, watch: RowWatch | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
     """The second pass: every row's features as float32 (N, F), in the layout's order,
-    and its label as the class's index, int64 (N,)."""
+    and its label as the class's index, int64 (N,) (``watch``: counts them, may cancel)."""
     features = np.empty((layout.rows, len(layout.features)), dtype=np.float32)
     labels = np.empty(layout.rows, dtype=np.int64)
     names, body = read_rows(layout.path)
+    if watch is not None:
+        body = watch.over(body, "reading", layout.rows)
     target = names.index(layout.label)
     classes = {name: i for i, name in enumerate(layout.classes)}
     slots = [{value: j for j, value in enumerate(values)} for _, values in layout.sources]

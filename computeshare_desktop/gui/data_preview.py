@@ -286,13 +286,14 @@ class DataPanel(QGroupBox):
     def prepare(self, spec: str, *, image_size: int, test_fraction: float, test_spec: str = "",
                 label: str = "", input: str = "",
                 done: Callable[[DataReport | None, BaseException | None], None]) -> None:
-        """Prepare ``spec``'s images into the cache on a thread, with the bar and Cancel;
-        ``done(report, error)`` on the GUI thread (error: PrepareCancelled after Cancel)."""
+        """Prepare ``spec``'s images or table into the cache on a thread, with the bar and
+        Cancel; ``done(report, error)`` on the GUI thread (error: PrepareCancelled after
+        Cancel)."""
         self._cancel = cancel = threading.Event()
         self._prepared = done
         self.report = None
         self.bar.setRange(0, 0)  # busy until the first count: the folder is read first
-        self.bar_text.setText("Reading the folder…")
+        self.bar_text.setText("Reading the data…")
         self.set_preparing(True)
         self._open(True)
         self.preparation.run(lambda report: prepare(

@@ -259,7 +259,7 @@ class HostDialog(QDialog):
         except ConfigError as exc:
             self._say(str(exc))
             return
-        if needs_preparing(options.dataset):  # images first, with a bar and Cancel
+        if needs_preparing(options.dataset):  # images or a table first: a bar and Cancel
             if not self.data_panel.preparing:
                 self.start_button.setEnabled(False)
                 self.data_panel.prepare(options.dataset, image_size=options.image_size,
@@ -271,11 +271,11 @@ class HostDialog(QDialog):
         super().accept()
 
     def _prepared(self, report: DataReport | None, error: BaseException | None) -> None:
-        """Open the session once its images are in the cache; after Cancel or an error,
+        """Open the session once its data is in the cache; after Cancel or an error,
         say so and stay open (nothing was cached)."""
         self.start_button.setEnabled(True)
         if isinstance(error, PrepareCancelled):
-            self._say("Preparing the images was cancelled; nothing was kept.")
+            self._say("Preparing the data was cancelled; nothing was kept.")
         elif error is not None:
             self._say(str(error))
         elif self.isVisible():

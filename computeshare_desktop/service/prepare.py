@@ -2,9 +2,9 @@
 thread alike: progress as it goes, a way to cancel, and what was skipped. No Qt.
 
 A folder of images, or a Hugging Face dataset's images, is decoded once into the cache
-(``data.prepared``); the session then finds it there at once. Other specs (built-in
-names, tables) are loaded by the session itself (with its own lines), so ``prepare``
-leaves them.
+(``data.prepared``), and a table (a CSV or Parquet file, a saved dataset's feature
+columns) is encoded into it; the session then finds it there at once. Built-in names are
+loaded by the session itself (with its own lines), so ``prepare`` leaves them.
 """
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ from typing import Callable
 
 from ..data.folders import is_folder_spec
 from ..data.factory import default_cache_dir
-from ..data.hf import holds_images, is_hf_spec, prepare_hf
-from ..data.prepared import Cancel, Progress, PrepareProgress, prepare_folder
+from ..data.hf import is_hf_spec, prepare_hf
+from ..data.prepared import (Cancel, Progress, PrepareProgress, is_table_data, prepare_folder,
+                             prepare_table_data)
+from ..data.tables import is_table_spec
 from ..events import LogLine
 from ..pacing import Throttle
 
@@ -32,28 +34,31 @@ class DataReport:
     test: int
     cached: bool
     skipped: tuple[str, ...]  # one line per kind: "skipped 3 (not an image file): a.txt"
+    unit: str = "images"  # what the splits count: "images", or a table's "rows"
 
     def lines(self) -> list[str]:
         """What to tell the host, one line each (the skips first letter up)."""
         how = "found in the cache" if self.cached else "prepared"
-        return ([f"{self.name}: {self.train:,} training and {self.test:,} test images "
+        return ([f"{self.name}: {self.train:,} training and {self.test:,} test {self.unit} "
                  f"{how}"] + [line[:1].upper() + line[1:] for line in self.skipped])
 
 
 def needs_preparing(spec: str) -> bool:
-    """True for the specs ``prepare`` may prepare: a folder of images, or a Hugging Face
-    dataset saved with ``save_to_disk`` (its images; feature columns are a table)."""
-    return is_folder_spec(spec)
+    """True for the specs ``prepare`` prepares: a folder of images, a Hugging Face dataset
+    saved with ``save_to_disk`` (its images, or its feature columns as a table), or a
+    table file."""
+    return is_folder_spec(spec) or is_table_spec(spec)
 
 
 def prepare(spec: str, *, image_size: int = 0, test_fraction: float = 0.1,
             progress: Progress | None = None, cancel: Cancel | None = None,
             cache_dir: Path | None = None, test_spec: str = "", label: str = "",
             input: str = "") -> DataReport | None:
-    """Prepare ``spec``'s images into the cache (or find them there) with the options the
-    session loads them with (see ``data.prepared.load_data``); None when the session loads
-    the data itself (a built-in, a table). ``test_spec`` (``--test``): another source
-    tests, so all of ``spec`` trains (the test source is the session's to prepare).
+    """Prepare ``spec``'s images or table into the cache (or find them there) with the
+    options the session loads them with (see ``data.prepared.load_data``); None when the
+    session loads the data itself (a built-in). ``test_spec`` (``--test``): another source
+    tests, so all of ``spec`` trains (a table's test table is prepared here too; another
+    test source is the session's to prepare).
 
     Raises:
         ConfigError: the folder cannot be a session's data (the reason says why).
@@ -62,9 +67,13 @@ def prepare(spec: str, *, image_size: int = 0, test_fraction: float = 0.1,
     if not needs_preparing(spec):
         return None
     root, whole = Path(spec), bool(test_spec)
+    if is_table_data(spec, input):
+        table = prepare_table_data(spec, test_fraction=test_fraction, label=label,
+                                   input=input, test_spec=test_spec, cache_dir=cache_dir,
+                                   progress=progress, cancel=cancel)
+        return DataReport(table.train.info.name, len(table.train), len(table.test),
+                          table.cached, (), unit="rows")
     if is_hf_spec(spec):
-        if not holds_images(root, input):
-            return None
         prepared = prepare_hf(root, image_size=image_size, test_fraction=test_fraction,
                               input=input, label=label, whole=whole,
                               cache_dir=cache_dir or default_cache_dir(), progress=progress,

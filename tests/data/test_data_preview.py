@@ -140,6 +140,8 @@ def test_a_saved_datasets_images_are_prepared_as_the_session_loads_them(tmp_path
     assert report is not None and (report.name, report.train, report.test) == ("bugs", 4, 2)
     assert prepare(str(tmp_path / "bugs"), cache_dir=tmp_path / "cache", test_fraction=0.34,
                    label="kind").cached
-    features = datasets.Dataset.from_dict({"x": [1.0, 2.0], "kind": [0, 1]})
+    features = datasets.Dataset.from_dict({"x": [1.0, 2.0] * 5, "kind": [0, 1] * 5})
     features.save_to_disk(str(tmp_path / "rows"))
-    assert prepare(str(tmp_path / "rows")) is None  # feature columns: a table, the session's
+    table = prepare(str(tmp_path / "rows"), cache_dir=tmp_path / "cache", test_fraction=0.2,
+                    label="kind")
+    assert table is not None and (table.train, table.test, table.unit) == (8, 2, "rows")
