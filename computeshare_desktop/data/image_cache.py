@@ -116,8 +116,8 @@ def prepare_images(source: Source, folder: Path, *, image_size: int = 0,
     else:
         log.info("%s: prepared images loaded from the cache (%d train, %d test)",
                  source.where, len(prepared.train), len(prepared.test))
-    for line in prepared.skipped.lines():
-        log.warning("%s: %s", source.where, line)
+    for line in prepared.skipped.lines():  # the views say it once, as a summary
+        log.info("%s: %s", source.where, line)
     return prepared
 
 
@@ -265,8 +265,16 @@ class _Writer:
                 "std": [round(max(float(s), MIN_STD), DIGITS) for s in std]}
 
     def _report(self, done: int, total: int) -> None:
-        text = f"preparing {self.source.name}: {done:,} of {total:,} images"
+        text = f"preparing {_label(self.source)}: {done:,} of {total:,} images"
         if self._log.due(force=done == total):
             log.info("%s", text)
         if self.progress is not None and self._tell.due(force=done == total):
             self.progress(PrepareProgress(done, total, text))
+
+
+def _label(source: Source) -> str:
+    """What a preparation's progress names: the data, or a test source (``--test``, its
+    items all test images) by its own folder's name, never the training data's."""
+    if source.items and not source.items[0].train:  # the training items come first
+        return f"the test images of {Path(source.where).name}"
+    return source.name

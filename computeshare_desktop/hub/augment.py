@@ -61,6 +61,10 @@ def session_augment(text: str, dataset: str, info: DatasetInfo) -> list[str]:
         own = dataset not in DATASETS and not dataset.startswith(PREFIX)
         ops = DEFAULT_OWN if own and min(info.height, info.width) >= MIN_SIDE else ()
     if ops:
-        log.info("workers augment each training batch: %s (--augment none: off)",
-                 ",".join(ops))
+        log.info("%s", augment_line(ops))
     return list(ops or ())
+
+
+def augment_line(ops: tuple[str, ...] | list[str]) -> str:
+    """The host's line for the ops workers apply (the CLI and the progress window)."""
+    return f"Workers augment each training batch: {','.join(ops)} (--augment none: off)"

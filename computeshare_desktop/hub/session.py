@@ -33,11 +33,13 @@ from ..protocol import PROTOCOL_VERSION, auth
 from ..protocol.wire import Frame
 from .config import HubConfig, absolute_dataset, absolute_model
 from .allowlist import Allowlist
+from .augment import augment_line
 from .core import HubCore, Reply
 from .endpoint import EventSink, HubResult, SessionStatus
 from .exports import export_program, failure_text
 from .outputs import MODEL_FILE, PROGRAM_FILE, OutputDir
 from .presets import Mode
+from .shard_check import check_shards
 from .trainer import ParameterServer
 from .user_model import build_hub_model, fit_model_to_data, ship_model
 from .writer import CheckpointWriter, copy_tensors
@@ -105,6 +107,7 @@ class HubSession:
                 test_spec=config.test_data, progress=_every(PREPARE_LINE_S, self._emit))
             self.info = train_set.info
         self.config = config = fit_model_to_data(config, self.info)
+        check_shards(len(train_set), config.workers, config.batch_size)
         self.eval_device = pick_device("auto").device  # the hub evaluates on its best one
         # The user's model, its weights (a resumed session's come from its checkpoint) and
         # how workers get it: all before the session opens, so any error is said now.
@@ -127,6 +130,8 @@ class HubSession:
                             train_set=train_set, server=self.server,
                             fingerprint=self.model.fingerprint, allowlist=allowlist,
                             cursors=cursors, held=held, graph=self.model.graph)
+        if self.core.augment:  # a choice said to the host, not only in the log file
+            self._emit(LogLine(augment_line(self.core.augment)))
         self.out.write_session({"config": config.to_json(), "session_id": self.session_id,
                                 "hub_key": hub_key, "fingerprint": self.core.fingerprint,
                                 "protocol": PROTOCOL_VERSION, "computeshare": __version__,

@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from ..data import DatasetInfo
 from ..data.folders import is_folder_spec
 from ..data.factory import default_cache_dir
 from ..data.hf import is_hf_spec, prepare_hf
-from ..data.prepared import (Cancel, Progress, PrepareProgress, is_table_data, prepare_folder,
-                             prepare_table_data)
+from ..data.image_cache import DEFAULT_SIZE as DEFAULT_SIDE
+from ..data.prepared import (Cancel, Progress, PrepareProgress, check_options, is_table_data,
+                             prepare_folder, prepare_table_data)
 from ..data.tables import is_table_spec
 from ..events import LogLine
 from ..pacing import Throttle
@@ -35,12 +37,38 @@ class DataReport:
     cached: bool
     skipped: tuple[str, ...]  # one line per kind: "skipped 3 (not an image file): a.txt"
     unit: str = "images"  # what the splits count: "images", or a table's "rows"
+    choices: tuple[str, ...] = ()  # what was chosen for the host: the image size, encodings
 
     def lines(self) -> list[str]:
-        """What to tell the host, one line each (the skips first letter up)."""
+        """What to tell the host, one line each: the splits, the skips once, as a summary
+        (first letter up; the details are in the log file), then what was chosen."""
         how = "found in the cache" if self.cached else "prepared"
         return ([f"{self.name}: {self.train:,} training and {self.test:,} test {self.unit} "
-                 f"{how}"] + [line[:1].upper() + line[1:] for line in self.skipped])
+                 f"{how}"] + [line[:1].upper() + line[1:] for line in self.skipped]
+                + list(self.choices))
+
+
+def image_choice(info: DatasetInfo, count: int, image_size: int) -> str:
+    """The line saying the image size and channels the images were brought to."""
+    if image_size:
+        why = "--image-size"
+    elif (info.height, info.width) == (DEFAULT_SIDE, DEFAULT_SIDE):
+        why = f"{DEFAULT_SIDE} when sizes differ; --image-size to choose"
+    else:
+        why = "their own size; --image-size to choose"
+    channels = "1 channel" if info.channels == 1 else f"{info.channels} channels"
+    return f"{info.name}: {count:,} images at {info.height}×{info.width}, {channels} ({why})"
+
+
+def table_choices(info: DatasetInfo) -> tuple[str, ...]:
+    """One line per text column one-hot encoded (its features are named COLUMN=VALUE)."""
+    counts: dict[str, int] = {}
+    for name in info.features:
+        column, sep, _ = name.partition("=")
+        if sep:
+            counts[column] = counts.get(column, 0) + 1
+    return tuple(f"{column!r} is one-hot encoded as {n} features"
+                 for column, n in counts.items())
 
 
 def needs_preparing(spec: str) -> bool:
@@ -64,6 +92,7 @@ def prepare(spec: str, *, image_size: int = 0, test_fraction: float = 0.1,
         ConfigError: the folder cannot be a session's data (the reason says why).
         PrepareCancelled: ``cancel()`` said so; nothing was cached.
     """
+    check_options(spec, image_size=image_size, label=label, input=input)
     if not needs_preparing(spec):
         return None
     root, whole = Path(spec), bool(test_spec)
@@ -72,7 +101,7 @@ def prepare(spec: str, *, image_size: int = 0, test_fraction: float = 0.1,
                                    input=input, test_spec=test_spec, cache_dir=cache_dir,
                                    progress=progress, cancel=cancel)
         return DataReport(table.train.info.name, len(table.train), len(table.test),
-                          table.cached, (), unit="rows")
+                          table.cached, (), unit="rows", choices=table_choices(table.train.info))
     if is_hf_spec(spec):
         prepared = prepare_hf(root, image_size=image_size, test_fraction=test_fraction,
                               input=input, label=label, whole=whole,
@@ -82,8 +111,10 @@ def prepare(spec: str, *, image_size: int = 0, test_fraction: float = 0.1,
         prepared = prepare_folder(root, image_size=image_size, test_fraction=test_fraction,
                                   cache_dir=cache_dir, progress=progress, cancel=cancel,
                                   whole=whole)
-    return DataReport(prepared.train.info.name, len(prepared.train), len(prepared.test),
-                      prepared.cached, tuple(prepared.skipped.lines()))
+    train, test = len(prepared.train), len(prepared.test)
+    choice = image_choice(prepared.train.info, train + test, image_size)
+    return DataReport(prepared.train.info.name, train, test, prepared.cached,
+                      tuple(prepared.skipped.lines()), choices=(choice,))
 
 
 class ProgressLines:

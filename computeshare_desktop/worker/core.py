@@ -31,7 +31,7 @@ from ..protocol.messages import (MAX_STR_CHARS, Ack, Bye, Done, GraphData, Graph
                                  Welcome)
 from ..protocol.wire import Frame
 from .compute import Update
-from .download import MAX_SHARD_REPLY, ShardDownload
+from .download import MAX_SHARD_REPLY, ShardDownload, check_shard
 from .effects import Effect, Emit, Finish, Goodbye, Keep, Load, Prepare, Send, WaitUntil, Work
 from .code import code_how
 from .graphs import GRAPH_CHUNK, GraphDownload, ReceivedGraph
@@ -353,8 +353,7 @@ class WorkerCore:
         return [Emit(SessionFull()), WaitUntil(now + FULL_RETRY_S)]
 
     def _joined(self, w: Welcome, now: float) -> list[Effect]:
-        if w.shard_size < 1 or w.num_shards < 1:
-            raise RejectedError(RejectCode.MALFORMED, "the hub sent an empty shard")
+        check_shard(w)
         Recipe.of(w)  # an impossible recipe is refused before the shard is downloaded
         self.welcome = w
         log.info("joined session %s as worker %d on shard %d of %d", w.session_id,

@@ -17,6 +17,19 @@ MAX_SHARD_REPLY = 4 * 1024 * 1024  # bytes of one SHARD_DATA chunk at most (hub'
 MAX_CHUNK_TENSOR = 16 * MAX_SHARD_REPLY  # bytes of one chunk's tensor as we accept it
 
 
+class HubDataRefused(RejectedError):
+    """This worker refuses what the hub sent (the hub did not refuse us)."""
+
+    prefix = "this worker refuses the hub's session: "
+
+
+def check_shard(welcome: Welcome) -> None:
+    """HubDataRefused(MALFORMED) when the Welcome gives this worker no sample to train on."""
+    if welcome.shard_size < 1 or welcome.num_shards < 1:
+        raise HubDataRefused(RejectCode.MALFORMED, "its shard for this worker is empty (the "
+                             "hub has more workers than training samples)")
+
+
 class ShardDownload:
     """The chunks of one membership's shard, in order."""
 
