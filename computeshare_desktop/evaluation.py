@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import itertools
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -85,16 +87,22 @@ class Score:
 
 def evaluate_file(path: Path, model_name: str, dataset: str, *, image_size: int = 0,
                   test_fraction: float = 0.1, label: str = "", input: str = "",
-                  test_spec: str = "") -> Score:
+                  test_spec: str = "", classes: Sequence[str] = ()) -> Score:
     """Score a saved model on ``dataset``'s test split: a ``.pt2`` program fed images in
     [0, 1], or a state_dict of ``model_name`` (a model spec) for ``dataset``. A folder of
     images or a saved dataset is prepared as its session did (``image_size``,
     ``test_fraction``, its columns); ``test_spec``: its second test source (``--test``).
+    ``classes``: a .pt2's class names (classes.json): a test split whose classes are
+    others or in another order is matched to them by name.
 
     Raises:
         ConfigError: the file cannot be read, is not that model for that dataset, or the
             program takes other inputs than the dataset's images.
     """
+    program = program_alone(path)
+    if program is not None and not image_size and len(program.sample_shape) == 3 \
+            and program.sample_shape[1] == program.sample_shape[2]:
+        image_size = program.sample_shape[1]  # the program's own size: its test data's
     test: ArrayDataset | None = None
     if is_folder_spec(dataset) or is_table_spec(dataset) or test_spec:
         test = load_data(dataset, image_size=image_size, test_fraction=test_fraction,
@@ -103,7 +111,7 @@ def evaluate_file(path: Path, model_name: str, dataset: str, *, image_size: int 
     else:
         info = dataset_info(dataset)
     if path.suffix.lower() == PROGRAM_SUFFIX:
-        saved = load_program_model(path, info)
+        saved = program or load_program_model(path, info)
         if saved.sample_shape != sample_shape(info):
             raise ConfigError(f"{path} takes inputs of {_shape(saved.sample_shape)}; "
                               f"{dataset}'s are {_shape(sample_shape(info))} (--dataset)")
@@ -112,8 +120,42 @@ def evaluate_file(path: Path, model_name: str, dataset: str, *, image_size: int 
         model, raw = eval_ready(load_state_model(path, model_name, info)), False
     if test is None:
         test = load_dataset(dataset, "test")
+    if raw and classes:
+        test = by_class_names(test, classes)
     accuracy, loss = evaluate(model, test, raw=raw)
     return Score(accuracy, loss, len(test))
+
+
+def by_class_names(test: ArrayDataset, classes: Sequence[str]) -> ArrayDataset:
+    """``test`` with its labels in the order of a model's ``classes`` (by name; a test
+    split without names is taken as it is), its samples of other classes left out.
+
+    Raises:
+        ConfigError: none of its samples is of one of ``classes``.
+    """
+    names = test.info.classes
+    if not names or tuple(names) == tuple(classes):
+        return test
+    order = {name: i for i, name in enumerate(classes)}
+    labels = torch.tensor([order.get(n, -1) for n in names], dtype=torch.int64)[test.labels]
+    kept = labels >= 0
+    if not bool(kept.any()):
+        raise ConfigError(f"{test.info.name} has no test sample of the model's classes "
+                          f"({', '.join(classes[:5])}{', ...' if len(classes) > 5 else ''})")
+    info = dataclasses.replace(test.info, num_classes=len(classes), classes=tuple(classes))
+    return ArrayDataset(test.images[kept].contiguous(), labels[kept], info)
+
+
+def program_alone(path: Path) -> SavedModel | None:
+    """The program in ``path`` when it needs no data to run (its input sizes all fixed);
+    None for a state_dict, or for a program that leaves a size free or does not read
+    (``load_program_model`` with the data's info then says why)."""
+    if path.suffix.lower() != PROGRAM_SUFFIX:
+        return None
+    try:
+        return load_program_model(path)
+    except ConfigError:
+        return None
 
 
 def data_info(dataset: str, *, image_size: int = 0, test_fraction: float = 0.1,

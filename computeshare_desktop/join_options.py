@@ -94,7 +94,8 @@ class JoinOptions:
         "2GB; 0: keep none), so that a rejoin or the next session on the same data sends "
         "only what is missing (default {default}; `computeshare cache` says where)",
         flag="--cache-size", commands=JOIN, metavar="SIZE", valid=size_valid,
-        error="--cache-size takes a size such as 500MB, 2GB or 0")
+        error="--cache-size takes a size: a number and a unit (B, KB, MB, GB, TB, KiB, MiB, "
+        "GiB, TiB; none: bytes), such as 500MB, 2GB, 1.5GiB or 0")
     first_contact_s: float = option(
         15.0, "give up this soon if the hub never answered at all",
         fronts={"app": 10.0})  # the app's Join dialog shows the failure sooner

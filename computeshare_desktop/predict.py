@@ -1,7 +1,8 @@
 """``computeshare predict``: a saved model's top classes for image files or CSV rows.
 
-The model is ``trained_model.pt2`` (its input shape says what it takes) or
-``trained_model.pth`` with the session's model spec and data (``evaluation``). An image is
+The model is ``trained_model.pt2`` (its input shape says what it takes: it needs neither
+the session's data nor its statistics, which are inside) or ``trained_model.pth`` with the
+session's model spec and data (``evaluation``). An image is
 converted to the model's channels, scaled to cover the model's size with its aspect kept
 and cropped in the middle, then fed as float32 in [0, 1]; a CSV file gives one prediction
 per row of a table model's values (a first line that is not numbers is a header). Class
@@ -27,7 +28,7 @@ import torch
 from .data import DatasetInfo
 from .data.folders import cover
 from .errors import ConfigError
-from .evaluation import SavedModel, load_saved_model
+from .evaluation import PROGRAM_SUFFIX, SavedModel, load_program_model, load_saved_model
 from .hub.outputs import CLASSES_FILE
 
 IMAGE_KINDS = "PNG, JPEG, BMP or WebP"
@@ -133,19 +134,25 @@ class Predictor:
                 for vs, ix in zip(values, indices, strict=True)]
 
 
-def load_predictor(path: Path, model_name: str, info: DatasetInfo) -> Predictor:
+def load_predictor(path: Path, model_name: str, info: DatasetInfo | None,
+                   features: Sequence[str] = ()) -> Predictor:
     """The model in ``path`` (``info`` and ``model_name`` rebuild a .pth; they fill the
-    sizes a .pt2 leaves free) with the class names beside it.
+    sizes a .pt2 leaves free: a .pt2 of fixed sizes needs no ``info``) with the class
+    names beside it; ``features``: a table's column names when ``info`` has none.
 
     Raises:
         ConfigError: the model cannot be read, takes neither images nor table rows, or
             its classes.json is not a list of names.
     """
-    model = load_saved_model(path, model_name, info)
+    if info is None and path.suffix.lower() != PROGRAM_SUFFIX:
+        raise ConfigError(f"{path} is a state_dict: its session's data is needed")
+    model = (load_program_model(path) if info is None
+             else load_saved_model(path, model_name, info))
     if len(model.sample_shape) not in (1, 3):
         raise ConfigError(f"{path} takes inputs of {len(model.sample_shape)} dimensions; "
                           "predict reads images (C×H×W) and table rows")
-    return Predictor(model, read_classes(path.parent / CLASSES_FILE), info.features)
+    names = info.features if info is not None and info.features else tuple(features)
+    return Predictor(model, read_classes(path.parent / CLASSES_FILE), names)
 
 
 def read_classes(path: Path) -> tuple[str, ...] | None:

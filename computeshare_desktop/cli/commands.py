@@ -21,13 +21,13 @@ from ..discovery import SessionBrowser, describe, discover, pick_session
 from ..discovery.hub_advert import resolve_interface
 from ..errors import ConfigError, ExitCode
 from ..data.tables import is_table_spec
-from ..evaluation import data_info, evaluate_file
+from ..evaluation import data_info, evaluate_file, program_alone
 from ..events import Listening
 from ..hub.config import MODE_OPTIONS, SessionOptions
-from ..hub.outputs import SESSION_FILE
+from ..hub.outputs import CLASSES_FILE, SESSION_FILE
 from ..join_options import JoinOptions
 from ..model_file_options import ModelFileOptions
-from ..predict import Unread, load_predictor
+from ..predict import Predictor, Unread, load_predictor, read_classes
 from ..protocol.auth import typed_pin
 from ..schema import check, default, defaults, from_args
 from ..selftest import self_test as run_self_test
@@ -278,9 +278,35 @@ def _model_file(args: argparse.Namespace) -> tuple[ModelFileOptions, Path, str, 
     check(options)
     path = Path(options.model_file)
     saved = _saved_config(path)
+    if args.dataset and _names_path(args.dataset) and not Path(args.dataset).expanduser().exists():
+        raise ConfigError(f"no such folder or file: {args.dataset}")
     dataset = args.dataset or saved.get("dataset", default(SessionOptions, "dataset"))
     model_name = args.model or saved.get("model", default(SessionOptions, "model"))
     return options, path, dataset, model_name
+
+
+def _names_path(spec: str) -> bool:
+    """Whether a dataset spec is a path (a built-in name or python:NAME never is)."""
+    return "/" in spec or os.sep in spec or spec.startswith(("~", ".")) \
+        or is_table_spec(spec)
+
+
+def _data_of(args: argparse.Namespace, path: Path, dataset: str) -> dict[str, Any]:
+    """How to prepare ``dataset`` as load_data takes it: the session's way (session.json);
+    a --dataset given replaces the session's data and its --test too.
+
+    Raises:
+        ConfigError: the session's own data (or its --test) is no longer there.
+    """
+    preparation = _preparation(_saved_config(path))
+    if args.dataset:
+        return {**preparation, "test_spec": ""}
+    for what, spec in (("data", dataset), ("test data", preparation["test_spec"])):
+        if spec and _names_path(spec) and not Path(spec).expanduser().exists():
+            kind = "file" if Path(spec).suffix else "folder"
+            raise ConfigError(f"the session's {what} {kind} {spec} is gone: name data "
+                              "that is there with --dataset")
+    return preparation
 
 
 def _saved_config(path: Path) -> dict[str, Any]:
@@ -309,23 +335,40 @@ def _preparation(saved: dict[str, Any]) -> dict[str, Any]:
 def evaluate(args: argparse.Namespace) -> int:
     """Print the test accuracy of a saved model (.pth or .pt2)."""
     options, path, dataset, model_name = _model_file(args)
-    saved = _saved_config(path)
-    score = evaluate_file(path, model_name, dataset, **_preparation(saved))
+    preparation = _data_of(args, path, dataset)
+    score = evaluate_file(path, model_name, dataset, **preparation,
+                          classes=read_classes(path.parent / CLASSES_FILE) or ())
+    source = preparation["test_spec"] or dataset  # where the test samples came from
     if options.json:
         print(json.dumps({"accuracy": score.accuracy, "loss": score.loss, "dataset": dataset,
-                          "model": model_name, "samples": score.samples}))
+                          "test": source, "model": model_name, "samples": score.samples}))
     else:
+        rows = is_table_spec(source) or (is_table_spec(dataset) and source == dataset)
         print(f"test accuracy: {100 * score.accuracy:.2f}% (loss {score.loss:.4f}) on "
-              f"{score.samples} {dataset} test {'rows' if is_table_spec(dataset) else 'images'}")
+              f"{score.samples} {source} test {'rows' if rows else 'images'}")
     return 0
+
+
+def _predictor(args: argparse.Namespace) -> tuple[ModelFileOptions, Predictor]:
+    """``predict``'s options and model: a .pt2 alone (its input shape, normalization and
+    classes.json say all; the session's data is read only for a table's column names
+    while it is there, or when --dataset is given), a .pth with its session's data."""
+    options, path, dataset, model_name = _model_file(args)
+    program = program_alone(path)
+    if program is None or args.dataset:
+        return options, load_predictor(path, model_name,
+                                       data_info(dataset, **_data_of(args, path, dataset)))
+    features: tuple[str, ...] = ()
+    if len(program.sample_shape) == 1 and is_table_spec(dataset) and Path(dataset).is_file():
+        preparation = {**_preparation(_saved_config(path)), "test_spec": ""}
+        features = data_info(dataset, **preparation).features
+    return options, load_predictor(path, model_name, None, features)
 
 
 def predict(args: argparse.Namespace) -> int:
     """Print a saved model's top classes for each image file or CSV row; a file that
     cannot be read is reported and the others are still predicted (exit 2 then)."""
-    options, path, dataset, model_name = _model_file(args)
-    predictor = load_predictor(path, model_name,
-                               data_info(dataset, **_preparation(_saved_config(path))))
+    options, predictor = _predictor(args)
     results = predictor.predict([Path(f) for f in options.files], options.top)
     for result in results:
         if options.json:

@@ -15,13 +15,17 @@ from ..app_options import AppConfig
 from ..errors import ConfigError, ExitCode, HubUnreachableError
 from ..join_options import JoinOptions
 from ..reach import probe_hub
-from ..schema import spec, valued_flags
+from ..schema import options, spec, valued_flags
 from .terminal import make_printable
 
 # join's options that take a value (the address is the first argument that is not one)
 VALUED = valued_flags(JoinOptions, "join") | valued_flags(AppConfig, "join")
 WAIT = spec(JoinOptions, "wait_s").flag
 UNREACHABLE = ExitCode.UNREACHABLE
+# join's flags whose text has its own check (--cache-size): a bad one is the full parser's
+# usage error (exit 2) at once, before any hub is asked
+CHECKED = {o.flag: o for o in options(JoinOptions).values()
+           if o.valid is not None and o.flag and o.flag.startswith("--")}
 
 
 def join_address(argv: Sequence[str]) -> tuple[str, int] | None:
@@ -32,6 +36,8 @@ def join_address(argv: Sequence[str]) -> tuple[str, int] | None:
         return None
     args = list(argv[1:])
     if any(a in ("-h", "--help") or a == WAIT or a.startswith(f"{WAIT}=") for a in args):
+        return None
+    if any(_refused(arg, nxt) for arg, nxt in zip(args, [*args[1:], ""], strict=True)):
         return None
     address, skip = None, False
     for arg in args:
@@ -48,6 +54,18 @@ def join_address(argv: Sequence[str]) -> tuple[str, int] | None:
         return parse_address(address)
     except ConfigError:
         return None
+
+
+def _refused(arg: str, value: str) -> bool:
+    """Whether ``arg`` (then ``value``) is a checked flag whose value its check refuses."""
+    flag, eq, inline = arg.partition("=")
+    found = CHECKED.get(flag)
+    if found is None or found.valid is None:
+        return False
+    try:
+        return not found.valid(inline if eq else value)
+    except (TypeError, ValueError):
+        return True
 
 
 def precheck(argv: Sequence[str]) -> int | None:

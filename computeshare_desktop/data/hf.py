@@ -17,7 +17,8 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,20 @@ def hf_datasets() -> Any:
         raise ConfigError(f"reading a Hugging Face dataset needs the datasets library: "
                           f"{HF_EXTRA}") from None
     return datasets
+
+
+@contextmanager
+def quiet_progress() -> Iterator[None]:
+    """``datasets``' own progress bars off for a while ("Creating parquet from Arrow
+    format" would show through --quiet): our own progress is what people see."""
+    hf = hf_datasets()
+    was = hf.is_progress_bar_enabled()
+    hf.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if was:
+            hf.enable_progress_bars()
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -120,7 +135,8 @@ def _load(root: Path) -> Any:
         raise ConfigError(f"{root} is not a folder written by save_to_disk (no "
                           f"{DICT}, nor {INFO} with {STATE})")
     try:
-        return hf_datasets().load_from_disk(str(root))
+        with quiet_progress():
+            return hf_datasets().load_from_disk(str(root))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"{root} could not be read as a Hugging Face dataset: "
                           f"{exc}") from None

@@ -23,7 +23,8 @@ from ..errors import ConfigError
 from ..files import atomic_write
 from .arrays import ArrayDataset
 from .folders import folder_name
-from .hf import Columns, Split, hf_datasets, hf_key, known, label_column, open_splits
+from .hf import (Columns, Split, hf_datasets, hf_key, known, label_column, open_splits,
+                 quiet_progress)
 from .image_cache import Cancel, Progress
 from .table_cache import PreparedTable, prepare_table
 from .table_test import prepare_table_test
@@ -130,6 +131,7 @@ def _parquet(root: Path, split: Split, features: list[str], label: str,
             rows = rows.select(kept, keep_in_memory=True)
 
     def write(fh: BinaryIO) -> None:
-        rows.to_parquet(fh)
+        with quiet_progress():
+            rows.to_parquet(fh)
     atomic_write(path, write)
     return path

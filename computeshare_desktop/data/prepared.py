@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..errors import ConfigError
 from .arrays import ArrayDataset
 from .factory import default_cache_dir, load_dataset
 from .folders import Entry, Layout, folder_name, is_folder_spec, scan
@@ -28,7 +29,8 @@ from .table_test import prepare_table_test
 from .tables import is_table_spec
 
 __all__ = ["DEFAULT_SIZE", "Cancel", "PrepareCancelled", "PrepareProgress", "Prepared",
-           "Progress", "is_table_data", "load_data", "prepare_folder", "prepare_table_data"]
+           "Progress", "check_options", "is_table_data", "load_data", "prepare_folder",
+           "prepare_table_data"]
 
 
 def load_data(spec: str, *, image_size: int = 0, test_fraction: float = 0.1,
@@ -41,6 +43,7 @@ def load_data(spec: str, *, image_size: int = 0, test_fraction: float = 0.1,
     (``label``: its label column); prepared, or taken from the cache. ``test_spec``: a
     second source for the test split (``second_source``; for a table, ``table_test``),
     instead of the one the data gives; all of the training data then trains."""
+    check_options(spec, image_size=image_size, label=label, input=input)
     whole, cache = bool(test_spec), default_cache_dir()
     if is_table_data(spec, input):
         table = prepare_table_data(spec, test_fraction=test_fraction, label=label,
@@ -64,6 +67,28 @@ def load_data(spec: str, *, image_size: int = 0, test_fraction: float = 0.1,
         test = prepare_test(test_spec, train.info, cache_dir=cache, input=input,
                             label=label, progress=progress, cancel=cancel)
     return train, test
+
+
+def check_options(spec: str, *, image_size: int = 0, label: str = "",
+                  input: str = "") -> None:
+    """Refuse an option the data's kind has no use for, before anything is prepared:
+    ``--image-size`` on a table, ``--label``/``--input`` on a folder of images or a
+    built-in dataset (they choose a table's or a saved dataset's columns).
+
+    Raises:
+        ConfigError: which option, and what it applies to.
+    """
+    if is_table_spec(spec) or is_hf_spec(spec):
+        if image_size and is_table_data(spec, input):
+            raise ConfigError(f"--image-size applies to images (a folder, a saved dataset's "
+                              f"image column, a built-in); {spec} is a table")
+        return
+    kind = "a folder of images" if is_folder_spec(spec) else "a built-in dataset"
+    for flag, value in (("--label", label), ("--input", input)):
+        if value:
+            raise ConfigError(f"{flag} applies to tables (CSV, Parquet) and saved Hugging "
+                              f"Face datasets, where it names a column; {spec} is {kind}, "
+                              f"whose classes are its folders' names")
 
 
 def is_table_data(spec: str, input: str = "") -> bool:
@@ -90,7 +115,7 @@ def prepare_table_data(spec: str, *, test_fraction: float = 0.1, label: str = ""
                                 progress=progress, cancel=cancel)
     table = prepare_table(Path(spec), label=label, test_fraction=test_fraction,
                           cache_dir=cache, whole=bool(test_spec), progress=progress,
-                          cancel=cancel)
+                          cancel=cancel, input=input)
     if not test_spec:
         return table
     return dataclasses.replace(table, test=prepare_table_test(

@@ -62,9 +62,10 @@ def table_name(path: Path) -> str:
 
 def prepare_table(path: Path, *, label: str = "", test_fraction: float = 0.1,
                   cache_dir: Path | None = None, whole: bool = False,
-                  progress: Progress | None = None,
-                  cancel: Cancel | None = None) -> PreparedTable:
+                  progress: Progress | None = None, cancel: Cancel | None = None,
+                  input: str = "") -> PreparedTable:
     """``path``'s rows as standardized float32 N×F splits, labels as class indices.
+    ``input``: the feature columns, comma-separated (default: every column but the label).
     ``whole``: every row trains (another source tests; the test split is empty).
     ``progress``: the rows read, over both passes; ``cancel``: checked as they are read.
 
@@ -77,12 +78,12 @@ def prepare_table(path: Path, *, label: str = "", test_fraction: float = 0.1,
     if not path.is_file():
         raise ConfigError(f"{path} is not a file")
     base = cache_dir if cache_dir is not None else default_cache_dir()
-    folder = base / "tables" / _key(path, label, None if whole else test_fraction)
+    folder = base / "tables" / _key(path, label, None if whole else test_fraction, input)
     prepared = _load(folder)
     if prepared is None:
         watch = RowWatch(path.name, count_rows(path), passes=2, progress=progress,
                          cancel=cancel)
-        _build(path, folder, label, None if whole else test_fraction, watch)
+        _build(path, folder, label, None if whole else test_fraction, watch, input)
         prepared = _load(folder)
         if prepared is None:
             raise ConfigError(f"the prepared table {path} could not be read back from "
@@ -94,10 +95,11 @@ def prepare_table(path: Path, *, label: str = "", test_fraction: float = 0.1,
     return prepared
 
 
-def _key(path: Path, label: str, test_fraction: float | None) -> str:
+def _key(path: Path, label: str, test_fraction: float | None, input: str = "") -> str:
     stat = path.stat()
+    columns = [n.strip() for n in input.split(",") if n.strip()]
     text = json.dumps([FORMAT, str(path), stat.st_size, stat.st_mtime_ns, label,
-                       test_fraction])
+                       test_fraction] + ([columns] if columns else []))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
@@ -120,10 +122,10 @@ def _load(folder: Path) -> PreparedTable | None:
 
 
 def _build(path: Path, folder: Path, label: str, test_fraction: float | None,
-           watch: RowWatch) -> None:
+           watch: RowWatch, input: str = "") -> None:
     """Read, encode, split and standardize the table into ``folder`` (the meta last)."""
     started = time.monotonic()
-    layout = scan_table(path, label, watch)
+    layout = scan_table(path, label, watch, input)
     for column in layout.encoded:
         names = [n for n in layout.features if n.startswith(f"{column}=")]
         log.info("%s: the text column %r is one-hot encoded as %d features (%s)",

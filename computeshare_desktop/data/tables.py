@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import importlib
 import itertools
+import logging
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,10 +21,14 @@ import numpy as np
 
 from ..errors import ConfigError
 
+log = logging.getLogger(__name__)
+
 TABLE_SUFFIXES = (".csv", ".parquet")
 PARQUET_EXTRA = "pip install 'computeshare-desktop[parquet]'"
 BATCH_ROWS = 8192  # Parquet rows read at once: memory stays bounded whatever the file's size
 CHUNK_BYTES = 1 << 20  # a CSV's bytes read at once to count its lines
+SNIFF_BYTES = 16 << 10  # a CSV's first bytes read to tell its delimiter
+DELIMITERS = ",;\t|"  # the delimiters a CSV may use (a comma unless its head says otherwise)
 
 
 class RowWatch(Protocol):
@@ -83,21 +88,46 @@ def count_rows(path: Path) -> int:
     return max(0, breaks - 1 + (last != b"\n"))
 
 
+def csv_delimiter(path: Path) -> str:
+    """The delimiter of the CSV at ``path``, told from its first SNIFF_BYTES (one of
+    DELIMITERS; a comma when its head says nothing clear)."""
+    try:
+        with Path(path).open(encoding="utf-8-sig", newline="") as fh:
+            head = fh.read(SNIFF_BYTES)
+    except (OSError, UnicodeDecodeError):
+        return ","  # reading it again says why
+    if len(head) == SNIFF_BYTES and "\n" in head:  # a cut last line misleads the sniffer
+        head = head[:head.rindex("\n")]
+    try:
+        found = csv.Sniffer().sniff(head, delimiters=DELIMITERS).delimiter
+    except csv.Error:
+        return ","
+    first = head.splitlines()[0] if head else ""
+    return found if found in DELIMITERS and found in first else ","
+
+
+def delimiter_name(delimiter: str) -> str:
+    """A delimiter for people: "a semicolon", "a tab"..."""
+    return {",": "a comma", ";": "a semicolon", "\t": "a tab", "|": "a vertical bar"
+            }.get(delimiter, repr(delimiter))
+
+
 def _csv_rows(path: Path) -> tuple[list[str], Iterator[list[str]]]:
+    delimiter = csv_delimiter(path)
     try:
         with path.open(encoding="utf-8-sig", newline="") as fh:
-            header = next(csv.reader(fh), None)
+            header = next(csv.reader(fh, delimiter=delimiter), None)
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise ConfigError(f"{path} could not be read as CSV (UTF-8): {exc}") from None
     if not header or not any(name.strip() for name in header):
         raise ConfigError(f"{path} has no header row (the first row names the columns)")
-    return [name.strip() for name in header], _csv_body(path, len(header))
+    return [name.strip() for name in header], _csv_body(path, len(header), delimiter)
 
 
-def _csv_body(path: Path, width: int) -> Iterator[list[str]]:
+def _csv_body(path: Path, width: int, delimiter: str = ",") -> Iterator[list[str]]:
     try:
         with path.open(encoding="utf-8-sig", newline="") as fh:
-            reader = csv.reader(fh)
+            reader = csv.reader(fh, delimiter=delimiter)
             next(reader, None)
             for row in reader:
                 if not row:  # a blank line is no example
@@ -211,16 +241,22 @@ def _number(text: str) -> float | None:
         return None
 
 
-def scan_table(path: Path, label: str = "", watch: RowWatch | None = None) -> TableLayout:
+def scan_table(path: Path, label: str = "", watch: RowWatch | None = None,
+               input: str = "") -> TableLayout:
     """Read the table once and decide how it becomes examples (``label``: the label
-    column's name, default the last column; ``watch``: counts the rows read, may cancel).
+    column's name, default the last column; ``input``: the feature columns, comma-
+    separated, default every column but the label; ``watch``: counts the rows read, may
+    cancel).
 
     Raises:
-        ConfigError: no such label column; a label with fewer than 2 values or with
-            fractional numbers; missing values (each column named, with a count); a text
-            feature column with more than MAX_ONE_HOT values; no feature column.
+        ConfigError: no such label or input column; no row; a label with fewer than 2
+            values or with fractional numbers; missing values (each column named, with a
+            count); a text feature column with more than MAX_ONE_HOT values; no feature
+            column.
     """
     names, body = read_rows(path)
+    if not is_parquet(path) and (delimiter := csv_delimiter(path)) != ",":
+        log.info("%s: read with %s as its delimiter", path.name, delimiter_name(delimiter))
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise ConfigError(f"{path.name} names more than one column {_listed(twice)}")
@@ -228,18 +264,40 @@ def scan_table(path: Path, label: str = "", watch: RowWatch | None = None) -> Ta
     if label not in names:
         raise ConfigError(f"{path.name} has no column {label!r} (--label); its columns: "
                           f"{_listed(names)}")
+    used = _inputs(path, names, input, label)
     columns = [_Column(name, every=name == label) for name in names]
     rows = 0
     for row in body if watch is None else watch.over(body, "checking"):
         rows += 1
-        for column, cell in zip(columns, row, strict=True):
-            column.see(cell)
+        for column, cell, read in zip(columns, row, used, strict=True):
+            if read:
+                column.see(cell)
+    if rows == 0:
+        raise ConfigError(f"{path} has a header but no rows")
     _refuse_missing(path, columns)
     target = columns[names.index(label)]
     classes = _classes(path, target, rows)
-    sources, features, encoded = _features(path, columns, names.index(label))
+    sources, features, encoded = _features(
+        path, [c if read else None for c, read in zip(columns, used, strict=True)],
+        names.index(label))
     return TableLayout(path, rows, label, classes, target.numeric, tuple(features),
                        tuple(sources), tuple(encoded))
+
+
+def _inputs(path: Path, names: list[str], input: str, label: str) -> list[bool]:
+    """Per column, whether it is read: the label and ``input``'s columns (comma-separated;
+    none named: every column)."""
+    named = [n.strip() for n in input.split(",") if n.strip()]
+    if not named:
+        return [True] * len(names)
+    unknown = [n for n in named if n not in names]
+    if unknown:
+        raise ConfigError(f"{path.name} has no column {_listed(unknown)} (--input); its "
+                          f"columns: {_listed(names)}")
+    if label in named:
+        raise ConfigError(f"the column {label!r} cannot be both a feature (--input) and the "
+                          f"label")
+    return [n in named or n == label for n in names]
 
 
 def _refuse_missing(path: Path, columns: list[_Column]) -> None:
@@ -262,13 +320,14 @@ def _classes(path: Path, target: _Column, rows: int) -> tuple[str, ...]:
     return tuple(sorted(target.values))
 
 
-def _features(path: Path, columns: list[_Column], label: int
+def _features(path: Path, columns: list[_Column | None], label: int
               ) -> tuple[list[tuple[int, tuple[str, ...]]], list[str], list[str]]:
+    """The feature columns (None: a column not read, see ``_inputs``)."""
     sources: list[tuple[int, tuple[str, ...]]] = []
     features: list[str] = []
     encoded: list[str] = []
-    many = [c for i, c in enumerate(columns) if i != label and not c.numeric
-            and len(c.values) > MAX_ONE_HOT]
+    many = [c for i, c in enumerate(columns) if c is not None and i != label
+            and not c.numeric and len(c.values) > MAX_ONE_HOT]
     if many:
         raise ConfigError(
             f"{path.name} has text columns with too many values to one-hot encode (at most "
@@ -276,7 +335,7 @@ def _features(path: Path, columns: list[_Column], label: int
                                             for c in many)
             + ": turn them into numbers, or drop them")
     for i, column in enumerate(columns):
-        if i == label:
+        if i == label or column is None:
             continue
         if column.numeric:
             sources.append((i, ()))
@@ -287,8 +346,10 @@ def _features(path: Path, columns: list[_Column], label: int
             features += [f"{column.name}={value}" for value in values]
             encoded.append(column.name)
     if not features:
+        target = columns[label]
+        assert target is not None  # the label is always read
         raise ConfigError(f"{path.name} has no feature column besides the label "
-                          f"{columns[label].name!r}")
+                          f"{target.name!r}")
     return sources, features, encoded
 
 

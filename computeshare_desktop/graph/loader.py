@@ -9,8 +9,10 @@ example inputs, and ``.module(check_guards=False)``. Neither ``torch.load``,
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import msgspec
@@ -28,6 +30,25 @@ DTYPES = {1: torch.uint8, 2: torch.int8, 3: torch.int16, 4: torch.int32, 5: torc
 # torch's deserializer keeps process-wide state while it runs (_CURRENT_DESERIALIZER): two
 # workers of one process (tests, a host's own worker) rebuild one graph at a time.
 _REBUILDING = threading.Lock()
+log = logging.getLogger(__name__)
+# torch's deserializer warns of things that are no fault of the person's ("Symbol s83 did
+# not appear in the graph that was deserialized"): the debug log's, as the hub's export's
+SERDE_LOGGER = "torch._export.serde.serialize"
+
+
+@contextmanager
+def _torch_notes_to_debug() -> Iterator[None]:
+    """While rebuilding: what torch's deserializer logs goes to our debug log instead."""
+    def to_debug(record: logging.LogRecord) -> bool:
+        log.debug("torch, rebuilding the graph: %s", record.getMessage())
+        return False
+
+    source = logging.getLogger(SERDE_LOGGER)
+    source.addFilter(to_debug)
+    try:
+        yield
+    finally:
+        source.removeFilter(to_debug)
 
 
 @dataclass(slots=True)
@@ -156,7 +177,7 @@ def _rebuild(checked: CheckedProgram, state_dict: dict[str, torch.Tensor],
         # the validated Structs, re-encoded: nothing the checks did not read goes further
         tree = msgspec.to_builtins(checked.program)
         serialized = _dict_to_dataclass(torch_schema.ExportedProgram, tree)
-        with _REBUILDING:
+        with _REBUILDING, _torch_notes_to_debug():
             program = ExportedProgramDeserializer().deserialize(serialized, state_dict,
                                                                 constants, None)
         if torch.device(device).type != "cpu":

@@ -79,6 +79,15 @@ def test_data_valid(text: str) -> bool:
     return text == text.strip()
 
 
+def _dataset_valid(text: str) -> bool:
+    """``--dataset``: a known spec; a path that is not there says so (ConfigError)."""
+    if dataset_valid(text):
+        return True
+    if "/" in text or "\\" in text or text.startswith(("~", ".")):
+        raise ConfigError(f"no such folder or file: {text}")
+    return False
+
+
 def absolute_dataset(text: str) -> str:
     """A folder's path made absolute (a resumed session finds it from anywhere); a
     dataset's name as it is."""
@@ -99,11 +108,13 @@ class SessionOptions:
     dataset: str = option(
         "mnist-sample", "a built-in dataset ({choices}; default {default}, bundled, offline) "
         "or a folder of images: PATH/CLASS/* (a test split held out), or PATH/train/CLASS/* "
-        "and PATH/test/CLASS/*, or a table: PATH.csv or PATH.parquet (--label)".format(
+        "and PATH/test/CLASS/*, or a table: PATH.csv or PATH.parquet (--label), or a "
+        "Hugging Face dataset: a folder written by save_to_disk (--input, --label)".format(
             choices=", ".join(DATASETS), default="{default}"),
         flag="--dataset", commands=SESSION, metavar="NAME|PATH", choices=DATASETS,
-        editable=True, error=f"dataset must be one of {', '.join(DATASETS)} or a folder",
-        valid=dataset_valid, saved=True, label="Dataset", group=TRAINING)  # or python:NAME,
+        editable=True, error=f"dataset must be one of {', '.join(DATASETS)}, a folder or "
+        "a table", valid=_dataset_valid, saved=True, label="Dataset",
+        group=TRAINING)  # or python:NAME,
     # data given from Python (api.host): the session is handed it, nothing is loaded
     image_size: int = option(
         0, "a folder of images: the side they are brought to, the aspect kept and the middle "
@@ -112,8 +123,9 @@ class SessionOptions:
         error="the image size must be 0 (automatic) or more", label="Image size",
         group=TRAINING, maximum=1024, step=16, special="automatic", plain=True)
     test_fraction: float = option(
-        0.1, "a folder of images without train/ and test/: the share of each class held out "
-        "for testing, chosen by a fixed seed (default {default})", flag="--test-fraction",
+        0.1, "a folder of images without train/ and test/, a table, or a Hugging Face "
+        "dataset without a test split of its own: the share of each class held out for "
+        "testing, chosen by a fixed seed (default {default})", flag="--test-fraction",
         commands=SESSION, metavar="F", gt=0, lt=1, error="the test fraction must be in (0, 1)",
         label="Test fraction", group=TRAINING, minimum=0.01, maximum=0.9, step=0.05,
         decimals=2)
@@ -133,10 +145,10 @@ class SessionOptions:
         error="the input column's name cannot start or end with a space")
     test_data: str = option(
         "", "a second source for the test split, instead of the one --dataset gives or holds "
-        "out (all of it then trains): a folder of CLASS/* images or a Hugging Face dataset "
-        "saved with save_to_disk; its classes are matched to the training classes by name, "
-        "its images brought to the training size; for a table, PATH.csv or PATH.parquet "
-        "(its columns matched by name) (default: none)", flag="--test",
+        "out (all of it then trains): a folder of CLASS/* images, a table (PATH.csv or "
+        "PATH.parquet, its columns matched by name) or a Hugging Face dataset saved with "
+        "save_to_disk; its classes are matched to the training classes by name, its images "
+        "brought to the training size (default: none)", flag="--test",
         commands=SESSION, metavar="PATH", valid=test_data_valid,
         error="the test data's path cannot start or end with a space")
     model: str = option(

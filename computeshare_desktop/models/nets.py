@@ -12,10 +12,13 @@ from computeshare_desktop.data import DatasetInfo
 from computeshare_desktop.errors import ConfigError
 
 GROUP_NORM_GROUPS = 32
+MAX_MAP = 5  # simplenet's largest map before fc1: CIFAR's, at 32 px
 
 
 class SimpleNet(nn.Module):
-    """The classic PyTorch MNIST example CNN without dropout; returns logits."""
+    """The classic PyTorch MNIST example CNN without dropout; returns logits. Images whose
+    map after the two conv/pool stages is larger than 5×5 (over 32 px) are averaged down to
+    5×5 before fc1, so fc1 has at most 500 inputs at any size."""
 
     def __init__(self, info: DatasetInfo) -> None:
         super().__init__()
@@ -24,15 +27,21 @@ class SimpleNet(nn.Module):
             raise ConfigError(f"simplenet needs images of at least 16×16; {info.name}'s are "
                               f"{info.width}×{info.height}: use --image-size 16 (or more), "
                               f"or --model mlp, which takes any size")
+        # A larger map is averaged down to MAX_MAP×MAX_MAP (no parameters): fc1 of 20*h*w
+        # inputs (56,180 at 224 px) made SGD at the default rate blow up; MNIST's 4×4 and
+        # CIFAR's 5×5 maps are left exactly as they were.
+        self.pooled = (min(height, MAX_MAP), min(width, MAX_MAP))
         self.conv1 = nn.Conv2d(info.channels, 10, kernel_size=5)
         self.conv2 = nn.Conv2d(10, 20, kernel_size=5)
-        self.fc1 = nn.Linear(20 * height * width, 50)
+        self.fc1 = nn.Linear(20 * self.pooled[0] * self.pooled[1], 50)
         self.fc2 = nn.Linear(50, info.num_classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Map normalised N×C×H×W images to N×num_classes logits."""
         x = F.relu(F.max_pool2d(self.conv1(x), 2))
         x = F.relu(F.max_pool2d(self.conv2(x), 2))
+        if tuple(x.shape[-2:]) != self.pooled:
+            x = F.adaptive_avg_pool2d(x, self.pooled)
         logits: torch.Tensor = self.fc2(F.relu(self.fc1(torch.flatten(x, 1))))
         return logits
 

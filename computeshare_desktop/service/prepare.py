@@ -18,8 +18,8 @@ from ..data.folders import is_folder_spec
 from ..data.factory import default_cache_dir
 from ..data.hf import is_hf_spec, prepare_hf
 from ..data.image_cache import DEFAULT_SIZE as DEFAULT_SIDE
-from ..data.prepared import (Cancel, Progress, PrepareProgress, is_table_data, prepare_folder,
-                             prepare_table_data)
+from ..data.prepared import (Cancel, Progress, PrepareProgress, check_options, is_table_data,
+                             prepare_folder, prepare_table_data)
 from ..data.tables import is_table_spec
 from ..events import LogLine
 from ..pacing import Throttle
@@ -92,6 +92,7 @@ def prepare(spec: str, *, image_size: int = 0, test_fraction: float = 0.1,
         ConfigError: the folder cannot be a session's data (the reason says why).
         PrepareCancelled: ``cancel()`` said so; nothing was cached.
     """
+    check_options(spec, image_size=image_size, label=label, input=input)
     if not needs_preparing(spec):
         return None
     root, whole = Path(spec), bool(test_spec)
