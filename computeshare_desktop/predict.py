@@ -29,7 +29,7 @@ from .data import DatasetInfo
 from .data.folders import cover
 from .errors import ConfigError
 from .evaluation import PROGRAM_SUFFIX, SavedModel, load_program_model, load_saved_model
-from .hub.outputs import CLASSES_FILE
+from .hub.outputs import CLASSES_FILE, FEATURES_FILE
 
 IMAGE_KINDS = "PNG, JPEG, BMP or WebP"
 _MODES = {1: "L", 3: "RGB", 4: "RGBA"}  # Pillow's mode for a model's channels
@@ -152,11 +152,19 @@ def load_predictor(path: Path, model_name: str, info: DatasetInfo | None,
         raise ConfigError(f"{path} takes inputs of {len(model.sample_shape)} dimensions; "
                           "predict reads images (C×H×W) and table rows")
     names = info.features if info is not None and info.features else tuple(features)
+    if not names and len(model.sample_shape) == 1:  # the session's own list, if written
+        names = _read_names(path.parent / FEATURES_FILE, "feature names") or ()
     return Predictor(model, read_classes(path.parent / CLASSES_FILE), names)
 
 
 def read_classes(path: Path) -> tuple[str, ...] | None:
     """The names in a classes.json (a JSON list of strings); None when there is none."""
+    return _read_names(path, "class names")
+
+
+def _read_names(path: Path, what: str) -> tuple[str, ...] | None:
+    """The names in a JSON list of strings (classes.json, features.json); None when there
+    is no such file."""
     if not path.is_file():
         return None
     try:
@@ -164,7 +172,7 @@ def read_classes(path: Path) -> tuple[str, ...] | None:
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from None
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        raise ConfigError(f"{path} is not a JSON list of class names")
+        raise ConfigError(f"{path} is not a JSON list of {what}")
     return tuple(names)
 
 

@@ -76,3 +76,36 @@ def test_a_dataset_path_that_is_not_there_is_named(session, tmp_path, capsys):
     missing = tmp_path / "nonexistent"
     assert main(["evaluate", str(session / MODEL_FILE), "--dataset", str(missing)]) == 2
     assert f"no such folder or file: {missing}" in capsys.readouterr().err
+
+
+def test_a_table_program_reads_a_csv_by_column_name_with_its_table_gone(
+        tmp_path, monkeypatch, capsys):
+    """features.json (written beside classes.json) keeps a table's columns: a CSV whose
+    columns come in another order, with the label column too, is read by name."""
+    monkeypatch.setenv("COMPUTESHARE_DATA_DIR", str(tmp_path / "cache"))
+    rng = np.random.default_rng(0)
+    lines = ["height,weight,colour,kind"]
+    for i in range(40):
+        lines.append(f"{rng.normal(100 * (i % 2), 5):.2f},{rng.normal(3, 1):.2f},"
+                     f"{('red', 'blue')[i % 3 == 0]},{('small', 'tall')[i % 2]}")
+    table = tmp_path / "people.csv"
+    table.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    train = load_data(str(table))[0]
+    assert train.info.features == ("height", "weight", "colour=blue", "colour=red")
+    model = build_model("mlp", train.info, seed=0)
+    out = OutputDir(tmp_path / "out")
+    out.save_program(export_program(model, train.info))
+    out.save_classes(train.info.classes)
+    out.save_features(train.info.features)
+    out.write_session({"config": {"dataset": str(table), "model": "mlp"}})
+    rows = tmp_path / "rows.csv"
+    rows.write_text("kind,colour,weight,height\n?,red,3.1,0.5\n?,blue,2.9,101\n",
+                    encoding="utf-8")
+    same = tmp_path / "same.csv"
+    same.write_text("height,weight,colour\n0.5,3.1,red\n101,2.9,blue\n", encoding="utf-8")
+    table.unlink()
+    outputs = []
+    for path in (rows, same):
+        assert main(["predict", str(out.path / PROGRAM_FILE), str(path), "--json"]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1].replace(str(same), str(rows))

@@ -24,7 +24,7 @@ from ..data.tables import is_table_spec
 from ..evaluation import data_info, evaluate_file, program_alone
 from ..events import Listening
 from ..hub.config import MODE_OPTIONS, SessionOptions
-from ..hub.outputs import CLASSES_FILE, SESSION_FILE
+from ..hub.outputs import CLASSES_FILE, FEATURES_FILE, SESSION_FILE
 from ..join_options import JoinOptions
 from ..model_file_options import ModelFileOptions
 from ..predict import Predictor, Unread, load_predictor, read_classes
@@ -359,7 +359,8 @@ def _predictor(args: argparse.Namespace) -> tuple[ModelFileOptions, Predictor]:
         return options, load_predictor(path, model_name,
                                        data_info(dataset, **_data_of(args, path, dataset)))
     features: tuple[str, ...] = ()
-    if len(program.sample_shape) == 1 and is_table_spec(dataset) and Path(dataset).is_file():
+    if (len(program.sample_shape) == 1 and not (path.parent / FEATURES_FILE).is_file()
+            and is_table_spec(dataset) and Path(dataset).is_file()):  # an older session's
         preparation = {**_preparation(_saved_config(path)), "test_spec": ""}
         features = data_info(dataset, **preparation).features
     return options, load_predictor(path, model_name, None, features)

@@ -24,6 +24,7 @@ CHECKPOINT_FILE = "checkpoint.pt"
 MODEL_FILE = "trained_model.pth"
 PROGRAM_FILE = "trained_model.pt2"  # eval mode, normalization inside (hub/exports.py)
 CLASSES_FILE = "classes.json"  # the class names in output order, a JSON list
+FEATURES_FILE = "features.json"  # a table's feature columns in input order, a JSON list
 SNAPSHOT_DIR = "snapshots"
 
 
@@ -128,7 +129,16 @@ class OutputDir:
 
     def save_classes(self, names: Sequence[str]) -> Path:
         """Write classes.json: the class names in the model's output order."""
-        path = self.path / CLASSES_FILE
+        return self._save_names(CLASSES_FILE, names)
+
+    def save_features(self, names: Sequence[str]) -> Path:
+        """Write features.json: a table's feature columns in the model's input order
+        (``COLUMN=VALUE`` for a one-hot text column), so predict reads a CSV by name
+        without the session's data."""
+        return self._save_names(FEATURES_FILE, names)
+
+    def _save_names(self, name: str, names: Sequence[str]) -> Path:
+        path = self.path / name
         atomic_write(path, json.dumps(list(names), indent=1, ensure_ascii=False).encode())
         return path
 

@@ -196,6 +196,8 @@ class HubSession:
         session is over. A failure is logged and reported (an event) and loses nothing:
         the .pth and the checkpoint are written before."""
         self._write("class names", self.out.save_classes, self.info.class_names)
+        if self.info.features:
+            self._write("feature names", self.out.save_features, self.info.features)
         began = time.perf_counter()
         try:
             archive = export_program(self.server.model, self.info)

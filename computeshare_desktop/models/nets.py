@@ -13,6 +13,7 @@ from computeshare_desktop.errors import ConfigError
 
 GROUP_NORM_GROUPS = 32
 MAX_MAP = 5  # simplenet's largest map before fc1: CIFAR's, at 32 px
+MAX_MLP_SIDE = 32  # mlp averages larger images down to this side: CIFAR's, at 32 px
 
 
 class SimpleNet(nn.Module):
@@ -53,16 +54,22 @@ def _after_two_conv_pool(size: int) -> int:
 
 class MLP(nn.Module):
     """Flatten, then 256 → ReLU → 128 → ReLU → logits: images of any size, or a table's
-    rows of any number of features."""
+    rows of any number of features. Images over MAX_MLP_SIDE px a side are averaged down
+    to it first (fc1 had 150,528 inputs at 224 px, and SGD at the default rate went to
+    NaN); MNIST's 28 px and CIFAR's 32 px are left exactly as they were."""
 
     def __init__(self, info: DatasetInfo) -> None:
         super().__init__()
-        self.fc1 = nn.Linear(math.prod(info.shape), 256)
+        self.side = (min(info.height, MAX_MLP_SIDE), min(info.width, MAX_MLP_SIDE))
+        inputs = info.channels * self.side[0] * self.side[1]  # a table: F × 1 × 1
+        self.fc1 = nn.Linear(inputs, 256)
         self.fc2 = nn.Linear(256, 128)
         self.fc3 = nn.Linear(128, info.num_classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Map normalised N×C×H×W images (or N×F rows) to N×num_classes logits."""
+        if x.dim() == 4 and tuple(x.shape[-2:]) != self.side:
+            x = F.adaptive_avg_pool2d(x, self.side)
         hidden = F.relu(self.fc2(F.relu(self.fc1(torch.flatten(x, 1)))))
         logits: torch.Tensor = self.fc3(hidden)
         return logits

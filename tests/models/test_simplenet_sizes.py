@@ -63,3 +63,31 @@ def test_sgd_at_224_px_stays_finite() -> None:
         loss.backward()
         opt.step()
         assert torch.isfinite(loss) and loss.item() < 10
+
+
+def test_mlp_averages_large_images_down_and_keeps_mnist_and_cifar() -> None:
+    mnist = build_model("mlp", dataset_info("mnist"), seed=0)
+    assert mnist.fc1.in_features == 784 and parameter_count(mnist) == 235_146
+    assert build_model("mlp", dataset_info("cifar10"), seed=0).fc1.in_features == 3072
+    for height, width, inputs in ((224, 224, 3072), (120, 80, 3072), (20, 300, 1920)):
+        model = build_model("mlp", _images(height, width), seed=0)
+        assert model.fc1.in_features == inputs
+        assert model(torch.zeros(2, 3, height, width)).shape == (2, 4)
+
+
+def test_mlp_sgd_at_224_px_stays_finite() -> None:
+    """fc1 had 150,528 inputs at 224 px: SGD at lr 0.02, momentum 0.9 went to NaN."""
+    model = build_model("mlp", _images(224, 224), seed=0)
+    gen = torch.Generator().manual_seed(1)
+    # Photos' pixels move together: each image a brightness of its own plus a little noise
+    # (what made the 150,528 inputs' steps add up), its class by how bright it is.
+    bright = torch.randn(16, 1, 1, 1, generator=gen) * 1.5
+    x = bright + 0.1 * torch.randn(16, 3, 224, 224, generator=gen)
+    y = (bright.flatten() > 0).long() + 2 * (bright.flatten().abs() > 1).long()
+    opt = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
+    for _ in range(20):
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        assert torch.isfinite(loss) and loss.item() < 10
