@@ -7,6 +7,7 @@ Everything else goes straight to ``cli.main``.
 
 from __future__ import annotations
 
+import itertools
 import sys
 from typing import Sequence
 
@@ -37,7 +38,7 @@ def join_address(argv: Sequence[str]) -> tuple[str, int] | None:
     args = list(argv[1:])
     if any(a in ("-h", "--help") or a == WAIT or a.startswith(f"{WAIT}=") for a in args):
         return None
-    if any(_refused(arg, nxt) for arg, nxt in zip(args, [*args[1:], ""], strict=True)):
+    if any(_refused(arg, nxt) for arg, nxt in itertools.pairwise([*args, ""])):
         return None
     address, skip = None, False
     for arg in args:
