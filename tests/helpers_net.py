@@ -244,6 +244,15 @@ def cli(*args: str, env: dict[str, str] | None = None, **kwargs: Any) -> subproc
                             env=full_env, **kwargs)
 
 
+def reap(*procs: subprocess.Popen[str]) -> None:
+    """Kill the ``cli`` processes still running (a test timed out) and print what each said,
+    so it shows with the failure."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            print(proc.args[3:5], *proc.communicate(), sep="\n")
+
+
 def metrics(out_dir: Path) -> list[dict[str, Any]]:
     """The records of metrics.jsonl (empty if not there yet)."""
     path = out_dir / "metrics.jsonl"

@@ -18,7 +18,7 @@ from computeshare_desktop.errors import ConfigError
 from computeshare_desktop.events import LogLine
 
 from helpers_cli import run_cli
-from helpers_net import cli, free_ports
+from helpers_net import cli, free_ports, reap
 
 CLASSES = ("high", "low", "middle")  # sorted: the band's row is 0, 8 and 4 for 0, 1, 2
 ROWS = {"high": 0, "middle": 4, "low": 8}
@@ -120,10 +120,7 @@ def test_host_and_join_train_on_a_folder_as_real_processes(tmp_path):
         hub_out, hub_err = hub.communicate(timeout=60)
         worker_out, worker_err = worker.communicate(timeout=30)
     finally:
-        for proc in (hub, worker):
-            if proc.poll() is None:  # timed out: what it said is shown with the failure
-                proc.kill()
-                print(proc.args[3:5], *proc.communicate(), sep="\n")
+        reap(hub, worker)  # timed out: what each said shows with the failure
     assert hub.returncode == 0, hub_err
     assert worker.returncode == 0, worker_err
     assert "session finished" in worker_out

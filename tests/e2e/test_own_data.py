@@ -22,7 +22,7 @@ import pytest
 import torch
 from PIL import Image
 
-from helpers_net import cli, free_ports, metrics
+from helpers_net import cli, free_ports, metrics, reap
 
 pytestmark = pytest.mark.slow
 PIN = "864213"
@@ -158,10 +158,7 @@ def across_two_workers(tmp: Path, env: dict[str, str], model: str, rounds: int,
                 w.kill()
         joined = [w.communicate(timeout=60) for w in workers]
     finally:
-        for proc in (hub, *workers):
-            if proc.poll() is None:  # timed out: what it said is shown with the failure
-                proc.kill()
-                print(proc.args[3:5], *proc.communicate(), sep="\n")
+        reap(hub, *workers)  # timed out: what each said shows with the failure
     said = "\n".join(f"{p.args[3]} exit {p.returncode}: {err[-1500:]}" for p, err in zip(
         (hub, *workers), (hub_err, *(e for _, e in joined)), strict=True))
     assert [p.returncode for p in (hub, *workers)] == [0, 0, 0], said

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from computeshare_desktop.data import load_dataset
-from helpers_net import cli, free_ports, metrics
+from helpers_net import cli, free_ports, metrics, reap
 
 pytestmark = pytest.mark.slow
 PIN = "864213"
@@ -98,10 +98,7 @@ def test_a_strangers_model_trains_across_two_joins_and_its_pt2_scores_alone(tmp_
         hub_out, hub_err = hub.communicate(timeout=150)
         joined = [w.communicate(timeout=60) for w in workers]
     finally:
-        for proc in (hub, *workers):
-            if proc.poll() is None:  # timed out: what it said is shown with the failure
-                proc.kill()
-                print(proc.args[3:5], *proc.communicate(), sep="\n")
+        reap(hub, *workers)  # timed out: what each said shows with the failure
     assert hub.returncode == 0, hub_err
     for w, (wout, werr) in zip(workers, joined, strict=True):
         assert w.returncode == 0, werr
