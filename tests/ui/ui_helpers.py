@@ -8,7 +8,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtGui import QImage
-from PySide6.QtWidgets import QAbstractSpinBox, QLineEdit, QTableView, QWidget
+from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QLineEdit, QRadioButton, QStyle,
+                               QStyleOptionButton, QTableView, QWidget)
 
 LEFT = Qt.MouseButton.LeftButton
 
@@ -30,7 +31,24 @@ def type_into(qtbot, widget: QWidget, text: str) -> None:
 def click(qtbot, widget: QWidget) -> None:
     """A real left click in the middle of ``widget``."""
     assert widget.isVisible() and widget.isEnabled(), f"{widget!r} cannot be clicked"
+    if isinstance(widget, (QCheckBox, QRadioButton)):
+        # a check box reacts only on its indicator and text: a layout may stretch it wider,
+        # and a click in the middle of the stretch does nothing, for a user as for a test
+        was = widget.isChecked()
+        qtbot.mouseClick(widget, LEFT, pos=check_point(widget))
+        want = True if isinstance(widget, QRadioButton) else not was
+        assert widget.isChecked() == want, f"{widget.text()!r} did not take the click"
+        return
     qtbot.mouseClick(widget, LEFT)
+
+
+def check_point(box: QCheckBox | QRadioButton) -> QPoint:
+    """The middle of the part of a check box or radio button that takes clicks."""
+    option = QStyleOptionButton()
+    box.initStyleOption(option)
+    element = (QStyle.SubElement.SE_CheckBoxClickRect if isinstance(box, QCheckBox)
+               else QStyle.SubElement.SE_RadioButtonClickRect)
+    return box.style().subElementRect(element, option, box).center()
 
 
 def click_row(qtbot, view: QTableView, row: int, *, double: bool = False) -> None:
