@@ -26,9 +26,10 @@ from .messages import MAX_STR_CHARS as MAX_STR_CHARS
 from .messages import MESSAGE_CLASSES, MsgType
 
 MAGIC = b"CS"
-PROTOCOL_VERSION = 6  # 4: the Welcome carries the training recipe; 5: graphs (GRAPH_GET,
+PROTOCOL_VERSION = 7  # 4: the Welcome carries the training recipe; 5: graphs (GRAPH_GET,
 # GRAPH_DATA, GRAPH_REFUSED), the torch release in Join and Welcome, statistics frames;
-# 6: your own data (tables, the worker's shard cache, augmentation)
+# 6: your own data (tables, the worker's shard cache, augmentation); 7: the app's third pass
+# (the host removing a machine, paired machines across sessions, pausing workers)
 MAX_HEADER_BYTES = 4096
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
 

@@ -41,7 +41,7 @@ def test_examples_cover_every_message_type() -> None:
 @pytest.mark.parametrize("mtype", list(MsgType), ids=lambda t: t.value)
 def test_round_trip(mtype: MsgType) -> None:
     frames = example_frames(mtype)
-    assert frames[0][:3] == b"CS\x06" == HEAD
+    assert frames[0][:3] == b"CS\x07" == HEAD
     msg, body = decode(frames)
     assert msg == EXAMPLES[mtype]
     assert type(msg) is MESSAGE_CLASSES[mtype]
@@ -83,14 +83,15 @@ def test_wrong_magic_is_malformed(head: bytes) -> None:
     assert rejected([head]) is RejectCode.MALFORMED
 
 
-def test_protocol_version_is_six() -> None:
+def test_protocol_version_is_seven() -> None:
     # 1 was the HMAC challenge-response pairing, 2 sent whole float32 models every round,
     # 3's Welcome had no training recipe, 4 had no graphs and no statistics frames,
-    # 5 had no data kinds, shard cache or augmentation
-    assert PROTOCOL_VERSION == 6
+    # 5 had no data kinds, shard cache or augmentation, 6 no removal notice, paired
+    # machines or pausing
+    assert PROTOCOL_VERSION == 7
 
 
-@pytest.mark.parametrize("version", [0, 1, 2, 3, 4, 5, 7, 255])
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4, 5, 6, 8, 255])
 def test_other_protocol_version(version: int) -> None:
     frames = example_frames(MsgType.PAIR_START)
     frames[0] = frames[0][:2] + bytes([version]) + frames[0][3:]
@@ -220,16 +221,16 @@ def test_the_header_is_protocol_5_byte_for_byte() -> None:
     push = Push(token="\u00e9\n\"", version=-1, codec="raw", numel=2**53, loss=float("nan"),
                 samples=0, steps=3, compute_ms=float("-inf"), bandwidth=1.25e7)
     assert encode(push, [b"", b""])[0] == (
-        b'CS\x06{"t":"push","token":"\\u00e9\\n\\"","version":-1,"codec":"raw",'
+        b'CS\x07{"t":"push","token":"\\u00e9\\n\\"","version":-1,"codec":"raw",'
         b'"numel":9007199254740992,"loss":NaN,"samples":0,"steps":3,"compute_ms":-Infinity,'
         b'"bandwidth":12500000.0}')
     join = Join(name="machine-\U0001f642", device="cpu", torch="2.14.1")
-    assert encode(join)[0] == (b'CS\x06{"t":"join","name":"machine-\\ud83d\\ude42","device":"cpu",'
+    assert encode(join)[0] == (b'CS\x07{"t":"join","name":"machine-\\ud83d\\ude42","device":"cpu",'
                                b'"torch":"2.14.1"}')
     assert decode(encode(join))[0] == join  # a surrogate pair is one character, not a lone one
     shape = ShardData(offset=0, total=5, image_shape=[5, 1, 28, 28])
     assert encode(shape, [b"", b""])[0] == (
-        b'CS\x06{"t":"shard_data","offset":0,"total":5,"image_shape":[5,1,28,28],'
+        b'CS\x07{"t":"shard_data","offset":0,"total":5,"image_shape":[5,1,28,28],'
         b'"same":false,"dtype":"uint8"}')
 
 
