@@ -64,7 +64,7 @@ class WorkerReady(Event, frozen=True):
 
 
 class WorkerLeft(Event, frozen=True):
-    """``reason``: left, silent, kicked, arch_mismatch, stuck or model_refused."""
+    """``reason``: left, paused, silent, kicked, arch_mismatch, stuck or model_refused."""
 
     kind: ClassVar[str] = "worker_left"
     worker: WorkerInfo
@@ -283,6 +283,20 @@ class Resync(Event, frozen=True):
     version: int
 
 
+class Paused(Event, frozen=True):
+    """The worker paused: it told the hub, which gave its shard to others (``reason``:
+    "you", its person; "battery", the machine runs on battery power)."""
+
+    kind: ClassVar[str] = "paused"
+    reason: str
+
+
+class Resumed(Event, frozen=True):
+    """The worker resumes: it joins again, without the PIN."""
+
+    kind: ClassVar[str] = "resumed"
+
+
 class WorkerDone(Event, frozen=True):
     """The worker's session is over (``left``: it chose to leave)."""
 
@@ -360,7 +374,7 @@ HUB_EVENTS: tuple[type[Event], ...] = (
     HubStopped)
 WORKER_EVENTS: tuple[type[Event], ...] = (
     PairedWith, Joined, ModelReceived, ShardReceived, Pushed, HubSilent, HubLost, HubBack,
-    HubStopped, PairingWait, SessionFull, Rejoining, Resync, WorkerDone)
+    HubStopped, PairingWait, SessionFull, Rejoining, Resync, Paused, Resumed, WorkerDone)
 SERVICE_EVENTS: tuple[type[Event], ...] = (
     DeviceChosen, Listening, Advertising, LogLine, Failed, CodeRefused, Ended)
 BY_KIND: dict[str, type[Event]] = {cls.kind: cls for cls in HUB_EVENTS}  # what the wire carries

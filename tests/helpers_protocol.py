@@ -49,7 +49,7 @@ EXAMPLES: dict[MsgType, Any] = {
     MsgType.ACK: Ack(version=42),
     MsgType.PING: Ping(token=HEX32),
     MsgType.PONG: Pong(version=42, state="training"),
-    MsgType.BYE: Bye(token=HEX32),
+    MsgType.BYE: Bye(token=HEX32, paused=True),
     MsgType.DONE: Done(version=600),
     MsgType.REJECT: Reject(code="STALE", detail="current version is 42", version=42,
                            retry_after=0.0),

@@ -217,10 +217,10 @@ class HubCore:
         if self.stopped and not isinstance(msg, Bye):
             self._told.add(member.worker_id)
             return self._stopped_reply()
-        if isinstance(msg, Bye):
-            self.members.remove(member.token, "said goodbye")
+        if isinstance(msg, Bye):  # paused: it comes back later (its key pairs it)
+            self.members.remove(member.token, "paused" if msg.paused else "said goodbye")
             self._forget(member)
-            self._event(WorkerLeft(member.info(), "left"))
+            self._event(WorkerLeft(member.info(), "paused" if msg.paused else "left"))
             self._maybe_close(now, out)
             return (Ack(self.server.version),)
         if isinstance(msg, GraphRefusal):

@@ -307,6 +307,9 @@ class Bye(Message, frozen=True):
     TYPE: ClassVar[MsgType] = MsgType.BYE
     FRAMES: ClassVar[int] = 0
     token: Str
+    # 7: the worker pauses (its person, or on battery): the hub frees its shard for others
+    # and shows it as paused; it comes back with a JOIN, without the PIN
+    paused: bool = False
 
 
 class Done(Message, frozen=True):
