@@ -11,6 +11,7 @@ from computeshare_desktop.protocol import MESSAGE_CLASSES, PROTOCOL_VERSION, Msg
 from computeshare_desktop.protocol.messages import (Ack, Bye, Done, GraphData, GraphGet,
                                                     GraphRefusal, Join, Model, Paired,
                                                     PairFinish, PairReply, PairStart, Ping, Pong,
+                                                    Probe, ProbeReply,
                                                     Pull, Push, Reject, Shard, ShardData,
                                                     Waiting, Welcome)
 from computeshare_desktop.protocol.wire import MAGIC
@@ -53,6 +54,9 @@ EXAMPLES: dict[MsgType, Any] = {
     MsgType.DONE: Done(version=600),
     MsgType.REJECT: Reject(code="STALE", detail="current version is 42", version=42,
                            retry_after=0.0),
+    MsgType.PROBE: Probe(key=CURVE_KEY, size=1048576),
+    MsgType.PROBE_REPLY: ProbeReply(hub_key=CURVE_KEY, session_id="s1", size=1048576,
+                                    numel=21840, ttl=19.5),
 }
 
 

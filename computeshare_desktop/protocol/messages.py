@@ -83,6 +83,8 @@ class MsgType(str, Enum):
     BYE = "bye"  # worker -> hub: leaving; free my shard
     DONE = "done"  # hub -> worker: the session has finished; stop
     REJECT = "reject"  # hub -> worker: refusal with a code
+    PROBE = "probe"  # doctor -> hub, before pairing: a network check (hub/probe.py)
+    PROBE_REPLY = "probe_reply"  # hub -> doctor: its key, then the bytes a probe asked for
 
 
 class SessionState(str, Enum):
@@ -327,12 +329,39 @@ class Reject(Message, frozen=True):
     retry_after: Real  # seconds before retrying (LOCKED_OUT); 0 otherwise
 
 
+PROBE_MAX_BYTES = 4 * 1024 * 1024  # of a PROBE's upload frame and of its reply's frame
+
+
+class Probe(Message, frozen=True):
+    """A network check (``computeshare doctor``), allowed before pairing. On the pairing
+    port, ``key`` asks the hub to let that throwaway key probe its encrypted port briefly
+    (the frame is empty); there, the frame is an upload and ``size`` the bytes asked back."""
+
+    TYPE: ClassVar[MsgType] = MsgType.PROBE
+    FRAMES: ClassVar[int] = 1
+    key: Str  # the prober's throwaway CURVE public key, Z85 ("" on the encrypted port)
+    size: Offset  # bytes asked back (at most PROBE_MAX_BYTES)
+
+
+class ProbeReply(Message, frozen=True):
+    """The hub's answer to a PROBE: its frame holds ``size`` bytes (none on the pairing
+    port). ``hub_key`` is not authenticated there: good for a measurement, not for trust."""
+
+    TYPE: ClassVar[MsgType] = MsgType.PROBE_REPLY
+    FRAMES: ClassVar[int] = 1
+    hub_key: Str  # the hub's CURVE public key, Z85
+    session_id: Str  # as its LAN advert says (the doctor matches the two)
+    size: Offset
+    numel: Offset  # the session's model parameters (the doctor's preset estimate)
+    ttl: Real  # seconds the probing key has left
+
+
 MESSAGE_CLASSES: dict[MsgType, type[Message]] = {
     cls.TYPE: cls
     for cls in (
         PairStart, PairReply, PairFinish, Paired, Join, Welcome, GraphGet, GraphData,
         GraphRefusal, Shard, ShardData, Pull, Model, Waiting,
-        Push, Ack, Ping, Pong, Bye, Done, Reject,
+        Push, Ack, Ping, Pong, Bye, Done, Reject, Probe, ProbeReply,
     )
 }
 
@@ -341,3 +370,6 @@ assert set(MESSAGE_CLASSES) == set(MsgType), "every message type needs a class"
 TO_HUB = frozenset({MsgType.JOIN, MsgType.GRAPH_GET, MsgType.GRAPH_REFUSED, MsgType.SHARD,
                     MsgType.PULL, MsgType.PUSH, MsgType.PING, MsgType.BYE})
 TO_PAIRING = frozenset({MsgType.PAIR_START, MsgType.PAIR_FINISH})
+# A network check: a stranger's PROBE on the pairing port, then a probing key's on the
+# encrypted one (hub/probe.py); never part of a worker's requests.
+PROBES = frozenset({MsgType.PROBE})
