@@ -24,8 +24,8 @@ from ..events import (Event, ModelRefused, PairingRefused, Rejected, StateChange
                       WorkerJoined, WorkerLeft, WorkerReady)
 from ..graph import GraphRefused, release, torch_release
 from ..protocol import TO_HUB, TO_PAIRING, RejectCode, SessionState, auth, decode, encode
-from ..protocol.messages import (Ack, Bye, Done, GraphData, GraphGet, GraphRefusal, Join, Model,
-                                 Ping, Pong, Pull, Push, Reject, Shard, Waiting,
+from ..protocol.messages import (PROBES, Ack, Bye, Done, GraphData, GraphGet, GraphRefusal, Join,
+                                 Model, Ping, Pong, Probe, Pull, Push, Reject, Shard, Waiting,
                                  Welcome)
 from ..protocol.wire import Frame
 from .config import HubConfig
@@ -34,6 +34,7 @@ from .asynchronous import AsyncSchedule
 from .augment import session_augment
 from .membership import Member, Membership
 from .pairing import PairingDesk
+from .probe import PROBE_MAX_BYTES, ProbeDesk
 from .rejects import RejectLog
 from .rounds import Round, Task
 from .schedule import Schedule
@@ -83,6 +84,7 @@ class HubCore:
         self.train_set = train_set
         self.allowlist = allowlist if allowlist is not None else Allowlist()
         self.pairing = PairingDesk(pin, session_id, hub_key, self.allowlist)
+        self.probes = ProbeDesk(hub_key, session_id, server.numel)  # the doctor's checks
         self.members = Membership(config.workers, config.heartbeat_timeout_s, held)
         self.state = SessionState.DONE if server.version >= config.rounds else SessionState.WAITING
         schedule = AsyncSchedule if config.asynchronous else Schedule
@@ -109,6 +111,9 @@ class HubCore:
         only keys on the allowlist get past this point (a kicked key is refused at once,
         even on a connection that was open before the kick).
         """
+        if peer_key is not None and peer_key not in self.allowlist \
+                and self.probes.allows(peer_key, now):
+            return [self._probe(peer, frames, now, peer_key)]
         nbytes = sum(len(f) for f in frames)
         self.round.received(nbytes)
         out: list[Reply] = []
@@ -129,7 +134,10 @@ class HubCore:
         """Process one request from the (unencrypted) pairing socket; ``source`` is the
         sender's IP address when the transport knows it (limits are per source)."""
         try:
-            msg, _ = decode(frames, max_frame_bytes=MAX_PAIRING_FRAME, expect=TO_PAIRING)
+            msg, _ = decode(frames, max_frame_bytes=MAX_PAIRING_FRAME,
+                            expect=TO_PAIRING | PROBES)
+            if isinstance(msg, Probe):  # a network check asks to probe (hub/probe.py)
+                return [Reply(peer, encode(self.probes.grant(msg, now, source), [b""]))]
             reply: tuple[Any, ...] = (self.pairing.handle(msg, now, source),)
         except RemoteProtocolError as exc:
             lockout = self.pairing.lockout_for(source)
@@ -138,6 +146,15 @@ class HubCore:
             if exc.code is RejectCode.LOCKED_OUT or exc.code is RejectCode.BAD_PIN:
                 self._event(PairingRefused(exc.code.value, lockout.failures, locked_for))
         return [Reply(peer, encode(*reply))]
+
+    def _probe(self, peer: bytes, frames: Sequence[Frame], now: float, key: str) -> Reply:
+        """A probing key's request: PROBE only, counted in no round (hub/probe.py)."""
+        try:
+            msg, body = decode(frames, max_frame_bytes=PROBE_MAX_BYTES, expect=PROBES)
+            reply, data = self.probes.serve(key, msg, body, now)
+            return Reply(peer, encode(reply, [data]))
+        except RemoteProtocolError as exc:
+            return Reply(peer, encode(*self._reject(exc, peer, now)))
 
     def kick(self, worker_id: int) -> bool:
         """Remove a worker and ban its key for the session (other workers on that key go
