@@ -3,6 +3,11 @@
 A ban covers the key and the LAN address it paired from (when the pairing desk gave one):
 a kicked machine cannot pair again under a new key.
 
+With ``paired`` (the hub's Paired machines, kept across its sessions), a new session starts
+with the machines that paired with this hub before, a key that pairs with the PIN is
+remembered there, and a kicked one is forgotten there; a key the host removed from that
+list is dropped from a resumed session's list too.
+
 Read from the ZAP authenticator's thread and written from the hub's loop: writers replace
 an immutable snapshot, so a reader never sees a half-updated set.
 """
@@ -14,6 +19,7 @@ import logging
 from pathlib import Path
 
 from ..files import atomic_write
+from .paired_machines import PairedMachines
 
 log = logging.getLogger(__name__)
 
@@ -21,8 +27,9 @@ log = logging.getLogger(__name__)
 class Allowlist:
     """Public keys (Z85 text) with the name each was paired under."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, paired: PairedMachines | None = None) -> None:
         self.path = path
+        self.paired = paired
         self._keys: dict[str, str] = {}
         self._banned: frozenset[str] = frozenset()
         self._addresses: dict[str, str] = {}  # key -> the LAN address it paired from
@@ -38,6 +45,7 @@ class Allowlist:
                     str(a) for a in data.get("banned_addresses", []))
             else:  # the first format: the keys alone
                 self._keys = {str(k): str(v) for k, v in data.items()}
+        self._seed()
 
     def __contains__(self, key: object) -> bool:
         return key in self._keys
@@ -49,7 +57,22 @@ class Allowlist:
         """Revoke every key and forget every ban (a new session)."""
         self._keys, self._banned = {}, frozenset()
         self._addresses, self._banned_addresses = {}, frozenset()
+        self._seed()
         self._save()
+
+    def _seed(self) -> None:
+        """The machines this hub paired with in earlier sessions are allowed (those the
+        host removed are not, and a banned key stays banned)."""
+        if self.paired is None:
+            return
+        removed = self.paired.removed()
+        keys = {k: v for k, v in self._keys.items() if k not in removed}
+        for machine in reversed(self.paired.machines()):
+            if machine.key not in self._banned:
+                keys[machine.key] = machine.name
+                if machine.address:
+                    self._addresses = {**self._addresses, machine.key: machine.address}
+        self._keys = keys
 
     def banned(self, key: str) -> bool:
         """True when ``key`` was kicked: it cannot pair again in this session."""
@@ -68,6 +91,8 @@ class Allowlist:
         if address is not None:
             self._banned_addresses = self._banned_addresses | {address}
         self._save()
+        if self.paired is not None:  # never let in again without the PIN
+            self.paired.forget(key)
 
     def name(self, key: str) -> str | None:
         """The name a key was paired under."""
@@ -79,6 +104,12 @@ class Allowlist:
         if address is not None:
             self._addresses = {**self._addresses, key: address}
         self._save()
+
+    def pair(self, key: str, name: str, address: str | None = None) -> None:
+        """``key`` proved the PIN: allow it, and remember it for the hub's later sessions."""
+        self.add(key, name, address)
+        if self.paired is not None:
+            self.paired.remember(key, name, address)
 
     def remove(self, key: str) -> bool:
         """Revoke ``key``; True if it was allowed."""

@@ -169,7 +169,7 @@ class PairingDesk:
             raise RemoteProtocolError(RejectCode.BAD_PIN, "wrong PIN")
         if not _Z85_KEY.fullmatch(msg.worker_key):
             raise RemoteProtocolError(RejectCode.MALFORMED, "worker key is not a Z85 key")
-        self.allowlist.add(msg.worker_key, entry.name, None if local else entry.source)
+        self.allowlist.pair(msg.worker_key, entry.name, None if local else entry.source)
         log.info("paired %r from %s (key %s...)", entry.name, entry.source, msg.worker_key[:8])
         return Paired(hub_key=self.hub_key, session_id=self.session_id,
                       proof=entry.pairing.hub_proof(self.hub_key, self.session_id))

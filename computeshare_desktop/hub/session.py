@@ -33,6 +33,7 @@ from ..protocol import PROTOCOL_VERSION, auth
 from ..protocol.wire import Frame
 from .config import HubConfig, absolute_dataset, absolute_model
 from .allowlist import Allowlist
+from .paired_machines import PairedMachines
 from .augment import augment_line
 from .core import HubCore, Reply
 from .endpoint import EventSink, HubResult, SessionStatus
@@ -81,7 +82,9 @@ class HubSession:
 
     def __init__(self, config: HubConfig, *, pin: str, hub_key: str, out_dir: str | Path,
                  resume: bool = False, on_event: EventSink | None = None,
-                 given: Given | None = None) -> None:
+                 given: Given | None = None, paired: PairedMachines | None = None) -> None:
+        """``paired``: the hub's Paired machines, let in without the PIN (None: only the
+        machines that pair in this session, or joined it before a resume)."""
         self.out = OutputDir(out_dir)
         self.disk_errors = 0
         self.sinks: list[EventSink] = [on_event] if on_event else []
@@ -123,9 +126,9 @@ class HubSession:
                 log.info("dropped %d metrics records past version %d", dropped,
                          self.server.version)
         self.session_id = meta.get("session_id") or auth.new_nonce()[:16]
-        allowlist = Allowlist(self.out.path / ALLOWLIST_FILE)
+        allowlist = Allowlist(self.out.path / ALLOWLIST_FILE, paired)
         if not resume:
-            allowlist.clear()  # a new session starts with nobody paired
+            allowlist.clear()  # a new session: nobody paired, but the hub's paired machines
         self.core = HubCore(config, pin=pin, session_id=self.session_id, hub_key=hub_key,
                             train_set=train_set, server=self.server,
                             fingerprint=self.model.fingerprint, allowlist=allowlist,

@@ -36,6 +36,7 @@ from .join import JoinPlan, JoinService
 from .prepare import ProgressLines, prepare
 from .threads import SERIAL, ServiceThread, Tagged
 from .options import HostPlan, JoinTarget, check_output_folder, worker_name
+from .paired import paired_machines
 
 log = logging.getLogger(__name__)
 
@@ -122,10 +123,11 @@ class HostService(ServiceThread):
         try:
             identity = load_or_create(identity_path("hub"))
             self._prepare_data()
+            paired = paired_machines(identity.public)  # machines that paired before
             session = self.session = HubSession(
                 self.plan.config, pin=self.pin, hub_key=identity.public,
                 out_dir=self.out_path, on_event=self._on_hub_event, resume=self.plan.resume,
-                given=self.plan.given)
+                given=self.plan.given, paired=paired if paired.enabled else None)
             server = self._server = self._listen(session, identity)
             advertising = self._advertise(session, identity, server.port)
             self._start_local_worker(session, identity, server.port)

@@ -88,7 +88,8 @@ class KnownHubs:
     """The hubs a worker has paired with, per hub key: the addresses it reached each at.
 
     A worker that restarts finds the hub's key here and rejoins without the PIN (the hub
-    still allows its key while the session lasts). Kept beside the worker's key file.
+    still allows its key while the session lasts, and in its later sessions while this
+    machine is on its Paired machines list). Kept beside the worker's key file.
     """
 
     def __init__(self, key_file: Path) -> None:
@@ -114,11 +115,22 @@ class KnownHubs:
         """The remembered key whose fingerprint (``digest(key)``) is ``fingerprint``."""
         return next((k for k in self._load() if digest(k) == fingerprint), None)
 
+    def forget(self, hub_key: str) -> bool:
+        """Drop ``hub_key`` (its hub no longer lets this worker in without the PIN); True
+        if it was remembered."""
+        known = self._load()
+        if known.pop(hub_key, None) is None:
+            return False
+        self._save(known)
+        return True
+
     def remember(self, hub_key: str, address: str) -> None:
         """Note that ``hub_key`` answered at ``address`` (an address moves to its newest key)."""
         known = {k: [a for a in v if a != address] for k, v in self._load().items()}
         known[hub_key] = [address, *known.get(hub_key, [])][:8]
-        known = {k: v for k, v in known.items() if v}
+        self._save({k: v for k, v in known.items() if v})
+
+    def _save(self, known: dict[str, list[str]]) -> None:
         try:
             atomic_write(self.path, json.dumps(known, indent=1, sort_keys=True).encode(),
                          mode=0o600)
