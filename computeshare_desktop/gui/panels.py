@@ -1,13 +1,15 @@
-"""Small building blocks of the progress window: stat cards, the finish card, the log pane."""
+"""Small building blocks of the progress window: stat cards, the finish card, the log pane,
+and the small dialog that says where the output folder is when no file manager opens it."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
-from PySide6.QtCore import QUrl, Signal
-from PySide6.QtGui import QTextCursor
-from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton,
-                               QVBoxLayout, QWidget)
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QGuiApplication, QTextCursor
+from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFrame, QHBoxLayout, QLabel,
+                               QLineEdit, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget)
 
 from .formatting import percent
 from .progress_rows import FinalResult
@@ -87,6 +89,60 @@ class FinishCard(QFrame):
                 self.detail.setText(contribution)
                 self.model_path.setText("The trained model and its accuracy are on the hub.")
             self.open_button.hide()
+
+
+class CopyButton(QPushButton):
+    """A button that copies ``text()`` to the clipboard and says "Copied ✓" for two
+    seconds."""
+
+    def __init__(self, label: str, text: Callable[[], str], tip: str) -> None:
+        super().__init__(label)
+        self.label, self._text = label, text
+        self.setToolTip(tip)
+        self._copied = QTimer(self)
+        self._copied.setSingleShot(True)
+        self._copied.timeout.connect(lambda: self.setText(self.label))
+        self.clicked.connect(self.copy)
+
+    def copy(self) -> None:
+        """Copy, and say so on the button."""
+        QGuiApplication.clipboard().setText(self._text())
+        self.setText("Copied ✓")
+        self._copied.start(2000)
+
+
+class FolderDialog(QDialog):
+    """Where the output folder is, for a computer where no file manager opened it: the path
+    (selectable) and a Copy button that puts it on the clipboard. Not modal: the window
+    behind it stays usable."""
+
+    def __init__(self, path: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Output folder")
+        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.path = path
+        text = QLabel("No file manager could open the output folder. It is here:")
+        text.setWordWrap(True)
+        self.field = QLineEdit(path)
+        self.field.setReadOnly(True)
+        self.field.setAccessibleName("Output folder path")
+        self.field.setMinimumWidth(min(720, max(360, self.field.fontMetrics()
+                                                .horizontalAdvance(path) + 32)))
+        self.copy_button = CopyButton("Copy", lambda: self.path,
+                                      "Copy the folder's path to the clipboard")
+        box = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        box.rejected.connect(self.reject)
+        self.close_button = box.button(QDialogButtonBox.StandardButton.Close)
+        self.close_button.setObjectName("Primary")
+        self.close_button.setDefault(True)
+        line = QHBoxLayout()
+        line.addWidget(self.field, 1)
+        line.addWidget(self.copy_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(18, 14, 18, 14)
+        layout.addWidget(text)
+        layout.addLayout(line)
+        layout.addWidget(box)
 
 
 class LogPane(QPlainTextEdit):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QFont, QGuiApplication
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from .formatting import group_pin
+from .panels import CopyButton
 
 
 class PinCard(QFrame):
@@ -30,16 +31,12 @@ class PinCard(QFrame):
         self.hint = QLabel("Starting the hub…")
         self.hint.setProperty("role", "muted")
         self.hint.setWordWrap(True)
-        self.copy_button = QPushButton("Copy PIN")
-        self.copy_button.setToolTip("Copy the PIN to the clipboard")
-        self.copy_button.clicked.connect(self._copy)
+        self.copy_button = CopyButton("Copy PIN", lambda: self.pin,
+                                      "Copy the PIN to the clipboard")
         self.new_button = QPushButton("New PIN")
         self.new_button.setToolTip("Replace the PIN (machines already paired stay; the old "
                                    "PIN stops working)")
         self._describe()
-        self._copied = QTimer(self)
-        self._copied.setSingleShot(True)
-        self._copied.timeout.connect(lambda: self.copy_button.setText("Copy PIN"))
 
         text = QVBoxLayout()
         text.setSpacing(2)
@@ -65,12 +62,13 @@ class PinCard(QFrame):
         spoken = ", ".join(" ".join(group) for group in group_pin(self.pin).split())
         self.digits.setAccessibleDescription(spoken)
 
+    def end(self) -> None:
+        """The session is over: its PIN pairs nothing, so no New PIN and no Copy PIN, and
+        the digits are greyed."""
+        self.new_button.hide()
+        self.copy_button.hide()
+        self.digits.setEnabled(False)
+
     def set_hint(self, text: str) -> None:
         """The line under the digits (how to join)."""
         self.hint.setText(text)
-
-    def _copy(self) -> None:
-        """Copy, and say so on the button for two seconds."""
-        QGuiApplication.clipboard().setText(self.pin)
-        self.copy_button.setText("Copied ✓")
-        self._copied.start(2000)

@@ -25,7 +25,7 @@ from .charts import ChartsPanel
 from .code_dialog import CodeQuestion
 from .confirm import StopQuestion
 from .formatting import human_bytes, human_duration, human_rate, percent
-from .panels import FinishCard, LogPane, StatCard, row
+from .panels import FinishCard, FolderDialog, LogPane, StatCard, row
 from .pin_card import PinCard
 from .progress_state import ProgressState
 from .sources import LogTap
@@ -71,6 +71,7 @@ class ProgressWindow(QMainWindow):
         self.pin_card = PinCard(pin) if pin else None
         self._ticks = 0
         self._shown_final: object = None
+        self.folder_dialog: FolderDialog | None = None  # the output folder, no file manager
         self._build(title, subtitle)
         self.tap = LogTap(runner.scope).attach()
         self.timer = QTimer(self)
@@ -273,6 +274,8 @@ class ProgressWindow(QMainWindow):
             self.finish_card.show()
         if not s.active:
             self.stop_button.hide()
+            if self.pin_card is not None:
+                self.pin_card.end()  # no New PIN (nor Copy) for a session that ended
         elif self.runner.stopping:
             self.stop_button.setEnabled(False)
         elif s.role == "hub":  # "Stop training" only once there is a training to stop
@@ -383,8 +386,9 @@ class ProgressWindow(QMainWindow):
         return self.finish_card.url
 
     def open_output_folder(self, url: QUrl) -> bool:
-        """Show the output folder in the system's file manager; without one, say where it
-        is and put its path on the clipboard."""
+        """Show the output folder in the system's file manager; without one, put its path
+        on the clipboard and show it in a small dialog with a Copy button
+        (``folder_dialog``)."""
         if QDesktopServices.openUrl(url):
             return True
         path = url.toLocalFile()
@@ -392,6 +396,8 @@ class ProgressWindow(QMainWindow):
         self.state.note(f"No file manager could open the output folder; its path is on the "
                         f"clipboard: {path}")
         self.finish_card.model_path.setToolTip(path)
+        self.folder_dialog = FolderDialog(path, self)
+        self.folder_dialog.show()
         self.refresh()
         return False
 

@@ -1,8 +1,17 @@
-"""The table of workers in a progress window, updated in place from ProgressState rows."""
+"""The table of workers in a progress window, updated in place from ProgressState rows.
+
+Columns are sized by ``fit_columns``: each gets what its header and cells need while the
+table is wide enough, the name column takes what is left over; when it is not, the name keeps
+a fair part of the width and the other text columns give way. Every cell carries its full text
+as a tool tip, so an elided name or count can still be read.
+"""
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QMenu, QTableWidget,
                                QTableWidgetItem)
 
@@ -18,6 +27,47 @@ TIPS = {2: "Its part of each round's samples: the hub gives faster devices large
 
 
 KICKABLE = ("joining", "loading data", "ready", "training")  # live rows a host can remove
+NAME_SHARE = 0.3  # the least part of a narrow table's width the name column keeps
+NAME_FLOOR = 120  # ... and at least this many pixels, when its names need them
+FLOOR = 40  # the least width of a name column in a very narrow table
+DROP_ORDER = (3, 6, 4)  # columns hidden first when the table is narrow: Busy, Last seen, rate
+
+
+def fit_columns(need: Sequence[int], floor: Sequence[int], available: int, *, name: int = 0,
+                drop: Sequence[int] = DROP_ORDER) -> list[int]:
+    """Widths (0: hidden) for columns that need ``need`` pixels (``floor``: their headers)
+    in a viewport ``available`` wide. Pure.
+
+    When everything fits, each column gets its need and column ``name`` the rest. When it
+    does not, the columns in ``drop`` are hidden one by one (the name's tool tip still has
+    their values) until it does. If it still does not, the name column keeps
+    ``max(NAME_FLOOR, NAME_SHARE * available)`` (or its need, if less) and the other columns
+    shrink toward their floors, in proportion to what they need above them: their cells
+    elide, and each cell's tool tip holds its whole text.
+    """
+    widths = list(need)
+    for column in [None, *drop]:
+        if column is not None:
+            widths[column] = 0
+        total = sum(widths)
+        if total <= available:
+            widths[name] += available - total
+            return widths
+    others = [i for i, w in enumerate(widths) if w and i != name]
+    keep = min(need[name], max(NAME_FLOOR, int(NAME_SHARE * available)))
+    room = available - keep
+    floors = sum(min(need[i], floor[i]) for i in others)
+    if room <= floors:  # the floors alone: the name takes what is left
+        for i in others:
+            widths[i] = min(need[i], floor[i])
+        widths[name] = max(FLOOR, available - floors)
+        return widths
+    slack = sum(need[i] - min(need[i], floor[i]) for i in others)
+    cut = max(0, sum(need[i] for i in others) - room) / slack if slack else 0.0
+    for i in others:
+        widths[i] = need[i] - int((need[i] - min(need[i], floor[i])) * cut + 0.999)
+    widths[name] = keep + max(0, room - sum(widths[i] for i in others))
+    return widths
 
 
 class WorkersTable(QTableWidget):
@@ -46,8 +96,10 @@ class WorkersTable(QTableWidget):
         self.setAlternatingRowColors(True)
         self.setShowGrid(False)
         header = self.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)  # long names elide
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)  # fit_columns sizes them
+        header.setMinimumSectionSize(FLOOR // 2)
+        header.setStretchLastSection(False)
+        self.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         header.setHighlightSections(False)
         for column, tip in TIPS.items():
@@ -74,6 +126,27 @@ class WorkersTable(QTableWidget):
                      ago(None if row.last_seen is None else now - row.last_seen), row.state)
             for c, text in enumerate(texts):
                 self._set(r, c, text)
+            name = self.item(r, 0)
+            if name is not None:  # the whole row: some columns hide in a narrow table
+                name.setToolTip("\n".join([row.name] + [f"{COLUMNS[c]}: {text}" for c, text
+                                                         in enumerate(texts) if c]))
+        self.fit()
+
+    def fit(self) -> None:
+        """Size the columns to the viewport (see ``fit_columns``)."""
+        header = self.horizontalHeader()
+        floor = [header.sectionSizeFromContents(c).width() for c in range(self.columnCount())]
+        need = [max(f, self.sizeHintForColumn(c)) for c, f in enumerate(floor)]
+        for c, width in enumerate(fit_columns(need, floor, self.viewport().width())):
+            if self.isColumnHidden(c) != (width == 0):
+                self.setColumnHidden(c, width == 0)
+            if width and header.sectionSize(c) != width:
+                header.resizeSection(c, width)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's API
+        """Refit the columns to the new width."""
+        super().resizeEvent(event)
+        self.fit()
 
     def selected_worker(self) -> int | None:
         """The worker id of the selected row, if it is a live worker."""
@@ -103,6 +176,9 @@ class WorkersTable(QTableWidget):
             flag = Qt.AlignmentFlag
             align = flag.AlignRight if column in _NUMERIC else flag.AlignLeft
             item.setTextAlignment(align | flag.AlignVCenter)
+            item.setToolTip(text)  # the whole text, when the cell elides it
             self.setItem(row, column, item)
         elif item.text() != text:
             item.setText(text)
+            if column:
+                item.setToolTip(text)
