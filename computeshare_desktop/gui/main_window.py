@@ -24,6 +24,7 @@ from ..service import HostService, JoinPlan, JoinService, Tagged, remembers
 from .assets import app_icon
 from .host_dialog import HostDialog
 from .join_dialog import JoinDialog
+from .placement import available_geometry, fit, place
 from ..service.options import AppConfig, HostOptions, JoinTarget, default_output_folder, worker_name
 from .code_dialog import CodeQuestion
 from .confirm import StopQuestion
@@ -303,6 +304,7 @@ class MainWindow(QMainWindow):
     def _open_progress(self, window: ProgressWindow) -> ProgressWindow:
         window.closed.connect(self._progress_closed)
         self.progress_windows.append(window)
+        place(window, self)  # inside this window's screen, whatever size it asks
         window.show()
         return window
 
@@ -366,3 +368,4 @@ class MainWindow(QMainWindow):
         saved = self.settings.geometry()
         if saved:
             self.restoreGeometry(QByteArray.fromBase64(saved.encode("ascii")))
+            fit(self, available_geometry(self))  # a smaller screen than last time: inside
