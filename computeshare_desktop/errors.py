@@ -32,6 +32,7 @@ class ExitCode(IntEnum):
     REFUSED = 5, "refused by the hub (wrong PIN, session full or finished, different model)"
     DATASET_OFFLINE = 6, "dataset not available offline"
     HUB_STOPPED = 7, "the hub stopped the session before its end (it can resume it later)"
+    REMOVED = 8, "the host removed this machine from the session (join: it cannot join it again)"
     INTERRUPTED = 130, "interrupted (Ctrl-C)"
 
 
@@ -99,6 +100,17 @@ class RejectedError(CodedError):
 
     exit_code = ExitCode.REFUSED
     prefix = "hub refused: "
+
+
+class RemovedError(RejectedError):
+    """The host removed (kicked) this machine from the session: it ended, nothing to retry
+    (the reject code stays BANNED; the message is the plain fact)."""
+
+    exit_code = ExitCode.REMOVED
+
+    def __init__(self, code: Any, detail: str = "") -> None:
+        super().__init__(code, detail)
+        self.args = ("the host removed this machine from the session",)
 
 
 class HubStoppedError(ComputeShareError):

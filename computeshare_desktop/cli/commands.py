@@ -19,7 +19,7 @@ import torch
 
 from ..discovery import SessionBrowser, describe, discover, pick_session
 from ..discovery.hub_advert import resolve_interface
-from ..errors import ConfigError, ExitCode
+from ..errors import ConfigError, ExitCode, RemovedError
 from ..data.tables import is_table_spec
 from ..evaluation import data_info, evaluate_file, program_alone
 from ..events import Listening
@@ -223,6 +223,9 @@ def join(args: argparse.Namespace) -> int:
     service = JoinService(join_plan(options, target, pin, device), on_event=view.on)
     try:
         _run_until_done(service.start())
+    except RemovedError as exc:  # kicked: an end, not a fault (exit 8, nothing to retry)
+        print(f"computeshare join: {exc}", file=sys.stderr)
+        return exc.exit_code
     finally:
         view.close()
     result = service.result

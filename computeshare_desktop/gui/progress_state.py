@@ -26,15 +26,28 @@ from ..events import (Advertising, CodeRefused, DeviceChosen, DiskError, Ended, 
                       Rejected, Rejoining, RoundClosed, SessionFull, ShardReceived,
                       StateChanged, Stopped, WorkerDone, WorkerJoined, WorkerLeft,
                       WorkerReady)
+from ..protocol import MEANINGS, RejectCode
 from ..service import FEED, Tagged
 from . import progress_hub as hub
 from . import progress_worker as worker
 from .progress_fields import ProgressFields
 from .progress_rows import ACTIVE_STATES, RATE_WINDOW_S
 
+REFUSALS_EVERY_S = 60.0  # at most one "Refused requests" line in the log per this long
+
+
+def refusal_meaning(code: str) -> str:
+    """A reject code's one-line meaning, for the log's summary."""
+    try:
+        return MEANINGS[RejectCode(code)]
+    except ValueError:
+        return code
+
 
 class ProgressState(ProgressFields):
     """Everything a progress window shows, for a hub (``role="hub"``) or a worker."""
+
+    _refusals_said = float("-inf")  # when the last refusal summary was logged
 
     # ----------------------------------------------------------------- reading
     def eta_s(self) -> float | None:
@@ -90,11 +103,20 @@ class ProgressState(ProgressFields):
                 handler(self, tagged.event, now)
         if not self.active and self.ended_at is None:
             self.ended_at = now
-        if self._refused:
-            summary = ", ".join(f"{n} × {code}" for code, n in sorted(self._refused.items()))
-            self._say(f"Refused requests: {summary}")
-            self._refused.clear()
+        self._summarize_refusals(now)
         return bool(events)
+
+    def _summarize_refusals(self, now: float) -> None:
+        """One log line for the refusals counted since the last, at most every
+        REFUSALS_EVERY_S (async mode refuses stale updates all the time: the workers table
+        counts them); the last one once the session has ended."""
+        if not self._refused or (now - self._refusals_said < REFUSALS_EVERY_S and self.active):
+            return
+        summary = ", ".join(f"{n} × {code}" for code, n in sorted(self._refused.items()))
+        meanings = "; ".join(refusal_meaning(code) for code in sorted(self._refused))
+        self._say(f"Refused requests: {summary} ({meanings})")
+        self._refused.clear()
+        self._refusals_said = now
 
     def set_traffic(self, sent: int, received: int) -> None:
         """Byte counters polled from a worker's channel."""

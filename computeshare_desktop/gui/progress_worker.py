@@ -20,6 +20,11 @@ from .formatting import percent
 from .progress_fields import ProgressFields
 from .progress_rows import ACTIVE_STATES, FinalResult, WorkerRow
 
+STOPPED_BY_HOST = "The host stopped the session"
+REMOVED = "The host removed this machine from the session"  # kicked: no retry, no fault
+REMOVED_CODE = "BANNED"  # the reject code a kicked machine hears (service.messages)
+LIVE_STATES = ("joining", "loading data", "ready", "training")  # a row still in a session
+
 
 def device_chosen(s: ProgressFields, e: DeviceChosen, now: float) -> None:
     """Log the device this machine trains on."""
@@ -64,7 +69,11 @@ def shard_received(s: ProgressFields, e: ShardReceived, now: float) -> None:
 
 
 def pushed(s: ProgressFields, e: Pushed, now: float) -> None:
-    """This machine's gradient: loss, compute time and its own counters."""
+    """This machine's gradient: loss, compute time and its own counters (after the end,
+    only the counters: the round the end named stays the window's)."""
+    if not s.active:
+        s.pushed, s.rejected = e.pushed, e.rejected
+        return
     version = e.version + max(1, e.steps)
     s._progress(version, e.loss, now)
     s.compute_ms.append((version, 1000 * e.compute_s))
@@ -99,12 +108,15 @@ def hub_back(s: ProgressFields, e: HubBack, now: float) -> None:
 
 
 def hub_stopped(s: ProgressFields, e: HubStopped, now: float) -> None:
-    """The host stopped the session (heard from this worker's session or the feed)."""
-    s.phase = "stopped"
-    s.status = f"The host stopped the session at round {e.version}"
-    s._alert(f"The host stopped the session at round {e.version}. Its model is "
-             "saved; join again if the host resumes it.", "error")
+    """The host stopped the session (heard from this worker's session and the feed: said
+    once). The hub's round is the one the header, banner and log show."""
+    if s.phase == "stopped" and s.status.startswith(STOPPED_BY_HOST):
+        return
+    s.phase, s.version = "stopped", e.version
+    s.status = f"{STOPPED_BY_HOST} at round {e.version:,}"
+    s._alert(f"{s.status}. Its model is saved; join again if the host resumes it.", "error")
     s._say(s.status)
+    _end_rows(s, "stopped", "stopped")
 
 
 def pairing_wait(s: ProgressFields, e: PairingWait, now: float) -> None:
@@ -132,6 +144,8 @@ def worker_done(s: ProgressFields, e: WorkerDone, now: float) -> None:
                 row.state = "left" if wid == s.worker_id else "not followed"
     elif s.active:
         s.pushed, s.rejected = e.pushed, e.rejected
+        s.version = max(s.version, e.version)
+        _end_rows(s, "done", "done")
         s.final = _worker_final(s)
         s.phase = "finished"
         s.status = f"Session finished: {e.pushed} gradients pushed"
@@ -140,8 +154,15 @@ def worker_done(s: ProgressFields, e: WorkerDone, now: float) -> None:
 
 
 def failed(s: ProgressFields, e: Failed, now: float) -> None:
-    """This worker failed."""
+    """This worker failed; removed by the host, it ended (no fault, nothing to retry)."""
+    if e.code == REMOVED_CODE:
+        s.phase, s.status = "stopped", REMOVED
+        s._alert(f"{REMOVED}.", "error")
+        s._say(REMOVED)
+        _end_rows(s, "removed", "not followed")
+        return
     s._fail(e.message)
+    _end_rows(s, "stopped", "not followed")
 
 
 def code_refused(s: ProgressFields, e: CodeRefused, now: float) -> None:
@@ -155,6 +176,15 @@ def ended(s: ProgressFields, e: Ended, now: float) -> None:
     s.closed = True
     if s.active:
         s.phase, s.status = "stopped", "Stopped"
+    _end_rows(s, "stopped", "not followed")
+
+
+def _end_rows(s: ProgressFields, mine: str, others: str) -> None:
+    """Once the session ended for this worker, no row still says it trains: its own
+    reads ``mine``, the others ``others`` (this window no longer hears of them)."""
+    for wid, row in s.workers.items():
+        if row.state in LIVE_STATES:
+            row.state = mine if wid == s.worker_id else others
 
 
 def _own_row(s: ProgressFields) -> WorkerRow | None:
@@ -207,7 +237,8 @@ def feed_round_closed(s: ProgressFields, e: RoundClosed, now: float) -> None:
                 w.id, _mine(w.name) if mine else w.name, w.device, key=w.key)
         row.progress(now, w.pushed, w.rejected, w.samples)
         row.work(w)
-        row.state = "training" if w.ready else "loading data"
+        if s.active:  # a round in flight at the end changes no row's state
+            row.state = "training" if w.ready else "loading data"
 
 
 def feed_evaluated(s: ProgressFields, e: Evaluated, now: float) -> None:
@@ -231,8 +262,9 @@ def feed_state_changed(s: ProgressFields, e: StateChanged, now: float) -> None:
 def feed_finished(s: ProgressFields, e: Finished, now: float) -> None:
     """The hub's final result, folded into this worker's own once it has one."""
     s._hub_final = e
+    s.version = max(s.version, e.version)
     for row in s.workers.values():
-        if row.state == "training":
+        if row.state in LIVE_STATES:
             row.state = "done"
     s._say(f"The hub finished: test accuracy {percent(e.accuracy)} after "
            f"{e.version} rounds")

@@ -1,32 +1,46 @@
-"""Refusals in the log: one line per reject code every LOG_EVERY_S, so a flood of bad
+"""Refusals in the log: at most one summary line every LOG_EVERY_S, so a flood of bad
 requests cannot flood the log as well. Every refusal is still an event; only the lines are
-thinned, with a count of what was left out."""
+thinned: a summary counts each code since the last one, with its meaning and the last peer."""
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 
-from ..protocol import RejectCode
+from ..protocol import MEANINGS, RejectCode
 
 log = logging.getLogger("computeshare_desktop.hub.core")
 
-LOG_EVERY_S = 5.0
+LOG_EVERY_S = 60.0
 
 
 class RejectLog:
-    """Logs refusals, at most one line per code per LOG_EVERY_S."""
+    """Logs refusals: the first at once, then one summary line per LOG_EVERY_S at most
+    (written by ``note`` or ``flush``, whichever comes first once the interval is over)."""
 
     def __init__(self) -> None:
-        self._gate: dict[RejectCode, tuple[float, int]] = {}  # last logged, suppressed
+        self._last = float("-inf")  # when the last summary was written
+        self._counts: Counter[RejectCode] = Counter()
+        self._latest: dict[RejectCode, tuple[bytes, str]] = {}  # peer and detail, per code
 
     def note(self, code: RejectCode, peer: bytes, detail: str, now: float,
              version: int) -> None:
-        """Log this refusal unless its code was logged less than LOG_EVERY_S ago."""
-        last, suppressed = self._gate.get(code, (float("-inf"), 0))
-        if now - last < LOG_EVERY_S:
-            self._gate[code] = (last, suppressed + 1)
+        """Count this refusal; write the summary if the last one is LOG_EVERY_S old."""
+        self._counts[code] += 1
+        self._latest[code] = (peer, detail)
+        self.flush(now, version)
+
+    def flush(self, now: float, version: int) -> None:
+        """Write the refusals counted so far, unless a summary went out less than
+        LOG_EVERY_S ago (call it from the hub's tick: a lone refusal is not held forever)."""
+        if not self._counts or now - self._last < LOG_EVERY_S:
             return
-        self._gate[code] = (now, 0)
-        more = f" (+{suppressed} more since the last report)" if suppressed else ""
-        log.warning("[hub v%d] rejected %s from peer %s: %s%s", version, code.value,
-                    peer.hex()[:8], detail, more)
+        parts = []
+        for code, n in sorted(self._counts.items(), key=lambda item: item[0].value):
+            peer, detail = self._latest[code]
+            why = MEANINGS[code] + (f": {detail}" if detail and detail != MEANINGS[code] else "")
+            parts.append(f"{n} × {code.value} ({why}; last from peer {peer.hex()[:8]})")
+        log.warning("[hub v%d] refused requests: %s", version, ", ".join(parts))
+        self._last = now
+        self._counts.clear()
+        self._latest.clear()

@@ -13,7 +13,7 @@ _ADVICE = {
     "SESSION_DONE": "This session has already finished.",
     "ARCH_MISMATCH": "This machine builds a different model: update ComputeShare.",
     "VERSION_MISMATCH": "The hub runs another version of ComputeShare: update both.",
-    "BANNED": "The host removed this machine from the session: it cannot join again.",
+    "BANNED": "The host removed this machine from the session.",  # no retry: it cannot
     "HUB_STOPPED": "The host stopped the session.",
 }
 

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import torch
 
 from ..errors import (ComputeShareError, HubStoppedError, HubUnreachableError,
-                      LocalProtocolError, RejectedError)
+                      LocalProtocolError, RejectedError, RemovedError)
 from ..events import (HubStopped, Joined, ModelReceived, PairedWith, PairingWait, Rejoining,
                       Resync, SessionFull, WorkerDone)
 from ..graph import GraphRefused, require_release, torch_release
@@ -288,6 +288,8 @@ class WorkerCore:
             assert self._rounds is not None and self._rounds.model is not None
             log.info("push for version %d refused: %s", self._rounds.model.version, code.value)
             return self._pushed(False, now)
+        if code is RejectCode.BANNED:  # kicked: the end of this session for this machine
+            raise RemovedError(code, reply.detail or MEANINGS[code])
         error = RejectedError(code, reply.detail or MEANINGS[code])
         if self.phase is Phase.JOIN and code is RejectCode.SESSION_FULL:
             return self._session_full(error, now)
@@ -472,7 +474,7 @@ class WorkerCore:
                                       and self.hub_stopped is not None):
             return [Finish(error=error)]
         if self.hub_stopped is not None:
-            log.warning("the hub stopped the session at version %d", self.hub_stopped)
+            log.info("the hub stopped the session at version %d", self.hub_stopped)  # an event
             return [Emit(HubStopped(version=self.hub_stopped)), Finish(error=HubStoppedError(
                 f"the hub stopped the session at version {self.hub_stopped} "
                 f"(its host can resume it; join again then)"))]

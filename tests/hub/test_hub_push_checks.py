@@ -242,15 +242,18 @@ def test_a_push_cannot_claim_more_samples_than_a_batch() -> None:
         assert reject_code(reply) is RejectCode.MALFORMED
 
 
-def test_a_flood_of_rejections_logs_one_line_per_code_per_interval(caplog) -> None:
+def test_a_flood_of_rejections_logs_one_summary_line_per_minute(caplog) -> None:
     hub = make_hub()
     caplog.set_level(logging.WARNING, logger="computeshare_desktop.hub.core")
     for i in range(200):
         hub.handle_pairing(b"flood", [b"garbage"], T0 + i * 0.01)  # 2 s of garbage
-    lines = [r for r in caplog.records if "rejected MALFORMED" in r.getMessage()]
-    assert len(lines) == 1
+    lines = [r for r in caplog.records if "refused requests" in r.getMessage()]
+    assert len(lines) == 1 and "1 × MALFORMED" in lines[0].getMessage()
     hub.handle_pairing(b"flood", [b"garbage"], T0 + 6.0)
-    lines = [r.getMessage() for r in caplog.records if "rejected MALFORMED" in r.getMessage()]
-    assert len(lines) == 2 and "+199 more" in lines[1]
+    lines = [r.getMessage() for r in caplog.records if "refused requests" in r.getMessage()]
+    assert len(lines) == 1  # held: the next summary a minute after the first
+    hub.handle_pairing(b"flood", [b"garbage"], T0 + 61.0)
+    lines = [r.getMessage() for r in caplog.records if "refused requests" in r.getMessage()]
+    assert len(lines) == 2 and "201 × MALFORMED" in lines[1]
     rejected = [e for e in hub.drain_events() if isinstance(e, Rejected)]
-    assert len(rejected) == 201  # every refusal is still an event: only the log is gated
+    assert len(rejected) == 202  # every refusal is still an event: only the log is gated
