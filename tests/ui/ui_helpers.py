@@ -14,8 +14,18 @@ from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QLineEdit, QRadioBut
 LEFT = Qt.MouseButton.LeftButton
 
 
+def reveal(widget: QWidget) -> None:
+    """Show the step or tab that holds ``widget`` (a window with ``show_field``, such as the
+    Host dialog's steps), as a person would pick it before typing or clicking there."""
+    window = widget.window()
+    show_field = getattr(window, "show_field", None)
+    if show_field is not None and window.isVisible():
+        show_field(widget)
+
+
 def type_into(qtbot, widget: QWidget, text: str) -> None:
     """Replace a line edit's or spin box's text by typing, as a user would."""
+    reveal(widget)
     widget.setFocus()
     if isinstance(widget, QAbstractSpinBox):
         widget.selectAll()
@@ -30,6 +40,7 @@ def type_into(qtbot, widget: QWidget, text: str) -> None:
 
 def click(qtbot, widget: QWidget) -> None:
     """A real left click in the middle of ``widget``."""
+    reveal(widget)
     assert widget.isVisible() and widget.isEnabled(), f"{widget!r} cannot be clicked"
     if isinstance(widget, (QCheckBox, QRadioButton)):
         # a check box reacts only on its indicator and text: a layout may stretch it wider,
