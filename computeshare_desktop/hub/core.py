@@ -23,7 +23,8 @@ from ..errors import RemoteProtocolError
 from ..events import (Event, ModelRefused, PairingRefused, Rejected, StateChanged,
                       WorkerJoined, WorkerLeft, WorkerReady)
 from ..graph import GraphRefused, release, torch_release
-from ..protocol import TO_HUB, TO_PAIRING, RejectCode, SessionState, auth, decode, encode
+from ..protocol import (MEANINGS, TO_HUB, TO_PAIRING, RejectCode, SessionState, auth, decode,
+                       encode)
 from ..protocol.messages import (PROBES, Ack, Bye, Done, GraphData, GraphGet, GraphRefusal, Join,
                                  Model, Ping, Pong, Probe, Pull, Push, Reject, Shard, Waiting,
                                  Welcome)
@@ -118,6 +119,8 @@ class HubCore:
         self.round.received(nbytes)
         out: list[Reply] = []
         try:
+            if peer_key is not None and self.allowlist.banned(peer_key):  # told each time
+                raise RemoteProtocolError(RejectCode.BANNED, MEANINGS[RejectCode.BANNED])
             if peer_key is None or peer_key not in self.allowlist:
                 raise RemoteProtocolError(RejectCode.NOT_PAIRED, "pair with the PIN first")
             msg, body = decode(frames, max_frame_bytes=self.max_frame, expect=TO_HUB)
@@ -180,6 +183,7 @@ class HubCore:
             self._free_stuck(self.schedule.idle(now, self._ready()))
         self._maybe_start(now, out)
         self._maybe_close(now, out)
+        self._reject_log.flush(now, self.server.version)  # refusals held for the summary
         for peer, parked in list(self._parked.items()):
             if parked.expires <= now:
                 del self._parked[peer]

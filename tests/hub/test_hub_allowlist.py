@@ -69,7 +69,7 @@ def test_kick_revokes_the_key_frees_the_shard_and_spares_the_others() -> None:
     left = [e for e in hub.drain_events() if isinstance(e, WorkerLeft)]
     assert [(e.worker.id, e.reason) for e in left] == [(w1.welcome.worker_id, "kicked")]
     for msg in (Ping(w1.token), Join("w1", "cpu", TORCH), Pull(w1.token, -1, 10, hub.fingerprint)):
-        assert reject_code(only(send(hub, w1.peer, msg, T0 + 0.2))) is RejectCode.NOT_PAIRED
+        assert reject_code(only(send(hub, w1.peer, msg, T0 + 0.2))) is RejectCode.BANNED
     # the round no longer waits for w1: the next tick closes it on w2's gradient alone, and
     # w1's parked PULL is told to rejoin rather than sent the new model
     out = hub.tick(T0 + 0.3)
@@ -99,7 +99,7 @@ def test_kick_removes_every_worker_on_that_key() -> None:
     assert [m.worker_id for m in hub.members.members()] == [w3.welcome.worker_id]
     assert len(hub.allowlist) == 1 and w3.key in hub.allowlist
     assert isinstance(only(w3.ping(hub, T0)), Pong)
-    assert reject_code(only(w1.ping(hub, T0))) is RejectCode.NOT_PAIRED
+    assert reject_code(only(w1.ping(hub, T0))) is RejectCode.BANNED  # told it was removed
 
 
 def test_allowlist_persists_every_change(tmp_path: Path) -> None:

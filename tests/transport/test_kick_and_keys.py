@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from computeshare_desktop.errors import ConfigError, RejectedError
+from computeshare_desktop.errors import ConfigError, RejectedError, RemovedError
 from computeshare_desktop.events import RoundClosed, WorkerLeft
 from computeshare_desktop.protocol import RejectCode
 from computeshare_desktop.transport import Identity, identity_path, load_or_create
@@ -28,8 +28,8 @@ def test_kick_revokes_key_for_requests_and_events(tmp_path):
         members = {m.name: m for m in hub.session.core.members.members()}
         hub.server.kick(members["kicked"].worker_id)
         kicked.join(30)
-        assert isinstance(kicked.error, RejectedError)
-        assert kicked.error.code is RejectCode.NOT_PAIRED
+        assert isinstance(kicked.error, RemovedError)  # told, on its open connection
+        assert kicked.error.code is RejectCode.BANNED
         assert kicked.identity.public not in hub.session.core.allowlist
         assert [e for e in hub.of_kind(WorkerLeft) if e.reason == "kicked"]
         # The event stream was restarted: the kicked key cannot reconnect to it.
