@@ -65,3 +65,16 @@ class FinalResult:
     seconds: float = 0.0
     pushed: int = 0
     rejected: int = 0
+
+
+AGGREGATION_WORDS = {"trimmed-mean": "robust aggregation (trimmed mean)",
+                     "median": "robust aggregation (median)"}
+
+
+def mode_words(updates: str, aggregation: str) -> str:
+    """What a subtitle adds about how updates are applied: asynchronous mode and robust
+    aggregation are named; synchronous rounds of a plain mean, the default, add nothing."""
+    words = ["asynchronous updates"] if updates == "async" else []
+    if aggregation in AGGREGATION_WORDS:
+        words.append(AGGREGATION_WORDS[aggregation])
+    return " · ".join(words)

@@ -48,6 +48,7 @@ class ProgressState(ProgressFields):
     """Everything a progress window shows, for a hub (``role="hub"``) or a worker."""
 
     _refusals_said = float("-inf")  # when the last refusal summary was logged
+    mode = ""  # asynchronous updates, robust aggregation (progress_rows.mode_words); "": neither
 
     # ----------------------------------------------------------------- reading
     def eta_s(self) -> float | None:

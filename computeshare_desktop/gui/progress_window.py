@@ -24,9 +24,11 @@ from ..service import HostService, JoinService, Tagged, approve_code
 from .charts import ChartsPanel
 from .code_dialog import CodeQuestion
 from .confirm import StopQuestion
+from .kick_question import KickQuestion
 from .formatting import human_bytes, human_duration, human_rate, percent
 from .panels import FinishCard, FolderDialog, LogPane, StatCard, row
 from .pin_card import PinCard
+from .progress_rows import mode_words
 from .progress_state import ProgressState
 from .sources import LogTap
 from .workers_table import WorkersTable
@@ -64,6 +66,7 @@ class ProgressWindow(QMainWindow):
         super().__init__()
         self.runner, self.state, self._traffic = runner, state, traffic
         self.question = question  # None: stop without asking
+        self.kick_question = KickQuestion()  # a kick always asks first
         self.code_question = code_question  # None: code a hub offers is refused, unasked
         self._asked_code = False
         self.confirmed = False  # the user already said yes (e.g. to quitting the app)
@@ -87,8 +90,10 @@ class ProgressWindow(QMainWindow):
         state = ProgressState("hub", total_rounds=o.rounds, name=name,
                               expected_workers=o.workers)
         return cls(runner, state, title=f"Hosting {name}", pin=runner.pin,
-                   subtitle=f"{model_label(o.model)} on {o.dataset} · {o.workers} worker(s) · "
-                            f"{o.rounds} rounds of {o.batch_size} per worker",
+                   subtitle=" · ".join(filter(None, (
+                       f"{model_label(o.model)} on {o.dataset}", f"{o.workers} worker(s)",
+                       f"{o.rounds} rounds of {o.batch_size} per worker",
+                       mode_words(o.updates, o.aggregation)))),
                    refresh_ms=refresh_ms, question=question)
 
     @classmethod
@@ -230,6 +235,8 @@ class ProgressWindow(QMainWindow):
         if s.received and self.received.text() != s.received:
             self.received.setText(s.received)
             self.received.show()
+        if s.mode and s.mode not in self.subtitle.text():  # a worker hears it on joining
+            self.subtitle.setText(f"{self.subtitle.text()} · {s.mode}")
         if s.total_rounds:
             self.progress_label.setText(f"Round {s.version:,} of {s.total_rounds:,}")
         elapsed = s.elapsed_s()
@@ -363,9 +370,11 @@ class ProgressWindow(QMainWindow):
             self.kick(worker)
 
     def kick(self, worker_id: int) -> None:
-        """Remove a worker and ban it for the session (a hub's window)."""
+        """Remove a worker and ban it for the session (a hub's window), once confirmed."""
         kick = getattr(self.runner, "kick", None)
-        if kick is not None:
+        row = self.state.workers.get(worker_id)
+        name = row.name if row is not None else f"worker {worker_id}"
+        if kick is not None and self.kick_question.ask(self, name):
             kick(worker_id)
             self.kick_button.setEnabled(False)
 

@@ -36,6 +36,24 @@ def answer(main_window, button: str, *, never_again: bool = False) -> list[str]:
     return asked
 
 
+def answer_kick(window, button: str) -> list[str]:
+    """Answer the next kick question of ``window`` with ``button``; the list gets its text
+    (and asserts that the default button keeps the worker)."""
+    asked: list[str] = []
+
+    def reply() -> None:
+        box = window.kick_question.box
+        if box is None:
+            QTimer.singleShot(20, reply)
+            return
+        asked.append(box.text())
+        assert box.defaultButton().text() == box.escapeButton().text() == "Keep worker"
+        next(b for b in box.buttons() if b.text() == button).click()
+
+    QTimer.singleShot(20, reply)
+    return asked
+
+
 def test_stop_and_close_ask_first_and_a_stop_keeps_the_model(qtbot, main_window, tmp_path):
     main_window.settings.set_confirm_stop(True)
     out = tmp_path / "run"
@@ -226,9 +244,15 @@ def test_kick_a_worker_from_its_row_and_rotate_the_pin(qtbot, main_window, tmp_p
         QTimer.singleShot(100, choose)
         table._menu(table.visualItemRect(table.item(row, 0)).center())
         assert offered == [["Kick from the session"]] and kicked == [table.kickable_at(row)]
+        asked = answer_kick(window, "Keep worker")  # the default: nothing happens
         click(qtbot, window.kick_button)
+        assert asked == ["Remove guest? It cannot join this session again."]
+        assert guest.thread.is_alive() and window.kick_button.isEnabled()
+        asked = answer_kick(window, "Remove")
+        click(qtbot, window.kick_button)
+        assert asked
         guest.join(30)
-        assert isinstance(guest.error, RejectedError)
+        assert isinstance(guest.error, RejectedError) and guest.error.code is RejectCode.BANNED
         state = table.columnCount() - 1
         qtbot.waitUntil(lambda: table.item(row, state).text() == "removed", timeout=5_000)
         again = WorkerThread(port, "guest", pin=window.pin_card.pin, identity=guest.identity)
