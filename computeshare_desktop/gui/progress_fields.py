@@ -12,10 +12,11 @@ from collections import Counter, deque
 from typing import Callable
 
 from ..events import CodeRefused, Finished, RoundClosed, WorkerInfo
+from .eta import WINDOW_ROUNDS, RoundPace
 from .progress_rows import FinalResult, WorkerRow
 
 SMOOTHING = 0.1  # weight of the newest loss in the smoothed curve (an EMA, as TensorBoard)
-ETA_ROUNDS = 40  # the ETA uses the pace of the last this-many rounds
+ETA_ROUNDS = WINDOW_ROUNDS  # the ETA uses the pace of the last this-many rounds
 
 
 class ProgressFields:
@@ -51,7 +52,7 @@ class ProgressFields:
         self.code_offer: CodeRefused | None = None  # a worker: the hub's code it refused
         self.started_at: float | None = None
         self.ended_at: float | None = None  # when it stopped making progress (elapsed stops)
-        self._rounds: deque[tuple[float, int]] = deque(maxlen=ETA_ROUNDS)
+        self.pace = RoundPace(window=ETA_ROUNDS)  # the ETA's, restarted when workers change
         self._round_bytes: deque[int] = deque(maxlen=ETA_ROUNDS)  # both directions, at the hub
         self.busy: float | None = None  # the workers' mean compute / round time, last round
         self._traffic: deque[tuple[float, int]] = deque(maxlen=256)
@@ -60,6 +61,12 @@ class ProgressFields:
         self._silent = False
         self._all_done = False  # the hub said every round is done
         self.banner: tuple[str, str] | None = None  # (level, text) shown above everything
+
+    @property
+    def _rounds(self) -> deque[tuple[float, int]]:
+        """The (time, round) marks the ETA counts: those since the training workers last
+        changed, without the first rounds after the change (``RoundPace``)."""
+        return self.pace.samples
 
     @property
     def active(self) -> bool:
@@ -86,7 +93,8 @@ class ProgressFields:
         self.loss.append((version, loss))
         last = self.loss_smooth[-1][1] if self.loss_smooth else loss
         self.loss_smooth.append((version, last + SMOOTHING * (loss - last)))
-        self._rounds.append((now, version))
+        self.pace.add(now, version, (wid for wid, row in self.workers.items()
+                                     if row.state == "training"))
         self.status = f"Training: round {version} of {self.total_rounds or '?'}"
 
     def _forget_earlier_row(self, w: WorkerInfo) -> None:
