@@ -114,6 +114,9 @@ class RoundClosed(Event, frozen=True):
     data_bytes: int = 0
     model_bytes: int = 0
     update_bytes: int = 0
+    # The learning rate of the round: the workers' with local steps, else the hub's step's
+    # (async: with its staleness factor). None: a hub from before it was sent.
+    lr: float | None = None
 
 
 class ModeChanged(Event, frozen=True):

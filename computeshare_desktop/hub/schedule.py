@@ -174,8 +174,15 @@ class Schedule:
             bytes_in=rnd.bytes_in, bytes_out=rnd.bytes_out, payload_bytes=rnd.payload_bytes,
             samples=samples, seconds=seconds, complete=complete, compute_s=slowest,
             busy=sum(busy.values()) / len(busy), workers=tuple(m.info() for m in members),
-            **self._round_extras(rnd))
+            lr=self._step_lr(rnd), **self._round_extras(rnd))
         return [event, *self._tune(slowest, max(0.0, seconds - slowest), members)]
+
+    def _step_lr(self, rnd: Round) -> float:
+        """The learning rate of a round just stepped: the workers' inner rate with local
+        steps, else the rate the hub's optimizer stepped at."""
+        if self.server.local_steps:
+            return rnd.lr
+        return float(self.server.optimizer.param_groups[0]["lr"])
 
     def _round_extras(self, rnd: Round) -> dict[str, Any]:
         """More fields for the round's event (async mode: its staleness)."""

@@ -74,7 +74,7 @@ def test_first_round_carries_the_shards_and_later_rounds_no_data() -> None:
 
 def test_the_split_goes_into_metrics_round_records() -> None:
     assert {"data_bytes", "model_bytes", "update_bytes"} <= set(ROUND_RECORD)
-    assert RoundClosed.__struct_fields__[-3:] == ("data_bytes", "model_bytes", "update_bytes")
+    assert RoundClosed.__struct_fields__[-4:-1] == ("data_bytes", "model_bytes", "update_bytes")
 
 
 def test_async_updates_each_carry_their_own_push() -> None:
