@@ -10,6 +10,8 @@ import time
 import pytest
 import torch
 
+from computeshare_desktop.hub.paired_machines import FILE_NAME as PAIRED_FILE
+from computeshare_desktop.hub.paired_machines import PairedMachines
 from helpers_net import cli, free_ports, metrics, wait_for
 from portable import CATCHABLE_STOPS, OWN_GROUP
 
@@ -131,7 +133,10 @@ def test_a_restarted_worker_rejoins_without_the_pin_and_a_new_session_asks_for_i
             if proc.poll() is None:
                 proc.kill()
             proc.communicate()
-    # A new session of the same hub no longer allows the key: told at once, not after 15 s
+    # A new session of the same hub lets its paired machines in without the PIN (that is
+    # tests/hub/test_hub_pairing_sessions.py); once its host turned that off, it no longer
+    # allows the key: told at once, not after 15 s
+    PairedMachines(tmp_path / "home" / PAIRED_FILE).set_enabled(False)
     hub = cli("host", "--pin", PIN, "--bind", "127.0.0.1", "--port", str(port), "--out",
               str(tmp_path / "two"), "--quiet", "--workers", "1", "--rounds", "10", env=home)
     try:
