@@ -1,0 +1,226 @@
+"""Kick and the other ends of a worker's session, as the windows show them.
+
+A kick asks first; the kicked worker reads "The host removed this machine from the session"
+(no error, nothing to retry) and every later attempt hears the same. After any end (stop,
+kick, finish, hub lost) a worker's header, banner, table and log agree: one round, no row
+still training, each thing said once. Refusals get one log line a minute at most, and the
+subtitles name asynchronous updates and robust aggregation."""
+
+from __future__ import annotations
+
+import itertools
+from types import SimpleNamespace
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pyqtgraph")
+
+from computeshare_desktop.events import (Ended, Failed, Finished, HubStopped,  # noqa: E402
+                                         Joined, Pushed, Rejected, RoundClosed, WorkerDone,
+                                         WorkerInfo)
+from computeshare_desktop.gui.progress_state import REFUSALS_EVERY_S, ProgressState  # noqa: E402
+from computeshare_desktop.gui.progress_window import ProgressWindow  # noqa: E402
+from computeshare_desktop.hub.config import HubConfig  # noqa: E402
+from computeshare_desktop.service import FEED, Tagged  # noqa: E402
+from computeshare_desktop.service.messages import refusal_message  # noqa: E402
+from computeshare_desktop.service.options import HostOptions  # noqa: E402
+from helpers_net import free_ports  # noqa: E402
+from test_ui_stops import answer_kick  # noqa: E402
+from ui_helpers import click, click_row, join_by_address, type_into  # noqa: E402
+
+REMOVED = "The host removed this machine from the session"
+LIVE = {"joining", "loading data", "ready", "training"}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Scripted:
+    """A runner whose ``drain`` hands the window the batches a test queued: the events go
+    through the window's own refresh, as a session's would."""
+
+    scope = "kick-test"
+
+    def __init__(self) -> None:
+        self.batches: list[list[Tagged]] = []
+        self.running, self.stopping = True, False
+
+    def drain(self) -> list[Tagged]:
+        return self.batches.pop(0) if self.batches else []
+
+    def stop(self) -> None:
+        self.running = False
+
+    def join(self, timeout_s: float) -> bool:
+        return True
+
+
+def infos(pushed: int) -> tuple[WorkerInfo, ...]:
+    return (WorkerInfo(1, "vm · CPU", "CPU", 0, pushed=pushed, ready=True),
+            WorkerInfo(2, "other · CPU", "CPU", 1, pushed=pushed, ready=True))
+
+
+def feed_round(version: int) -> Tagged:
+    return Tagged(FEED, RoundClosed(
+        round=version, version=version, steps=1, loss=0.5, contributors=2, rejected=0,
+        bytes_in=10, bytes_out=10, payload_bytes=20, samples=64, seconds=0.1, complete=True,
+        compute_s=0.05, busy=0.5, workers=infos(version)))
+
+
+def mine(event) -> Tagged:
+    return Tagged("worker", event)
+
+
+def push(version: int) -> Tagged:  # this machine's gradient for ``version`` (it then has +1)
+    return mine(Pushed(version, 1, 0.5, 0.02, 32, True, version - 1500, 0))
+
+
+def training_worker(qtbot) -> tuple[ProgressWindow, Scripted]:
+    """A worker's window at round 1,560 of its own pushes, the hub's feed at 1,569 (the
+    state the issue's SIGTERM left: 1569 in the banner, 1,560 in the header)."""
+    runner, clock = Scripted(), Clock()
+    state = ProgressState("worker", name="vm", clock=clock)
+    window = ProgressWindow(runner, state, title="Training for t", subtitle="Worker vm")
+    qtbot.addWidget(window)
+    runner.batches.append([mine(Joined(worker_id=1, shard=0, num_shards=2, dataset="mnist",
+                                       model="simplenet", rounds=2500, device="CPU",
+                                       batch_size=32))])
+    runner.batches.append([feed_round(v) for v in range(1550, 1570)]
+                          + [push(v) for v in range(1550, 1560)])
+    for _ in range(2):
+        clock.now += 0.1
+        window.refresh()
+    assert window.state.phase == "training" and window.progress_label.text().startswith(
+        "Round 1,560 of")
+    return window, runner
+
+
+ENDS = {
+    "stop": [[Tagged(FEED, HubStopped(1569))],  # the feed first, then the worker's own word
+             [mine(HubStopped(1569)), push(1560), feed_round(1569), mine(Ended())]],
+    "kick": [[mine(Failed(refusal_message("BANNED"), "BANNED"))], [mine(Ended())]],
+    "finish": [[mine(WorkerDone(pushed=60, rejected=0, version=1569))],
+               [Tagged(FEED, Finished(0.9, 0.1, 1569, "/out/trained_model.pth", 10.0)),
+                mine(Ended(result=True))]],
+    "hub lost": [[mine(Failed("the hub did not answer for 5 min", "UNREACHABLE"))],
+                 [mine(Ended())]],
+}
+
+
+@pytest.mark.parametrize("end", list(ENDS))
+def test_after_any_end_the_worker_window_agrees_with_itself(qtbot, end):
+    window, runner = training_worker(qtbot)
+    runner.batches.extend(ENDS[end])
+    for _ in ENDS[end]:
+        window.refresh()
+    lines = window.log_pane.toPlainText().splitlines()
+    s = window.state
+    assert not s.active and window.chip.text() in ("Stopped", "Finished", "Error")
+    assert not [r for r in s.workers.values() if r.state in LIVE]  # nobody still "training"
+    table = window.workers_table
+    shown = {table.item(r, table.columnCount() - 1).text() for r in range(table.rowCount())}
+    assert not shown & LIVE, shown
+    assert len(lines) == len(set(line.split(" ", 1)[-1] for line in lines))  # each once
+    if end in ("stop", "finish"):  # the hub's round, everywhere it is named
+        assert window.progress_label.text() == "Round 1,569 of 2,500"
+        assert s.version == 1569 and not any("1,560" in line or "1560" in line
+                                             for line in lines)
+    if end == "stop":
+        assert "round 1,569" in window.banner.text()
+        assert sum("stopped the session" in line for line in lines) == 1
+    if end == "kick":
+        assert window.banner.text() == f"{REMOVED}." and not window.banner.isHidden()
+        assert window.chip.text() == "Stopped"  # not "Error": nothing went wrong here
+        assert sum(REMOVED in line for line in lines) == 1
+        assert not [line for line in lines if "Error" in line or "PIN" in line]
+        assert s.workers[1].state == "removed"
+
+
+def test_refusals_are_summed_up_once_a_minute_at_most():
+    clock = Clock()
+    state = ProgressState("hub", total_rounds=10_000, clock=clock)
+    said: list[tuple[float, str]] = []
+    for _ in range(150):  # async mode: a stale update refused every second
+        clock.now += 1.0
+        state.apply([Tagged("hub", Rejected("STALE", "2 versions old"))])
+        said += [(clock.now, line) for line in state.take_log()]
+    times = [t for t, line in said if line.startswith("Refused requests")]
+    assert len(times) == 3 and all(b - a >= REFUSALS_EVERY_S for a, b in itertools.pairwise(times))
+    assert "1 × STALE (gradient computed on an old model version)" in said[0][1]
+    assert "60 × STALE" in said[1][1]
+    state.apply([Tagged("hub", Ended())])  # the rest once the session has ended
+    last = state.take_log()
+    assert len(last) == 1 and "29 × STALE" in last[0]
+
+
+def test_the_subtitles_name_async_updates_and_robust_aggregation(qtbot):
+    config = HubConfig(updates="async", aggregation="median")
+    runner = SimpleNamespace(plan=SimpleNamespace(config=config), pin="123456", scope="s",
+                             running=True, stopping=False, session_name=lambda: "Lab",
+                             drain=list, stop=lambda: None, join=lambda timeout_s: True)
+    hub = ProgressWindow.for_hub(runner)  # type: ignore[arg-type]
+    qtbot.addWidget(hub)
+    assert hub.subtitle.text().endswith(
+        "asynchronous updates · robust aggregation (median)")
+    plain = SimpleNamespace(**{**vars(runner), "plan": SimpleNamespace(config=HubConfig())})
+    quiet = ProgressWindow.for_hub(plain)  # type: ignore[arg-type]
+    qtbot.addWidget(quiet)
+    assert "asynchronous" not in quiet.subtitle.text()
+    assert "robust" not in quiet.subtitle.text()
+
+
+@pytest.mark.slow
+def test_two_instances_kick_asks_and_the_worker_is_told_it_was_removed(
+        qtbot, styled_app, app_config, tmp_path, monkeypatch):
+    """A host instance kicks a worker instance's machine: the question first (Keep by
+    default), then the worker's window ends with the plain fact, and its next attempt, even
+    with the PIN, hears the same."""
+    import test_ui_two_instances as two
+
+    host_app = two.instance(qtbot, tmp_path / "host-home", monkeypatch, app_config)
+    worker_app = two.instance(qtbot, tmp_path / "worker-home", monkeypatch, app_config)
+    try:
+        hub_window = host_app.host(HostOptions(rounds=100_000, workers=1, train_here=False,
+                                               out_dir=str(tmp_path / "run"),
+                                               port=free_ports(), eval_every=0))
+        assert hub_window is not None
+        qtbot.waitUntil(lambda: hub_window.runner.port is not None, timeout=20_000)
+        pin = hub_window.pin_card.pin
+        worker_window = join_by_address(qtbot, worker_app, hub_window.runner.port, pin)
+        qtbot.waitUntil(lambda: hub_window.state.version >= 3, timeout=30_000)
+        table = hub_window.workers_table
+        qtbot.waitUntil(lambda: table.rowCount() == 1, timeout=5_000)
+        click_row(qtbot, table, 0)
+        name = table.item(0, 0).text()
+        asked = answer_kick(hub_window, "Remove")
+        click(qtbot, hub_window.kick_button)
+        assert asked == [f"Remove {name}? It cannot join this session again."]
+
+        qtbot.waitUntil(lambda: not worker_window.runner.running, timeout=10_000)
+        worker_window.refresh()
+        assert worker_window.banner.text() == f"{REMOVED}."
+        assert worker_window.chip.text() == "Stopped"
+        log = worker_window.log_pane.toPlainText()
+        assert log.count(REMOVED) == 1 and "Error" not in log and "NOT_PAIRED" not in log
+        state = table.columnCount() - 1
+        qtbot.waitUntil(lambda: table.item(0, state).text() == "removed", timeout=5_000)
+
+        worker_window.close()  # and again, with the PIN: the same truthful answer
+        click(qtbot, worker_app.connect_button)
+        dialog = worker_app.join_dialog
+        qtbot.waitUntil(dialog.isVisible)
+        type_into(qtbot, dialog.address_edit, f"127.0.0.1:{hub_window.runner.port}")
+        type_into(qtbot, dialog.pin_edit, pin)
+        click(qtbot, dialog.join_button)
+        qtbot.waitUntil(lambda: REMOVED in dialog.message.text(), timeout=20_000)
+        assert "again" not in dialog.message.text().lower()  # no retry advice
+        dialog.reject()
+    finally:
+        for app in (worker_app, host_app):
+            app.close()

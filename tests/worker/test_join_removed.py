@@ -1,0 +1,37 @@
+"""`computeshare join` on a machine the host removes: it ends cleanly with exit code 8 and
+the plain fact, not an error and not advice to retry; a later `join` hears the same."""
+
+from __future__ import annotations
+
+import threading
+
+from helpers_cli import run_cli
+from helpers_net import PIN, RunningHub, wait_for
+
+from computeshare_desktop.errors import ExitCode
+
+REMOVED = "the host removed this machine from the session"
+
+
+def test_join_exits_8_when_the_host_removes_the_machine(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("COMPUTESHARE_HOME", str(tmp_path / "home"))
+    hub = RunningHub(tmp_path / "hub", workers=1, rounds=100_000, batch_size=8, eval_every=0)
+    argv = ["join", f"127.0.0.1:{hub.port}", "--pin", PIN, "--name", "vm", "--quiet",
+            "--device", "cpu", "--threads", "1"]
+    codes: list[int] = []
+    thread = threading.Thread(target=lambda: codes.append(run_cli(argv)), name="test-join")
+    try:
+        thread.start()
+        wait_for(lambda: hub.session.server.version >= 3, 60, "training")
+        (member,) = hub.session.core.members.members()
+        hub.server.kick(member.worker_id)
+        thread.join(30)
+        assert codes == [ExitCode.REMOVED] and ExitCode.REMOVED == 8
+        err = capsys.readouterr().err
+        assert f"computeshare join: {REMOVED}" in err
+        assert "error" not in err.lower() and "PIN" not in err
+        assert run_cli(argv) == ExitCode.REMOVED  # with the PIN again: the same answer
+        assert REMOVED in capsys.readouterr().err
+    finally:
+        hub.close()
+        thread.join(10)
