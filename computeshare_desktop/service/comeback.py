@@ -1,0 +1,90 @@
+"""Workers come back: after the hub's host stopped the session, a worker waits for the hub to
+serve again (its host resumed the session) and joins it again, without the PIN.
+
+The hub that stopped still answers for a moment (it tells its workers, then closes): the
+wait begins once its port is closed, so a worker never rejoins the session that is ending.
+The new worker presents its key only to the hub key it remembers (the CURVE handshake proves
+the hub holds it), and that hub lets it in without pairing: a resumed session keeps the
+machines that had joined it, and later sessions its paired machines. The app watches the LAN
+for the same session id instead (gui/comeback.py); ``join`` uses this, by address.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from typing import Callable
+
+from ..errors import ComputeShareError, HubUnreachableError
+from ..reach import probe_hub
+from .join import JoinPlan, JoinService
+from .threads import Tagged
+
+log = logging.getLogger(__name__)
+
+GONE_POLL_S = 0.2  # how often the stopping hub's port is tried until it closes
+CLOSE_WAIT_S = 15.0  # at most this long: a hub resumed at once reopens the port meanwhile
+
+
+def wait_until_closed(host: str, port: int, deadline: float,
+                      stop: threading.Event | None = None) -> bool:
+    """True once nothing listens on ``host:port`` any more, False at ``deadline`` (or
+    ``stop``)."""
+    stop = stop or threading.Event()
+    while time.monotonic() < deadline and not stop.is_set():
+        try:
+            probe_hub(host, port, timeout_s=1.0)
+        except HubUnreachableError:
+            return True
+        stop.wait(GONE_POLL_S)
+    return False
+
+
+def come_back(plan: JoinPlan, wait_s: float,
+              on_event: Callable[[Tagged], None] | None = None,
+              stop: threading.Event | None = None) -> JoinService | None:
+    """After the hub stopped the session: a new (unstarted) worker for the same hub, made
+    once the old session has closed its port (or after CLOSE_WAIT_S: its host may have
+    resumed it at once), that waits the rest of ``wait_s`` for the hub to listen again.
+    None when no time is left (or ``stop``). Should it still meet the session that stopped,
+    it ends with HUB_STOPPED again: the caller asks again, with the time left."""
+    deadline = time.monotonic() + wait_s
+    wait_until_closed(plan.target.host, plan.target.port,
+                      min(deadline, time.monotonic() + CLOSE_WAIT_S), stop)
+    left = deadline - time.monotonic()
+    if left <= 0 or (stop is not None and stop.is_set()):
+        return None
+    log.info("waiting up to %.0f s for the hub to resume the session", left)
+    return JoinService(dataclasses.replace(plan, wait_s=left), on_event=on_event)
+
+
+def stopped_by_host(service: JoinService) -> bool:
+    """True when the worker ended because its host stopped the session (it may resume)."""
+    return service.error_code == "HUB_STOPPED"
+
+
+def run_coming_back(first: JoinService, run: Callable[[JoinService], None], wait_s: float,
+                    on_event: Callable[[Tagged], None] | None = None,
+                    say: Callable[[str], None] = log.info) -> JoinService:
+    """``run(first)`` (start it and wait for its end; it raises the worker's error); each time
+    the host stops the session, wait up to ``wait_s`` (in all, from the first stop) for it to
+    be resumed and run a worker that joins it again. The last worker; the error of the last
+    stop when the session did not come back in time."""
+    service, deadline = first, None
+    while True:
+        try:
+            run(service)
+            return service
+        except ComputeShareError:
+            if not stopped_by_host(service) or wait_s <= 0:
+                raise
+            if deadline is None:
+                deadline = time.monotonic() + wait_s
+                say(f"the host stopped the session: waiting up to {wait_s:.0f} s for it to "
+                    f"be resumed, to join again without the PIN")
+            again = come_back(service.plan, deadline - time.monotonic(), on_event)
+            if again is None:
+                raise
+            service = again
