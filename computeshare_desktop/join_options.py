@@ -71,11 +71,15 @@ class JoinOptions:
         "", "worker name shown on the hub (default: this machine's name and device, e.g. "
         "\"vm · CPU\")", flag="--name", commands=JOIN)
     threads: int = option(0, "CPU threads for torch (default: torch's choice)",
-                          flag="--threads", commands=JOIN)  # 0 or less: torch's choice
+                          flag="--threads", commands=JOIN,  # 0 or less: torch's choice
+                          label="CPU threads", minimum=0, maximum=256, special="Automatic",
+                          tip="How many CPU threads torch computes with on this machine")
     max_rate: float = option(
         0.0, "compute at most this many samples per second, to share this machine politely "
         "(default: no limit)", flag="--max-rate", commands=JOIN, metavar="SAMPLES_PER_S",
-        ge=0, error="--max-rate must be positive (or 0: no limit)")
+        ge=0, error="--max-rate must be positive (or 0: no limit)",
+        label="Speed limit (samples/s)", maximum=1_000_000, step=50, special="No limit",
+        tip="Compute at most this many samples per second, to keep this machine usable")
     wait_s: float = option(
         0.0, "keep trying a hub that does not listen yet for this long (scripts that start "
         "the hub and its workers together; default: say why at once)", flag="--wait",
@@ -96,6 +100,12 @@ class JoinOptions:
         flag="--cache-size", commands=JOIN, metavar="SIZE", valid=size_valid,
         error="--cache-size takes a size: a number and a unit (B, KB, MB, GB, TB, KiB, MiB, "
         "GiB, TiB; none: bytes), such as 500MB, 2GB, 1.5GiB or 0")
+    pause_on_battery: bool = option(
+        True, "do not pause while this machine runs on battery power (by default a laptop "
+        "pauses on battery: the hub gives its shard to the others, and it joins again, "
+        "without the PIN, once back on AC)", flag="--no-pause-on-battery", commands=JOIN,
+        label="Pause while on battery power (resumes on AC)",
+        tip="The others train on meanwhile; a machine without a battery never pauses")
     first_contact_s: float = option(
         15.0, "give up this soon if the hub never answered at all",
         fronts={"app": 10.0})  # the app's Join dialog shows the failure sooner

@@ -17,12 +17,13 @@ threads, or drain them from ``events``.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from ..errors import ComputeShareError, HubStoppedError, HubUnreachableError, RejectedError
 from ..events import (CodeRefused, DeviceChosen, Ended, Event, Failed, Finished, HubStopped,
@@ -37,6 +38,8 @@ from ..transport.keys import data_dir
 from ..worker import (CodeApprovals, CodeNotApproved, DeviceChoice, WorkerOptions,
                       WorkerResult, WorkerSession, pick_device)
 from ..worker.approvals import FILE_NAME as APPROVALS_FILE
+from ..worker.battery import BatteryThread, BatteryWatch, Reader, read_power
+from ..worker.pause import PauseReason, PauseSwitch
 from .messages import refusal_message
 from .options import JoinTarget
 from .threads import ServiceThread, Tagged
@@ -71,6 +74,9 @@ class JoinPlan:
     # offers if it is this file, and remember that approval for this hub
     remember_code: bool = True  # approvals are read from and written to the user's file
     # (False: the host's own worker, which runs its person's own file, keeps none)
+    pause_on_battery: bool = default(JoinOptions, "pause_on_battery")  # pause while this
+    # machine runs on battery power (no battery: never)
+    threads: int = default(JoinOptions, "threads")  # torch's CPU threads (0: torch's choice)
 
     @property
     def identity(self) -> str:
@@ -117,8 +123,10 @@ class JoinService(ServiceThread):
     def __init__(self, plan: JoinPlan, *, source: str = "worker",
                  events: "queue.SimpleQueue[Tagged] | None" = None,
                  on_event: Callable[[Tagged], None] | None = None,
-                 on_exit: Callable[[], None] | None = None, scope: str | None = None) -> None:
-        """``scope``: the name of its thread (a host's worker: inside the host's scope)."""
+                 on_exit: Callable[[], None] | None = None, scope: str | None = None,
+                 battery: Reader = read_power) -> None:
+        """``scope``: the name of its thread (a host's worker: inside the host's scope);
+        ``battery``: reads the power source (tests pass a fake)."""
         super().__init__(source, name=scope, events=events, on_event=on_event)
         self.plan = plan
         self.target = plan.target
@@ -133,6 +141,9 @@ class JoinService(ServiceThread):
         self._feed_key: str | None = None
         self._connector: ZmqConnector | None = None
         self._hub_finished = threading.Event()
+        self.pauses = PauseSwitch()  # the window's Pause button, the CLI's signal, the battery
+        self._battery = battery
+        self._battery_thread: BatteryThread | None = None
 
     # ----------------------------------------------------------------- any thread
     def stop(self) -> None:
@@ -141,6 +152,28 @@ class JoinService(ServiceThread):
             self._stop.set()
             if self._session is not None:
                 self._session.leave()
+
+    def choose(self, *, threads: int | None = None, max_rate: float | None = None,
+               pause_on_battery: bool | None = None) -> "JoinService":
+        """How this machine shares itself (the Join dialog's fields), before ``start()``."""
+        given: dict[str, Any] = {"threads": threads, "max_rate": max_rate,
+                                 "pause_on_battery": pause_on_battery}
+        self.plan = dataclasses.replace(self.plan, **{k: v for k, v in given.items()
+                                                      if v is not None})
+        return self
+
+    def pause(self) -> None:
+        """Its person pauses it: at the end of the round under way, the hub gives its shard
+        to the others (returns at once)."""
+        self.pauses.pause(PauseReason.YOU)
+
+    def resume(self) -> None:
+        """Its person resumes it (from any pause): it joins again, without the PIN."""
+        self.pauses.resume()
+
+    def toggle_pause(self) -> None:
+        """Pause, or resume when paused (the CLI's signal)."""
+        self.pauses.toggle()
 
     def join(self, timeout_s: float) -> bool:
         """Wait for the thread; True when it has ended (nothing to force here)."""
@@ -179,6 +212,8 @@ class JoinService(ServiceThread):
             self._failed(ComputeShareError(f"unexpected error: {exc!r}"), "ERROR",
                          f"unexpected error: {exc!r}")
         finally:
+            if self._battery_thread is not None:
+                self._battery_thread.close()
             self._close_feed()
             self._post(Ended(left=self._stop.is_set(), result=self.result is not None))
             if self._on_exit is not None:
@@ -192,6 +227,12 @@ class JoinService(ServiceThread):
         plan, t = self.plan, self.target
         device = plan.device or pick_device("auto")
         self._post(DeviceChosen(device.description, device.note))
+        if plan.threads > 0:
+            torch_threads(plan.threads)
+        if plan.pause_on_battery:
+            self._battery_thread = BatteryThread(
+                BatteryWatch(self.pauses, self._battery),
+                name=f"{threading.current_thread().name}/battery").start()
         key_file = identity_path("worker", plan.identity)
         identity = load_or_create(key_file)
         host = first_reachable(t.hosts, t.pair_port or HubPorts.at(t.port).pairing) \
@@ -211,7 +252,8 @@ class JoinService(ServiceThread):
         approvals = code_approvals() if plan.remember_code else CodeApprovals(None)
         session = WorkerSession(connector, options, device, on_event=self._on_worker_event,
                                 expected_key=t.expected_key, hub_key=hub_key,
-                                approvals=approvals, trust_code=plan.trust_code)
+                                approvals=approvals, trust_code=plan.trust_code,
+                                pauses=self.pauses)
 
         def remember(event: Event) -> None:  # a restart rejoins without the PIN
             if isinstance(event, Joined) and session.hub_key:
@@ -275,3 +317,10 @@ class JoinService(ServiceThread):
             self._hub_finished.wait(FINISHED_GRACE_S)  # the hub's final accuracy is on its way
         feed.close()
 
+
+
+def torch_threads(count: int) -> None:
+    """torch's CPU threads, for the whole process (the Join dialog's "Threads")."""
+    import torch
+
+    torch.set_num_threads(count)

@@ -22,8 +22,8 @@ import torch
 
 from ..errors import (ComputeShareError, HubStoppedError, HubUnreachableError,
                       LocalProtocolError, RejectedError, RemovedError)
-from ..events import (HubStopped, Joined, ModelReceived, PairedWith, PairingWait, Rejoining,
-                      Resync, SessionFull, WorkerDone)
+from ..events import (HubStopped, Joined, ModelReceived, PairedWith, PairingWait, Paused,
+                      Rejoining, Resumed, Resync, SessionFull, WorkerDone)
 from ..graph import GraphRefused, require_release, torch_release
 from ..protocol import MEANINGS, RejectCode, decode, encode
 from ..protocol.messages import (MAX_STR_CHARS, Ack, Bye, Done, GraphData, GraphRefusal, Join,
@@ -38,6 +38,7 @@ from .graphs import GRAPH_CHUNK, GraphDownload, ReceivedGraph
 from .link import LinkMeter
 from .options import WorkerOptions, WorkerResult
 from .pairing import PairingRun, pause_for
+from .pause import pause_text
 from .recipe import Recipe
 from .replica import Drift
 from .rounds import PayloadFilter, Rounds
@@ -49,6 +50,7 @@ log = logging.getLogger(__name__)
 MAX_REPLY_FRAME = 256 * 1024 * 1024
 FULL_RETRY_S = 2.0  # a full session is asked again after this long (within give_up_s)
 BYE_TIMEOUT_S = 1.0  # the goodbye is sent once; the hub notices a silent worker anyway
+PAUSE_POLL_S = 0.5  # how often a paused worker looks whether it may resume
 REFUSED_PUSH = (RejectCode.STALE, RejectCode.NOT_TRAINING, RejectCode.NOT_FINITE,
                 RejectCode.BAD_VERSION)  # the round's update is dropped; training goes on
 
@@ -70,6 +72,8 @@ class Phase(str, Enum):
     WORK = "work"  # the round's update
     REST = "rest"  # the end of the rest that max_rate asks for
     PUSH = "push"  # the hub's answer to our update
+    PAUSE = "pause"  # the hub's answer to our pausing BYE
+    PAUSED = "paused"  # the end of the pause (the person's, or the battery's)
     BYE = "bye"  # the goodbye to go out
     ENDED = "ended"  # nothing: Finish was returned
 
@@ -78,9 +82,10 @@ class Phase(str, Enum):
 EXPECTED: dict[Phase, type | tuple[type, ...]] = {
     Phase.PAIR_START: PairReply, Phase.PAIR_FINISH: Paired, Phase.JOIN: Welcome,
     Phase.GRAPH: GraphData, Phase.SHARD: ShardData, Phase.PULL: (Model, Waiting),
-    Phase.PUSH: Ack}
+    Phase.PUSH: Ack, Phase.PAUSE: Ack}
 PAIRING = (Phase.PAIR_START, Phase.PAIR_FINISH)
-ENDS_ON_DONE = (Phase.GRAPH, Phase.SHARD, Phase.PULL, Phase.PUSH)  # DONE: the session is over
+# DONE: the session is over
+ENDS_ON_DONE = (Phase.GRAPH, Phase.SHARD, Phase.PULL, Phase.PUSH, Phase.PAUSE)
 
 
 class WorkerCore:
@@ -110,6 +115,9 @@ class WorkerCore:
         self.link = LinkMeter(options.request_timeout_s)
         self.updates = UpdateEncoder()
         self._stopping = self._left = False
+        self._pause: str | None = None  # why its person (or the battery) wants it paused
+        self._paused_for: str | None = None  # why it is paused, once the hub knows
+        self._resumed = False  # it joined again after a pause
         self._started = 0.0
         self._sent_at = 0.0
         self._pairing: PairingRun | None = None
@@ -201,9 +209,11 @@ class WorkerCore:
 
     def woke(self, now: float) -> list[Effect]:
         """A ``WaitUntil`` is over (or was cut short by a stop)."""
-        self._expect(Phase.PAIR_WAIT, Phase.FULL_WAIT, Phase.REST)
+        self._expect(Phase.PAIR_WAIT, Phase.FULL_WAIT, Phase.REST, Phase.PAUSED)
         if self.phase is Phase.REST:  # a rest never holds back the work it follows
             return self._push(now)
+        if self.phase is Phase.PAUSED:
+            return self._still_paused(now)
         if self._stopping:
             return self._end(now, HubUnreachableError("stopped while waiting for the hub"))
         return self._pair(now) if self.phase is Phase.PAIR_WAIT else self._join(now)
@@ -228,6 +238,11 @@ class WorkerCore:
         """The user leaves: as ``stop``, and the end says so."""
         self._left = True
         self.stop()
+
+    def want_pause(self, reason: str | None) -> None:
+        """Be paused for ``reason`` (a PauseReason value), or train (None): the driver
+        says so before each input; a pause starts before the next pull."""
+        self._pause = reason
 
     def stopped_by_hub(self, version: int) -> None:
         """The hub said (elsewhere: a heartbeat, its event feed) that it stopped."""
@@ -258,6 +273,8 @@ class WorkerCore:
                 return self._pull(now)
             case Model():
                 return self._model_arrived(msg, body, now)
+            case Ack() if self.phase is Phase.PAUSE:
+                return self._paused(now)
             case Ack():
                 assert self._rounds is not None
                 self.link.observe(len(self._rounds.payload), now - self._sent_at)
@@ -270,6 +287,8 @@ class WorkerCore:
             code = RejectCode(reply.code)
         except ValueError:
             code = RejectCode.MALFORMED
+        if code is RejectCode.UNKNOWN_WORKER and self.phase is Phase.PAUSE:
+            return self._paused(now)  # the hub had forgotten it: paused all the same
         if code is RejectCode.UNKNOWN_WORKER:
             return self._rejoin(now)
         if code is RejectCode.HUB_STOPPED:
@@ -291,6 +310,8 @@ class WorkerCore:
         if code is RejectCode.BANNED:  # kicked: the end of this session for this machine
             raise RemovedError(code, reply.detail or MEANINGS[code])
         error = RejectedError(code, reply.detail or MEANINGS[code])
+        if self.phase is Phase.JOIN and code is RejectCode.SESSION_DONE and self._resumed:
+            return self._end(now)  # the session ended while this worker was paused
         if self.phase is Phase.JOIN and code is RejectCode.SESSION_FULL:
             return self._session_full(error, now)
         if self.phase is Phase.JOIN and code is RejectCode.NOT_PAIRED and self._remembered:
@@ -421,6 +442,8 @@ class WorkerCore:
     def _pull(self, now: float) -> list[Effect]:
         if self._stopping:
             return self._end(now)
+        if self._pause is not None:
+            return self._say_pause(now)
         w, rounds = self.welcome, self._rounds
         assert w is not None and rounds is not None
         self.phase = Phase.PULL
@@ -450,6 +473,38 @@ class WorkerCore:
         self.version = self._rounds.model.version
         return [Emit(self._rounds.settle(accepted, self.pushed, self.rejected)),
                 *self._pull(now)]
+
+    # ----------------------------------------------------------------- pausing
+    def _say_pause(self, now: float) -> list[Effect]:
+        """Between rounds (nothing computed is lost): tell the hub, which frees the shard."""
+        assert self.welcome is not None
+        self.phase = Phase.PAUSE
+        return [self._send(Bye(token=self.welcome.token, paused=True), now)]
+
+    def _paused(self, now: float) -> list[Effect]:
+        """The hub knows: no membership (no heartbeat, no goodbye) until the resume."""
+        self.welcome, self._rounds = None, None
+        self._paused_for = self._pause or "you"
+        log.warning("%s: the hub gives this worker's shard to the others",
+                    pause_text(self._paused_for))
+        self.phase = Phase.PAUSED
+        return [Emit(Paused(reason=self._paused_for)), WaitUntil(now + PAUSE_POLL_S)]
+
+    def _still_paused(self, now: float) -> list[Effect]:
+        """A look at the pause: go on waiting (saying a new reason), end, or join again
+        (the hub knows this machine's key: no PIN)."""
+        if self._stopping:
+            return self._end(now)
+        if self._pause is not None:
+            news: list[Effect] = []
+            if self._pause != self._paused_for:
+                self._paused_for = self._pause
+                news.append(Emit(Paused(reason=self._pause)))
+            return [*news, WaitUntil(now + PAUSE_POLL_S)]
+        log.warning("resuming: joining the session again")
+        self._paused_for = self._full_since = None
+        self._resumed = True
+        return [Emit(Resumed()), *self._join(now)]
 
     # ----------------------------------------------------------------- the end
     def _end(self, now: float, error: BaseException | None = None) -> list[Effect]:

@@ -19,7 +19,7 @@ from typing import Callable
 import torch
 
 from ..errors import HubUnreachableError, RemoteProtocolError
-from ..events import Event, HubSilent
+from ..events import Event, HubSilent, Resumed
 from .compute import Compute, ComputeFactory
 from .core import WorkerCore
 from .effects import (Action, Effect, Emit, Finish, Goodbye, Keep, Load, Prepare, Send,
@@ -27,6 +27,7 @@ from .effects import (Action, Effect, Emit, Finish, Goodbye, Keep, Load, Prepare
 from .liveness import BACKOFF, BEAT_TIMEOUT_S, Liveness, next_backoff, read_beat
 from ..protocol.messages import Welcome
 from .options import Channel, Connector, WorkerOptions, WorkerResult
+from .pause import PauseSwitch
 from .shard_cache import ShardCache, ShardEntry
 from .shard_reuse import CachedShard, Fresh
 
@@ -44,10 +45,11 @@ class WorkerDriver:
                  stop: threading.Event | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  wait: Callable[[float], bool] | None = None,
-                 cache: ShardCache | None = None) -> None:
+                 cache: ShardCache | None = None, pauses: PauseSwitch | None = None) -> None:
         """``stop``: set to end (see ``leave``); ``clock`` and ``wait(seconds) -> stopped``
         stand in for the real ones in tests; ``cache``: where the shard's samples are kept
-        (None: in memory only)."""
+        (None: in memory only); ``pauses``: whether to pause (its person, the battery),
+        read before each input to the core."""
         self.core = core
         self.connector = connector
         self.factory = factory
@@ -59,6 +61,7 @@ class WorkerDriver:
         self.watch = Liveness(options)
         self.compute: Compute | None = None
         self.cache = cache
+        self.pauses = pauses if pauses is not None else PauseSwitch()
         self._entry: ShardEntry | None = None  # the shard's cache entry, while it loads
         self._spilled: list[Fresh] = []  # chunks the cache's disk refused, held here
         self.channel: Channel | None = None  # the encrypted channel, to _channel_key
@@ -110,6 +113,8 @@ class WorkerDriver:
         *events, action = effects
         for effect in events:
             assert isinstance(effect, Emit), effect
+            if isinstance(effect.event, Resumed):  # a pause is no silence of the hub's
+                self.watch.answered(self.clock())
             self.emit(effect.event)
         assert not isinstance(action, Emit), effects
         beating = self._beat is not None and self._beat.is_alive()
@@ -136,6 +141,8 @@ class WorkerDriver:
             self.core.stopped_by_hub(self._hub_stopped)
         if self.stop.is_set():
             (self.core.leave if self._left else self.core.stop)()
+        reason = self.pauses.reason
+        self.core.want_pause(None if reason is None else reason.value)
         return step(*args, self.clock())
 
     # ----------------------------------------------------------------- actions

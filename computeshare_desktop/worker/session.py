@@ -22,6 +22,7 @@ from .core import WorkerCore
 from ..devices import DeviceChoice
 from .driver import EventSink, WorkerDriver
 from .options import Connector, WorkerOptions, WorkerResult
+from .pause import PauseReason, PauseSwitch
 from .shard_cache import ShardCache, shard_cache_dir
 
 
@@ -31,16 +32,19 @@ class WorkerSession:
     def __init__(self, connector: Connector, options: WorkerOptions, device: DeviceChoice,
                  on_event: EventSink | None = None, *, expected_key: str | None = None,
                  hub_key: str | None = None, factory: ComputeFactory | None = None,
-                 approvals: CodeApprovals | None = None, trust_code: str = "") -> None:
+                 approvals: CodeApprovals | None = None, trust_code: str = "",
+                 pauses: PauseSwitch | None = None) -> None:
         """``expected_key``: the hub key fingerprint a discovery advert announced, if any;
         ``hub_key``: the hub's public key from an earlier pairing (then no PIN is needed);
         ``factory``: builds the compute (default: the registry's models, or the
         hub's checked graph, on ``device``, or code the hub offers if ``approvals`` has it
-        for this hub, or if it is ``trust_code``, a sha256 then approved and remembered)."""
+        for this hub, or if it is ``trust_code``, a sha256 then approved and remembered);
+        ``pauses``: shared with whoever pauses it (the window's button, the battery watch)."""
         self.opts = options
         self.device = device
         self.sinks: list[EventSink] = [on_event] if on_event else []
         self.stop = threading.Event()  # set it to end (as leave() does, without saying so)
+        self.pauses = pauses if pauses is not None else PauseSwitch()
         self.core = WorkerCore(options, device=device.description,
                                worker_key=connector.public_key, expected_key=expected_key,
                                hub_key=hub_key, payload_filter=self.encode_gradient)
@@ -50,7 +54,7 @@ class WorkerSession:
             factory = WithCode(ModelFactory(device.device), code)
         cap = parse_size(options.cache_size)
         self.driver = WorkerDriver(self.core, connector, factory, options, self._emit,
-                                   stop=self.stop,
+                                   stop=self.stop, pauses=self.pauses,
                                    cache=ShardCache(shard_cache_dir(), cap) if cap else None)
 
     def run(self) -> WorkerResult:
@@ -69,6 +73,14 @@ class WorkerSession:
     def hub_said_stopped(self, version: int) -> None:
         """The hub is stopping: end now (the request under way is abandoned)."""
         self.driver.hub_said_stopped(version)
+
+    def pause(self, reason: PauseReason = PauseReason.YOU) -> None:
+        """Pause at the end of the round under way: the hub gives the shard to others."""
+        self.pauses.pause(reason)
+
+    def resume(self) -> None:
+        """Join again (without the PIN) and train on."""
+        self.pauses.resume()
 
     def encode_gradient(self, codec: Any, payload: bytes, version: int) -> bytes:
         """The payload of a push as it goes on the wire (a seam for fault-injection tests)."""

@@ -1,0 +1,57 @@
+"""The Join dialog's "This machine" fields: how much of itself a worker shares.
+
+CPU threads, the most samples per second, and the pause on battery power: the widgets,
+labels, bounds and defaults come from JoinOptions (``computeshare join --threads /
+--max-rate / --no-pause-on-battery``), so the dialog and the command line cannot drift.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtWidgets import QFormLayout, QWidget
+
+from .. import schema
+from ..join_options import JoinOptions
+from .fields import Editor
+
+CHOICES = ("threads", "max_rate", "pause_on_battery")  # JoinService.choose's keywords
+
+
+class WorkerChoices(QWidget):
+    """Threads, speed limit and pause-on-battery, as a form; ``values()`` for JoinService."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        kinds = schema.types(JoinOptions)
+        self.editors = {name: Editor(schema.spec(JoinOptions, name), kinds[name],
+                                     schema.default(JoinOptions, name, "app"))
+                        for name in CHOICES}
+        form = QFormLayout(self)
+        form.setContentsMargins(0, 0, 0, 0)
+        for name, editor in self.editors.items():
+            if kinds[name] is bool:  # a check box says what it is itself
+                form.addRow("", editor.widget)
+            else:
+                form.addRow(editor.option.label, editor.widget)
+
+    @property
+    def threads(self) -> Any:
+        return self.editors["threads"].widget
+
+    @property
+    def max_rate(self) -> Any:
+        return self.editors["max_rate"].widget
+
+    @property
+    def pause_on_battery(self) -> Any:
+        return self.editors["pause_on_battery"].widget
+
+    def set_enabled(self, enabled: bool) -> None:
+        """Editable while the dialog is not pairing."""
+        for editor in self.editors.values():
+            editor.widget.setEnabled(enabled)
+
+    def values(self) -> dict[str, Any]:
+        """The chosen values, as JoinService.choose takes them."""
+        return {name: editor.value() for name, editor in self.editors.items()}
