@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import multiprocessing
+import os
 import signal
 import sys
 from pathlib import Path
@@ -23,6 +24,7 @@ from ..errors import ExitCode
 from ..schema import add_arguments
 from ..service.options import AppConfig
 from .qt_app import make_app
+from .qt_platform import check_xcb
 
 if TYPE_CHECKING:
     from PySide6.QtCore import QTimer
@@ -81,6 +83,20 @@ def _close_on_signals(window: MainWindow) -> QTimer:
     return wake
 
 
+def platform_ready() -> bool:
+    """On Linux, check that Qt's xcb plugin loads before QApplication tries (it aborts the
+    process when it cannot); print the packages to install when it does not. False: do not
+    start Qt."""
+    check = check_xcb()
+    if check.message and sys.stderr is not None:
+        print(f"computeshare-desktop: {check.message}", file=sys.stderr)
+    elif check.message:  # a windowed start: the log file (setup_logging)
+        log.error("%s", check.message)
+    if check.use_wayland:
+        os.environ["QT_QPA_PLATFORM"] = "wayland"
+    return not check.fatal
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Start the app (or its self-test); returns its exit code."""
     multiprocessing.freeze_support()  # first thing in a frozen (PyInstaller) bundle
@@ -107,6 +123,8 @@ def run_window(argv: Sequence[str], config: AppConfig) -> int:
     from .main_window import MainWindow
     from .settings import Settings
 
+    if not platform_ready():
+        return ExitCode.USAGE
     app = make_app(argv)
     app.setQuitOnLastWindowClosed(True)
     window = MainWindow(Settings(), config)
