@@ -203,7 +203,7 @@ def join_plan(options: JoinOptions, target: JoinTarget, pin: str,
     it does not follow them)."""
     return JoinPlan(target, pin=pin, name=options.name or worker_name(), label=options.name,
                     device=device, give_up_s=options.give_up_s, max_rate=options.max_rate,
-                    cache_size=options.cache_size,
+                    cache_size=options.cache_size, pause_on_battery=options.pause_on_battery,
                     follow_hub=False, wait_s=max(0.0, options.wait_s),
                     trust_code=options.trust_code.lower())
 
@@ -221,6 +221,9 @@ def join(args: argparse.Namespace) -> int:
         print(f"note: {device.note}", file=sys.stderr)
     view = WorkerView(quiet=args.quiet)
     service = JoinService(join_plan(options, target, pin, device), on_event=view.on)
+    if hasattr(signal, "SIGUSR1") and threading.current_thread() is threading.main_thread():
+        # `kill -USR1 PID` pauses the worker (the hub gives its shard to others), or resumes it
+        signal.signal(signal.SIGUSR1, lambda *_: service.toggle_pause())
     try:
         _run_until_done(service.start())
     except RemovedError as exc:  # kicked: an end, not a fault (exit 8, nothing to retry)

@@ -26,6 +26,7 @@ from .code_dialog import CodeQuestion
 from .confirm import StopQuestion
 from .kick_question import KickQuestion
 from .formatting import human_bytes, human_duration, human_rate, percent
+from .pause_control import PauseControl
 from .panels import FinishCard, FolderDialog, LogPane, StatCard, row
 from .pin_card import PinCard
 from .progress_rows import mode_words
@@ -165,6 +166,8 @@ class ProgressWindow(QMainWindow):
         self.stop_button = QPushButton("Stop session" if hub else "Leave session")
         self.stop_button.setObjectName("Danger")
         self.stop_button.clicked.connect(self.stop_session)
+        self.pause_control = (PauseControl(self.runner)  # a worker can pause
+                              if isinstance(self.runner, JoinService) else None)
         self.close_button = QPushButton("Close")
         self.close_button.clicked.connect(self.close)
         self.setCentralWidget(self._layout())
@@ -189,7 +192,11 @@ class ProgressWindow(QMainWindow):
         lower.setStretchFactor(1, 2)
         buttons = QHBoxLayout()
         buttons.addWidget(self.kick_button)
+        if self.pause_control is not None:  # why it is paused, then Pause/Resume
+            buttons.addWidget(self.pause_control.label)
         buttons.addStretch(1)
+        if self.pause_control is not None:
+            buttons.addWidget(self.pause_control.button)
         buttons.addWidget(self.stop_button)
         buttons.addWidget(self.close_button)
         body = QVBoxLayout()
@@ -214,7 +221,10 @@ class ProgressWindow(QMainWindow):
     # ----------------------------------------------------------------- refresh
     def refresh(self) -> None:
         """Drain the runner's events, fold them into the state, render (GUI thread)."""
-        self.state.apply(self.runner.drain())
+        events = self.runner.drain()
+        self.state.apply(events)
+        if self.pause_control is not None:
+            self.pause_control.apply(events)
         if self._traffic is not None:
             self.state.set_traffic(*self._traffic())
         self.state.tick()
@@ -279,6 +289,8 @@ class ProgressWindow(QMainWindow):
             self._shown_final = s.final
             self.finish_card.show_result(s.final, s.out_dir, s.role)
             self.finish_card.show()
+        if self.pause_control is not None:
+            self.pause_control.set_active(s.active and not self.runner.stopping)
         if not s.active:
             self.stop_button.hide()
             if self.pin_card is not None:

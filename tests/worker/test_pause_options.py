@@ -1,0 +1,41 @@
+"""join's pause options: --no-pause-on-battery reaches the plan, and a JoinService only
+watches the battery when asked (a fake reading: on battery from the start)."""
+
+from __future__ import annotations
+
+import threading
+
+from computeshare_desktop.cli import commands
+from computeshare_desktop.cli.main import build_parser
+from computeshare_desktop.service import JoinPlan, JoinService, JoinTarget
+from computeshare_desktop.worker import pick_device
+from computeshare_desktop.worker.battery import Power
+from computeshare_desktop.worker.pause import PauseReason
+
+TARGET = JoinTarget.from_address("127.0.0.1:9")  # nothing listens there
+
+
+def plan_of(*argv: str) -> JoinPlan:
+    options = commands.join_options(build_parser().parse_args(["join", *argv]))
+    return commands.join_plan(options, TARGET, "1234", pick_device("cpu"))
+
+
+def test_pause_on_battery_is_on_by_default_and_the_flag_turns_it_off() -> None:
+    assert plan_of().pause_on_battery
+    assert not plan_of("--no-pause-on-battery").pause_on_battery
+
+
+def test_a_join_service_on_battery_pauses_unless_told_not_to() -> None:
+    for watch in (True, False):
+        read = threading.Event()
+
+        def battery(read: threading.Event = read) -> Power:
+            read.set()
+            return Power(40.0, False)
+
+        service = JoinService(JoinPlan(TARGET, name="w", pause_on_battery=watch, wait_s=0.0,
+                                       first_contact_s=0.5), battery=battery)
+        service.start()
+        assert service.join(20.0)  # nothing listens: it ends, having read the battery or not
+        assert read.is_set() is watch
+        assert service.pauses.reason is (PauseReason.BATTERY if watch else None)
