@@ -18,6 +18,7 @@ from ..model_file_options import ModelFileOptions
 from ..schema import add_arguments, argument, default, options
 from ..service.options import AppConfig, HostOptions
 from . import commands
+from . import doctor as doctor_cli
 from .progress import setup_logging
 
 log = logging.getLogger(__name__)
@@ -97,6 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     ca.add_argument("--clear", action="store_true", help="remove every shard kept here (the next session fetches them again)")
     _common(ca)
 
+    doctor_cli.add_parser(sub)
+
     st = sub.add_parser("self-test", help="check this install end to end, offline (Qt offscreen, training on loopback, the saved model, mDNS)",
                         formatter_class=fmt, epilog="exit codes:\n  0  every check passed\n  1  a check failed (its FAIL line says why)", allow_abbrev=False)
     st.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv: debug)")
@@ -108,7 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
     try:
-        return getattr(commands, args.command.replace("-", "_"))(args)
+        run = getattr(args, "run", None) or getattr(commands, args.command.replace("-", "_"))
+        return int(run(args))
     except ComputeShareError as exc:
         if args.verbose >= 2:
             log.exception("failed")

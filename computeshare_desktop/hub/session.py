@@ -275,6 +275,11 @@ class HubSession:
         """True when ``key`` may use the encrypted sockets (paired, not banned)."""
         return key in self.core.allowlist
 
+    def probing(self, key: str) -> bool:
+        """True while ``key`` may send network checks (PROBE) to the request socket only
+        (hub/probe.py); called from the authenticator's thread."""
+        return self.core.probes.allows(key, time.monotonic())
+
     def all_told(self) -> bool:
         """True when every live worker knows the session is over (see HubCore.all_told)."""
         return self.core.all_told()

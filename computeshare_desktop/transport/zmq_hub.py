@@ -33,6 +33,7 @@ POLL_MS = 20
 GOODBYE_S = 1.5  # longer than a worker's heartbeat period, so each one hears it
 EVENT_TOPIC = b"cs.event"
 ZAP_DOMAIN = "computeshare"
+REQUEST_DOMAIN = "computeshare.requests"  # also admits a network check's key (hub/probe.py)
 MAX_PAIRING_MESSAGE = 4096
 PAIRING_RCVHWM = 8  # messages queued per pairing peer (a worker sends one at a time)
 REQUEST_RCVHWM = 16  # per worker connection: a request, plus retries of lost ones
@@ -50,6 +51,14 @@ class _AllowlistProvider:
         return self.session.allows(key.decode("ascii", "replace"))
 
 
+class _RequestProvider(_AllowlistProvider):
+    """The request socket's: paired keys, and keys granted a network check for a while."""
+
+    def callback(self, domain: str, key: bytes) -> bool:
+        text = key.decode("ascii", "replace")
+        return self.session.allows(text) or self.session.probing(text)
+
+
 class HubServer:
     """Serves one hub session until it is done (or ``stop`` is set)."""
 
@@ -63,6 +72,8 @@ class HubServer:
         self.auth.start()
         self.auth.configure_curve_callback(domain=ZAP_DOMAIN,
                                            credentials_provider=_AllowlistProvider(session))
+        self.auth.configure_curve_callback(domain=REQUEST_DOMAIN,
+                                           credentials_provider=_RequestProvider(session))
         self._kicks: queue.Queue[int] = queue.Queue()
         self._pins: queue.Queue[str] = queue.Queue()
         self._delimited: dict[bytes, bool] = {}
@@ -74,11 +85,11 @@ class HubServer:
         session.subscribe(self._publish)
 
     # ----------------------------------------------------------------- sockets
-    def _curve_socket(self, kind: int) -> zmq.Socket:
+    def _curve_socket(self, kind: int, domain: str = ZAP_DOMAIN) -> zmq.Socket:
         sock = configure(self.ctx.socket(kind))
         sock.curve_server = True
         sock.curve_secretkey = self.identity.secret.encode()
-        sock.zap_domain = ZAP_DOMAIN.encode()
+        sock.zap_domain = domain.encode()
         return sock
 
     def _pub_socket(self) -> zmq.Socket:
@@ -90,7 +101,7 @@ class HubServer:
 
     def _bind_all(self, port: int) -> HubPorts:
         for _ in range(1 if port else 50):
-            self.router = self._curve_socket(zmq.ROUTER)
+            self.router = self._curve_socket(zmq.ROUTER, REQUEST_DOMAIN)
             self.pub = self._pub_socket()
             self.pairing = configure(self.ctx.socket(zmq.ROUTER),
                                      max_message_bytes=MAX_PAIRING_MESSAGE)
