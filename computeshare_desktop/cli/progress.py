@@ -85,7 +85,8 @@ class HubView:
                          .on(RoundClosed, self._round).on(ModeChanged, self._mode)
                          .on(Evaluated, lambda e: self.bar.set(acc=f"{100 * e.accuracy:.1f}%"))
                          .on(WorkerJoined, lambda e: self._worker(e.worker, "joined"))
-                         .on(WorkerLeft, lambda e: self._worker(e.worker, "left"))
+                         .on(WorkerLeft, lambda e: self._worker(
+                             e.worker, "paused" if e.reason == "paused" else "left"))
                          .on(ModelRefused, lambda e: self.bar.write(
                              f"worker {e.name} refused the model: {e.reason}"))
                          .on(Finished, self._finished).on(Stopped, self._stopped))
