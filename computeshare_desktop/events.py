@@ -213,6 +213,8 @@ class Joined(Event, frozen=True):
     device: str
     batch_size: int = 0
     state: str = "waiting"  # the session's, when it joined (training: it takes over a shard)
+    updates: str = "sync"  # how the hub applies updates ("async": as they arrive)
+    aggregation: str = "mean"  # its rule ("trimmed-mean", "median": robust)
 
 
 class ModelReceived(Event, frozen=True):

@@ -31,7 +31,7 @@ from ..service import FEED, Tagged
 from . import progress_hub as hub
 from . import progress_worker as worker
 from .progress_fields import ProgressFields
-from .progress_rows import ACTIVE_STATES, RATE_WINDOW_S
+from .progress_rows import ACTIVE_STATES, RATE_WINDOW_S, mode_words
 
 REFUSALS_EVERY_S = 60.0  # at most one "Refused requests" line in the log per this long
 
@@ -139,6 +139,13 @@ class ProgressState(ProgressFields):
         self._say(line)
 
 
+def worker_joined(s: ProgressState, e: Joined, now: float) -> None:
+    """A worker's own Joined (progress_worker.joined), and how its hub applies updates,
+    for the subtitle."""
+    worker.joined(s, e, now)
+    s.mode = mode_words(e.updates, e.aggregation)
+
+
 Handler = Callable[[ProgressState, Any, float], None]
 
 # Every event a window folds in, by (source, type): grep an event's name to find its handler.
@@ -168,7 +175,7 @@ HANDLERS: dict[tuple[str, type[Event]], Handler] = {
     # this app's worker and its service (a worker's window)
     ("worker", DeviceChosen): worker.device_chosen,
     ("worker", PairedWith): worker.paired_with,
-    ("worker", Joined): worker.joined,
+    ("worker", Joined): worker_joined,
     ("worker", ModelReceived): worker.model_received,
     ("worker", ShardReceived): worker.shard_received,
     ("worker", Pushed): worker.pushed,

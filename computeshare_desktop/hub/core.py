@@ -286,7 +286,7 @@ class HubCore:
             compute="builtin" if self.graph is None else "graph", torch=torch_release(),
             data_hash=self.shards.data_hash,
             num_classes=data.num_classes, **wire_shape(data),
-            augment=list(self.augment))
+            augment=list(self.augment), updates=c.updates, aggregation=c.aggregation)
 
     def _check_torch(self, msg: Join) -> None:
         """A graph's format changes between torch releases: the worker's must be ours."""

@@ -184,6 +184,10 @@ class Welcome(Message, frozen=True):
     # standardized them; channels, height, width, mean and std are then 1, 1, 1, [0], [1]).
     data_kind: DataKind = "images"
     features: Features = 0
+    # How the hub applies updates, for the worker's window to name (7): "sync" or "async",
+    # and its aggregation ("mean", "trimmed-mean" or "median").
+    updates: Str = "sync"
+    aggregation: Str = "mean"
 
 
 class GraphGet(Message, frozen=True):

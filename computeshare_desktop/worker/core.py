@@ -383,7 +383,8 @@ class WorkerCore:
                  w.worker_id, w.shard, w.num_shards)
         joined = Emit(Joined(worker_id=w.worker_id, shard=w.shard, num_shards=w.num_shards,
                              dataset=w.dataset, model=w.model, rounds=w.rounds,
-                             device=self.device, batch_size=w.batch_size, state=w.state))
+                             device=self.device, batch_size=w.batch_size, state=w.state,
+                             updates=w.updates, aggregation=w.aggregation))
         if w.compute == "graph":
             require_release(w.torch)  # the hub checks it too; the format is not stable
             self._graph = GraphDownload(w)

@@ -173,6 +173,16 @@ def test_the_subtitles_name_async_updates_and_robust_aggregation(qtbot):
     qtbot.addWidget(quiet)
     assert "asynchronous" not in quiet.subtitle.text()
     assert "robust" not in quiet.subtitle.text()
+    runner = Scripted()  # a worker hears it in its Welcome
+    runner.batches.append([mine(Joined(worker_id=1, shard=0, num_shards=2, dataset="mnist",
+                                       model="simplenet", rounds=10, device="CPU",
+                                       updates="async", aggregation="trimmed-mean"))])
+    worker = ProgressWindow(runner, ProgressState("worker"), title="t", subtitle="Worker vm")
+    qtbot.addWidget(worker)
+    worker.refresh()
+    worker.refresh()
+    assert worker.subtitle.text() == (
+        "Worker vm · asynchronous updates · robust aggregation (trimmed mean)")
 
 
 @pytest.mark.slow
