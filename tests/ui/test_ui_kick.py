@@ -159,6 +159,25 @@ def test_refusals_are_summed_up_once_a_minute_at_most():
     assert len(last) == 1 and "29 × STALE" in last[0]
 
 
+def test_the_hub_table_counts_refusals_and_its_log_sums_them_up(qtbot):
+    runner, clock = Scripted(), Clock()
+    window = ProgressWindow(runner, ProgressState("hub", total_rounds=10_000, clock=clock),
+                            title="Hosting t", subtitle="s")
+    qtbot.addWidget(window)
+    worker = WorkerInfo(1, "vm · CPU", "CPU", 0, pushed=204, rejected=14, ready=True)
+    for second in range(10):
+        runner.batches.append([Tagged("hub", Rejected("STALE", "")), Tagged("hub", RoundClosed(
+            round=second + 1, version=second + 1, steps=1, loss=0.5, contributors=1,
+            rejected=1, bytes_in=10, bytes_out=10, payload_bytes=20, samples=32, seconds=0.1,
+            complete=True, compute_s=0.05, busy=0.5, workers=(worker,)))])
+        clock.now += 1.0
+        window.refresh()
+    window.workers_table.show_rows(list(window.state.workers.values()), clock.now)
+    assert window.workers_table.item(0, 5).text() == "204 · 14 refused"
+    log = window.log_pane.toPlainText()
+    assert log.count("Refused requests") == 1 and "1 × STALE" in log
+
+
 def test_the_subtitles_name_async_updates_and_robust_aggregation(qtbot):
     config = HubConfig(updates="async", aggregation="median")
     runner = SimpleNamespace(plan=SimpleNamespace(config=config), pin="123456", scope="s",
