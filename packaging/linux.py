@@ -23,6 +23,7 @@ import subprocess
 import tarfile
 import time
 from pathlib import Path
+from typing import Callable, Sequence
 
 import common
 from common import BuildError, log
@@ -58,6 +59,21 @@ EXCLUDE_BINARIES = [
     # Qt's own translations: the app's text is English
     "PySide6/Qt/translations/*",
 ]
+# The X libraries Qt's xcb plugin needs that a minimal Linux lacks (libxcb-cursor0 first of
+# all): the bundle carries each (PyInstaller collects those the build machine has; the rest
+# are copied from the system, and a build machine without one fails). libxcb.so.1, libGL and
+# libEGL stay the system's, as PyInstaller leaves them: the X server and GPU driver's own.
+# Their packages: computeshare_desktop/gui/qt_platform.py (XCB_LIBRARIES).
+X_LIBRARIES = (
+    "libxcb-cursor.so.0", "libxcb-icccm.so.4", "libxcb-keysyms.so.1", "libxcb-image.so.0",
+    "libxcb-render-util.so.0", "libxcb-util.so.1", "libxcb-xkb.so.1", "libxkbcommon-x11.so.0",
+    "libxkbcommon.so.0", "libxcb-randr.so.0", "libxcb-render.so.0", "libxcb-shape.so.0",
+    "libxcb-shm.so.0", "libxcb-sync.so.1", "libxcb-xfixes.so.0", "libX11-xcb.so.1",
+    "libX11.so.6", "libfontconfig.so.1",
+)
+SYSTEM_X_LIBRARIES = ("libxcb.so.1", "libGL.so.1", "libEGL.so.1")
+LIBRARY_DIRS = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/lib64",
+                "/usr/lib", "/lib")
 # A file of a CUDA runtime in the bundle means a CUDA torch slipped in.
 CUDA_MARKERS = ("libcuda", "libcudart", "libcublas", "libcudnn", "libnvjpeg", "libnccl",
                 "libnvrtc", "libtriton")
@@ -85,6 +101,7 @@ def build(version: str, dist: Path, work: Path) -> list[Path]:
     shutil.rmtree(top, ignore_errors=True)
     frozen.rename(top)
     add_desktop_files(top, scratch / "icons")
+    carry_x_libraries(top / "_internal")
     refuse_cuda(top)
     common.check_size("unpacked bundle", common.tree_bytes(top), common.MAX_UNPACKED_BYTES)
     dist.mkdir(parents=True, exist_ok=True)
@@ -115,6 +132,39 @@ def add_desktop_files(top: Path, icons: Path) -> None:
     script = top / "install-desktop-entry.sh"
     shutil.copyfile(TEMPLATES / "install-desktop-entry.sh", script)
     script.chmod(0o755)
+
+
+def system_library(name: str, dirs: Sequence[str] = LIBRARY_DIRS) -> Path | None:
+    """The build machine's copy of the shared library ``name`` (a soname), if it has one."""
+    for folder in dirs:
+        path = Path(folder) / name
+        if path.is_file():
+            return path.resolve()
+    return None
+
+
+def carry_x_libraries(internal: Path,
+                      find: Callable[[str], Path | None] = system_library) -> list[str]:
+    """Make the bundle carry every library of X_LIBRARIES: copy in those PyInstaller did not
+    collect from the build machine; fail, naming them, when the machine has none. Returns
+    the names copied."""
+    copied: list[str] = []
+    absent: list[str] = []
+    for name in X_LIBRARIES:
+        if (internal / name).exists():
+            continue
+        source = find(name)
+        if source is None:
+            absent.append(name)
+            continue
+        shutil.copy2(source, internal / name)
+        copied.append(name)
+    if absent:
+        raise BuildError(f"the build machine lacks {', '.join(absent)}, which the bundle must "
+                         "carry for Qt's xcb plugin: run .ci/linux-gui-deps (apt) first")
+    if copied:
+        log(f"copied X libraries into the bundle: {', '.join(copied)}")
+    return copied
 
 
 def refuse_cuda(top: Path) -> None:

@@ -12,7 +12,6 @@ X server (Xvfb), screenshotted.
 from __future__ import annotations
 
 import configparser
-import importlib
 import json
 import os
 import platform
@@ -28,6 +27,7 @@ import time
 from pathlib import Path
 
 import pytest
+from packaging_recipes import recipe
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGING = ROOT / "packaging"
@@ -41,16 +41,8 @@ pytestmark = [
 ]
 
 
-def _common():
-    # packaging/ is not a package (it would shadow PyPA's `packaging`); import as build.py does.
-    sys.path.insert(0, str(PACKAGING))
-    try:
-        return importlib.import_module("common")
-    finally:
-        sys.path.remove(str(PACKAGING))
-
-
-common = _common()
+common = recipe("common")
+linux = recipe("linux")
 VERSION = common.project_version()
 TOP = f"ComputeShare-{VERSION}-linux-x86_64"
 
@@ -115,6 +107,24 @@ def test_sizes_are_under_the_ceilings(tarball, bundle):
     print(f"\ntarball {packed / 1e6:.1f} MB, unpacked {unpacked / 1e6:.1f} MB")
     assert packed <= common.MAX_COMPRESSED_BYTES
     assert unpacked <= common.MAX_UNPACKED_BYTES
+
+
+def test_the_bundle_carries_the_x_libraries_qts_xcb_plugin_needs(bundle):
+    """libxcb-cursor and the rest travel inside, so a system without them still opens the
+    window: the bundle's xcb plugin resolves each from _internal (the bootloader puts it on
+    LD_LIBRARY_PATH), not from the system."""
+    internal = bundle / "_internal"
+    missing = [name for name in linux.X_LIBRARIES if not (internal / name).is_file()]
+    assert not missing, f"the bundle lacks {missing}"
+    if shutil.which("ldd") is None:
+        return
+    plugin = internal / "PySide6" / "Qt" / "plugins" / "platforms" / "libqxcb.so"
+    out = subprocess.run(["ldd", str(plugin)], capture_output=True, text=True, timeout=60,
+                         env={"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": str(internal)}).stdout
+    found = dict(re.findall(r"^\s*(\S+) => (\S+)", out, re.MULTILINE))
+    outside = {name: found.get(name) for name in linux.X_LIBRARIES
+               if not Path(found.get(name, "/")).resolve().is_relative_to(internal.resolve())}
+    assert not outside, f"resolved outside the bundle: {outside}\n{out}"
 
 
 def test_desktop_entry_and_icon(bundle, tmp_path):

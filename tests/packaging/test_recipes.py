@@ -5,7 +5,6 @@ the wrong OS. The builds themselves run on their own CI runners (.github/workflo
 
 from __future__ import annotations
 
-import importlib
 import os
 import plistlib
 import re
@@ -14,6 +13,7 @@ import types
 from pathlib import Path
 
 import pytest
+from packaging_recipes import recipe
 
 from computeshare_desktop.discovery.advert import SERVICE_TYPE
 
@@ -21,20 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGING = ROOT / "packaging"
 
 
-def _recipe(name: str):
-    # packaging/ is not a package (it would shadow PyPA's `packaging`); the recipes import
-    # `common` as build.py runs them, from packaging/ on sys.path.
-    if str(PACKAGING) not in sys.path:
-        sys.path.insert(0, str(PACKAGING))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(PACKAGING))
-
-
-common = _recipe("common")
-macos = _recipe("macos")
-windows = _recipe("windows")
+common = recipe("common")
+macos = recipe("macos")
+windows = recipe("windows")
 VERSION = common.project_version()
 
 
