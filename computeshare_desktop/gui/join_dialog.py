@@ -21,8 +21,16 @@ from ..protocol.auth import typed_pin
 from ..schema import Option, spec
 from ..service import JoinService, JoinTarget, Tagged
 from ..service.messages import refusal_message
+from ..service.options import worker_name
+from ..service.paired import forget_hub
 
 RunnerFactory = Callable[[JoinTarget, str], JoinService]
+PIN_HINT = "The PIN is shown in large digits on the machine that hosts the session."
+REMEMBERED = ("This machine has paired with this hub before: Join works without the PIN, in "
+              "this session and its later ones, unless the host removed this machine from "
+              "its paired machines.")
+FORGOTTEN = ("The hub no longer lets this machine in without the PIN: its host removed it "
+             "from its paired machines, or turned them off. Type the PIN the hub shows.")
 PIN_MAX_LENGTH = 32  # characters the PIN field takes (a pasted PIN may carry spaces)
 
 
@@ -90,10 +98,10 @@ class JoinDialog(QDialog):
         if t is None:
             form.addRow(self.address_edit.accessibleName(), self.address_edit)
         form.addRow(self.pin_edit.accessibleName(), self.pin_edit)
-        hint = QLabel("The PIN is shown in large digits on the machine that hosts the session.")
+        hint = QLabel(PIN_HINT)
+        self.hint = hint
         if t is not None and self._remembered(t):
-            hint.setText("This machine has joined this hub before: Join works without the "
-                         "PIN while its session lasts.")
+            hint.setText(REMEMBERED)
             self.pin_edit.setPlaceholderText("not needed")
         hint.setProperty("role", "muted")
         hint.setWordWrap(True)
@@ -153,6 +161,8 @@ class JoinDialog(QDialog):
             self.accept()
         elif isinstance(event, Failed):
             self._failure, self._failure_code = event.message, event.code
+            if event.code == "NOT_PAIRED" and not runner.plan.pin:
+                self._forget_hub(runner.target)
         elif isinstance(event, PairingWait) and event.code == "LOCKED_OUT":
             self._failure = (refusal_message("LOCKED_OUT").replace(
                 "Wait, then", f"Wait {event.retry_after:.0f} s, then"))
@@ -166,6 +176,15 @@ class JoinDialog(QDialog):
             self._set_busy(False)
             self._show(self._failure or "Pairing stopped.", "error")
             self._focus_the_cause()
+
+    def _forget_hub(self, target: JoinTarget) -> None:
+        """The hub refused this machine's remembered key (its host removed it, or turned
+        paired machines off): the PIN is needed, and the next dialog says so too."""
+        forget_hub(target, worker_name())
+        self._remembered = lambda _: False
+        self._failure = FORGOTTEN
+        self.hint.setText(PIN_HINT)
+        self.pin_edit.setPlaceholderText(spec(JoinOptions, "pin").placeholder)
 
     def _focus_the_cause(self) -> None:
         """Put the focus on what to fix, its text selected so typing replaces it: the

@@ -27,8 +27,10 @@ from .join_dialog import JoinDialog
 from .placement import available_geometry, fit, place
 from ..service.options import AppConfig, HostOptions, JoinTarget, default_output_folder, worker_name
 from .code_dialog import CodeQuestion
+from .comeback import Comebacks
 from .confirm import StopQuestion
 from .progress_window import ProgressWindow
+from .paired_machines import PairedMachinesCard
 from .recent_sessions import RecentSessions
 from .session_table import SessionTableModel
 from .settings import Settings
@@ -56,6 +58,7 @@ class MainWindow(QMainWindow):
         self.host_dialog: HostDialog | None = None
         self.join_dialog: JoinDialog | None = None
         self.model = SessionTableModel()
+        self.comebacks = Comebacks(self._new_worker, self._open_worker)  # after a host's stop
         self._build()
         self.feed = DiscoveryFeed(self.config.interfaces).start()
         self.probe = DeviceProbe().start()
@@ -111,6 +114,7 @@ class MainWindow(QMainWindow):
         self.recent = RecentSessions()
         self.recent.resume_requested.connect(self.resume)
         self.recent.show_folders(self.settings.recent_sessions())
+        self.paired = PairedMachinesCard()
         self.setCentralWidget(self._layout(icon, title, subtitle))
         for a, b in ((self.sessions_view, self.join_button), (self.join_button, self.host_button),
                      (self.host_button, self.connect_button)):
@@ -156,7 +160,10 @@ class MainWindow(QMainWindow):
         body.addLayout(head)
         body.addWidget(card, 2)
         body.addLayout(buttons)
-        body.addWidget(self.recent, 1)
+        lists = QHBoxLayout()
+        lists.addWidget(self.recent, 1)
+        lists.addWidget(self.paired, 1)
+        body.addLayout(lists, 1)
         canvas = QWidget()
         canvas.setObjectName("Canvas")
         canvas.setLayout(body)
@@ -168,6 +175,7 @@ class MainWindow(QMainWindow):
         sessions = self.feed.take()
         if sessions is not None:
             self._show_sessions(sessions)
+        self.comebacks.poll(sessions)
         if self.probe.done and self.device_label.property("probed") is None:
             self.device_label.setProperty("probed", True)
             text = self.probe.result.description if self.probe.result else "no usable device"
@@ -288,6 +296,7 @@ class MainWindow(QMainWindow):
         window = ProgressWindow.for_worker(runner, events, self.config.refresh_ms,
                                            self.question, code_question=self.code_question)
         window.rejoin.connect(self._rejoin)
+        self.comebacks.watch(window)
         return self._open_progress(window)
 
     def _rejoin(self, window: ProgressWindow) -> ProgressWindow | None:

@@ -1,0 +1,106 @@
+"""The main window's "Paired machines": the machines that join this computer's hub without the
+PIN, each removable (its key forgotten: it needs the PIN again), and the switch that turns
+the feature off. The list is a file the hub writes as machines pair (hub/paired_machines.py);
+the card reads it again every few seconds."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import (QCheckBox, QFrame, QHBoxLayout, QLabel, QListWidget,
+                               QListWidgetItem, QPushButton, QVBoxLayout)
+
+from ..hub.paired_machines import PairedMachine, PairedMachines
+from ..service.paired import paired_machines
+
+KEY = Qt.ItemDataRole.UserRole
+REFRESH_MS = 3000
+SWITCH = "Paired machines skip the PIN in later sessions"
+
+
+def describe(machine: PairedMachine) -> str:
+    """One line: the name it paired under, where from, and when."""
+    where = machine.address or "this computer"
+    when = time.strftime("%d %b %H:%M", time.localtime(machine.paired_at))
+    return f"{machine.name} · {where} · paired {when}"
+
+
+class PairedMachinesCard(QFrame):
+    """The list, Remove, and the on/off switch."""
+
+    def __init__(self, store: Callable[[], PairedMachines] = paired_machines) -> None:
+        super().__init__()
+        self.setObjectName("Card")
+        self._store = store
+        title = QLabel("Paired machines")
+        title.setObjectName("SectionTitle")
+        self.enabled_box = QCheckBox(SWITCH)
+        self.enabled_box.setToolTip("On: a machine that paired with this computer's hub once "
+                                    "joins its later sessions without the PIN. Off: every "
+                                    "new session asks for it (the list is kept)")
+        self.enabled_box.toggled.connect(self._switch)
+        self.list = QListWidget()
+        self.list.setAccessibleName("Paired machines")
+        self.list.setMaximumHeight(110)
+        self.list.itemSelectionChanged.connect(self._update)
+        self.empty = QLabel("No machine has paired with this computer's hub yet.")
+        self.empty.setProperty("role", "muted")
+        self.remove_button = QPushButton("Remove")
+        self.remove_button.setToolTip("Forget the selected machine's key: it needs the PIN "
+                                      "to join again")
+        self.remove_button.setEnabled(False)
+        self.remove_button.clicked.connect(self.remove_selected)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(14, 12, 14, 14)
+        for widget in (title, self.list, self.empty):
+            layout.addWidget(widget)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.enabled_box, 1)
+        buttons.addWidget(self.remove_button)
+        layout.addLayout(buttons)
+        self.timer = QTimer(self)
+        self.timer.timeout.connect(self.refresh)
+        self.timer.start(REFRESH_MS)
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Show the file as it is now (the selection kept)."""
+        store = self._store()
+        machines = store.machines()
+        selected = self.selected_key()
+        keys = [m.key for m in machines]
+        if keys != [self.list.item(i).data(KEY) for i in range(self.list.count())]:
+            self.list.clear()
+            for machine in machines:
+                item = QListWidgetItem(describe(machine))
+                item.setData(KEY, machine.key)
+                item.setToolTip(f"Key {machine.key[:8]}…")
+                self.list.addItem(item)
+                item.setSelected(machine.key == selected)
+        self.list.setVisible(bool(machines))
+        self.empty.setVisible(not machines)
+        self.enabled_box.blockSignals(True)
+        self.enabled_box.setChecked(store.enabled)
+        self.enabled_box.blockSignals(False)
+        self._update()
+
+    def selected_key(self) -> str | None:
+        items = self.list.selectedItems()
+        return items[0].data(KEY) if items else None
+
+    def remove_selected(self) -> bool:
+        """Forget the selected machine: its key needs the PIN again."""
+        key = self.selected_key()
+        if key is None:
+            return False
+        self._store().forget(key)
+        self.refresh()
+        return True
+
+    def _switch(self, on: bool) -> None:
+        self._store().set_enabled(on)
+
+    def _update(self) -> None:
+        self.remove_button.setEnabled(self.selected_key() is not None)

@@ -1,0 +1,121 @@
+"""Paired machines in the app: the main window's list (Remove forgets a key, a switch turns
+the feature off), and two app instances where a machine that paired once joins the same
+hub's next session without the PIN, and needs it again once the host removed it."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pyqtgraph")
+
+from computeshare_desktop.gui.join_dialog import FORGOTTEN, PIN_HINT, REMEMBERED  # noqa: E402
+from computeshare_desktop.gui.main_window import MainWindow  # noqa: E402
+from computeshare_desktop.service.paired import paired_machines  # noqa: E402
+from helpers_net import free_ports  # noqa: E402
+from test_ui_two_instances import instance  # noqa: E402
+from ui_helpers import click, click_row, type_into  # noqa: E402
+
+SESSION = "Paired twice"
+
+
+def test_the_paired_machines_card_lists_removes_and_turns_off(qtbot, main_window):
+    store = paired_machines("HUBKEY")
+    store.remember("K" * 40, "laptop · CPU", "192.168.1.20")
+    store.remember("L" * 40, "desk · CUDA", None)
+    card = main_window.paired
+    card.refresh()
+    assert card.list.count() == 2 and card.list.isVisibleTo(main_window)
+    assert card.list.item(0).text().startswith("desk · CUDA · this computer · paired ")
+    assert "laptop · CPU · 192.168.1.20" in card.list.item(1).text()
+    assert not card.remove_button.isEnabled()
+    card.list.setCurrentRow(1)
+    click(qtbot, card.remove_button)
+    assert [m.name for m in store.machines()] == ["desk · CUDA"]
+    assert "K" * 40 in store.removed()
+    assert card.enabled_box.isChecked() and store.enabled
+    click(qtbot, card.enabled_box)
+    assert not store.enabled and not card.enabled_box.isChecked()
+
+
+def host_session(qtbot, host_app: MainWindow, folder, rounds: int = 12):
+    """Host a 1-worker session from the Host dialog (this machine does not train)."""
+    click(qtbot, host_app.host_button)
+    dialog = host_app.host_dialog
+    qtbot.waitUntil(dialog.isVisible)
+    type_into(qtbot, dialog.rounds, str(rounds))
+    type_into(qtbot, dialog.eval_every, "0")
+    type_into(qtbot, dialog.workers, "1")
+    type_into(qtbot, dialog.name, SESSION)
+    type_into(qtbot, dialog.port, str(free_ports()))
+    type_into(qtbot, dialog.out_dir, str(folder))
+    if dialog.train_here.isChecked():
+        click(qtbot, dialog.train_here)
+    click(qtbot, dialog.start_button)
+    return host_app.progress_windows[-1]
+
+
+def open_join(qtbot, worker_app: MainWindow, session_id: str):
+    """Select the session (this session id: a new one each time) and click Join."""
+    model = worker_app.model
+    row = lambda: next((r for r in range(model.rowCount())  # noqa: E731
+                        if model.session(r).advert.session_id == session_id), -1)
+    qtbot.waitUntil(lambda: row() >= 0, timeout=30_000)
+    click_row(qtbot, worker_app.sessions_view, row())
+    click(qtbot, worker_app.join_button)
+    join = worker_app.join_dialog
+    qtbot.waitUntil(join.isVisible)
+    return join
+
+
+def finished(window) -> bool:
+    return window.state.phase == "finished"
+
+
+@pytest.mark.slow
+def test_a_paired_machine_joins_the_next_session_without_the_pin_until_removed(
+        qtbot, styled_app, app_config, tmp_path, monkeypatch):
+    host_app = instance(qtbot, tmp_path / "host-home", monkeypatch, app_config)
+    worker_app = instance(qtbot, tmp_path / "worker-home", monkeypatch, app_config)
+    try:
+        hub = host_session(qtbot, host_app, tmp_path / "one")
+        qtbot.waitUntil(lambda: hub.runner.session is not None, timeout=30_000)
+        join = open_join(qtbot, worker_app, hub.runner.session.session_id)
+        assert join.hint.text() == PIN_HINT
+        type_into(qtbot, join.pin_edit, hub.pin_card.pin)
+        click(qtbot, join.join_button)
+        qtbot.waitUntil(lambda: len(worker_app.progress_windows) == 1, timeout=30_000)
+        qtbot.waitUntil(lambda: finished(hub), timeout=60_000)
+        host_app.paired.refresh()
+        assert host_app.paired.list.count() == 1  # listed on the host
+
+        # The same hub's next session: a new PIN, and the worker types none
+        hub = host_session(qtbot, host_app, tmp_path / "two")
+        qtbot.waitUntil(lambda: hub.runner.session is not None, timeout=30_000)
+        join = open_join(qtbot, worker_app, hub.runner.session.session_id)
+        assert join.hint.text() == REMEMBERED and join.pin_edit.text() == ""
+        click(qtbot, join.join_button)
+        qtbot.waitUntil(lambda: len(worker_app.progress_windows) == 2, timeout=30_000)
+        qtbot.waitUntil(lambda: finished(hub) and hub.workers_table.rowCount() == 1,
+                        timeout=60_000)
+
+        # The host removes it: the next session asks for the PIN, and the dialog says so
+        host_app.paired.list.setCurrentRow(0)
+        click(qtbot, host_app.paired.remove_button)
+        assert host_app.paired.list.count() == 0
+        hub = host_session(qtbot, host_app, tmp_path / "three")
+        qtbot.waitUntil(lambda: hub.runner.session is not None, timeout=30_000)
+        join = open_join(qtbot, worker_app, hub.runner.session.session_id)
+        assert join.hint.text() == REMEMBERED  # it cannot know yet
+        click(qtbot, join.join_button)
+        qtbot.waitUntil(lambda: join.runner is None and join.message.isVisible(),
+                        timeout=30_000)
+        assert join.message.text() == FORGOTTEN and join.hint.text() == PIN_HINT
+        assert len(worker_app.progress_windows) == 2
+        type_into(qtbot, join.pin_edit, hub.pin_card.pin)  # with the PIN it pairs again
+        click(qtbot, join.join_button)
+        qtbot.waitUntil(lambda: len(worker_app.progress_windows) == 3, timeout=30_000)
+        qtbot.waitUntil(lambda: finished(hub), timeout=60_000)
+    finally:
+        for window in (worker_app, host_app):
+            window.close()
