@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..defaults import DEFAULT_PORT
 from ..errors import ConfigError
 from ..protocol.ports import HubPorts
+from ..schema import default
 from ..service.doctor import DoctorOptions, diagnose
 from ..service.doctor_report import EXIT_CODES_TEXT
+from ..service.options import HostOptions
 
 HELP = ("check this machine's network for ComputeShare: interfaces, mDNS, the hub's ports; "
         "with --hub, the link to that hub and the preset it suits")
@@ -23,9 +24,9 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     p.add_argument("--hub", metavar="HOST[:PORT]", default=None,
                    help="also measure the round trip and bandwidth to this hub over its "
                         "encrypted channel (no PIN needed), and check that its advert arrives")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT,
+    p.add_argument("--port", type=int, default=None,
                    help=f"the hub ports to test on this machine ({HubPorts.LAYOUT}; default "
-                        f"{DEFAULT_PORT})")
+                        f"{default(HostOptions, 'port')}, a hub's)")
     p.add_argument("--interface", dest="interfaces", action="append", metavar="IF",
                    default=None, help="check this interface or address (default: the route "
                                       "to --hub, else the first LAN address)")
@@ -42,9 +43,10 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
 
 def run(args: argparse.Namespace) -> int:
     """Print the report; 0 when every check passed, 1 when one failed."""
-    if not HubPorts.valid_request(args.port):
-        raise ConfigError(f"--port {args.port} is not a port with two more after it")
-    options = DoctorOptions(hub=args.hub, port=args.port, mdns_wait_s=max(0.5, args.mdns_wait),
+    port = default(HostOptions, "port") if args.port is None else args.port
+    if not HubPorts.valid_request(port):
+        raise ConfigError(f"--port {port} is not a port with two more after it")
+    options = DoctorOptions(hub=args.hub, port=port, mdns_wait_s=max(0.5, args.mdns_wait),
                             step_ms=args.step_ms,
                             interfaces=tuple(args.interfaces) if args.interfaces else None)
     report = diagnose(options)
