@@ -31,6 +31,7 @@ from .panels import FinishCard, FolderDialog, LogPane, StatCard, row
 from .pin_card import PinCard
 from .progress_rows import mode_words
 from .progress_state import ProgressState
+from .resumed import Resumed
 from .sources import LogTap
 from .workers_table import WorkersTable
 
@@ -75,6 +76,7 @@ class ProgressWindow(QMainWindow):
         self.pin_card = PinCard(pin) if pin else None
         self._ticks = 0
         self._shown_final: object = None
+        self.resumed: Resumed | None = None  # a resumed hub's start (gui/resumed.py)
         self.folder_dialog: FolderDialog | None = None  # the output folder, no file manager
         self._build(title, subtitle)
         self.tap = LogTap(runner.scope).attach()
@@ -90,12 +92,15 @@ class ProgressWindow(QMainWindow):
         o, name = runner.plan.config, runner.session_name()
         state = ProgressState("hub", total_rounds=o.rounds, name=name,
                               expected_workers=o.workers)
-        return cls(runner, state, title=f"Hosting {name}", pin=runner.pin,
-                   subtitle=" · ".join(filter(None, (
-                       f"{model_label(o.model)} on {o.dataset}", f"{o.workers} worker(s)",
-                       f"{o.rounds} rounds of {o.batch_size} per worker",
-                       mode_words(o.updates, o.aggregation)))),
-                   refresh_ms=refresh_ms, question=question)
+        window = cls(runner, state, title=f"Hosting {name}", pin=runner.pin,
+                     subtitle=" · ".join(filter(None, (
+                         f"{model_label(o.model)} on {o.dataset}", f"{o.workers} worker(s)",
+                         f"{o.rounds} rounds of {o.batch_size} per worker",
+                         mode_words(o.updates, o.aggregation)))),
+                     refresh_ms=refresh_ms, question=question)
+        if runner.plan.resume:  # where it stopped, and the curves before, at once
+            window.resumed = Resumed(runner.out_path, state)
+        return window
 
     @classmethod
     def for_worker(cls, runner: JoinService, events: list[Tagged] | None = None,
@@ -223,6 +228,8 @@ class ProgressWindow(QMainWindow):
         """Drain the runner's events, fold them into the state, render (GUI thread)."""
         events = self.runner.drain()
         self.state.apply(events)
+        if self.resumed is not None:
+            self.resumed.follow(getattr(self.runner, "session", None), self.state)
         if self.pause_control is not None:
             self.pause_control.apply(events)
         if self._traffic is not None:
@@ -248,7 +255,8 @@ class ProgressWindow(QMainWindow):
         if s.mode and s.mode not in self.subtitle.text():  # a worker hears it on joining
             self.subtitle.setText(f"{self.subtitle.text()} · {s.mode}")
         if s.total_rounds:
-            self.progress_label.setText(f"Round {s.version:,} of {s.total_rounds:,}")
+            self.progress_label.setText(self.resumed.text(s) if self.resumed else
+                                        f"Round {s.version:,} of {s.total_rounds:,}")
         elapsed = s.elapsed_s()
         self.eta_label.setText(f"ETA {human_duration(s.eta_s())} · elapsed "
                                f"{human_duration(elapsed)}" if s.active else

@@ -3,6 +3,9 @@ dialog; its metrics never count a round twice."""
 
 from __future__ import annotations
 
+import json
+from types import SimpleNamespace
+
 import pytest
 
 pytest.importorskip("PySide6")
@@ -34,6 +37,14 @@ def test_stop_then_resume_from_the_recent_sessions_and_the_host_dialog(
     click(qtbot, recent.resume_button)
     second = main_window.progress_windows[-1]
     assert second is not first and second.runner.plan.resume
+    # At once, before the hub has loaded anything: where it stopped, and the curves before
+    second.refresh()
+    assert second.progress_label.text() == f"Resumed at round {stopped_at:,} of 100,000"
+    assert second.progress_bar.value() == stopped_at
+    before = [r["version"] for r in metrics(out) if r["type"] == "round"]
+    assert before[-1] == stopped_at
+    assert [v for v, _ in second.state.loss][:len(before)] == before
+    assert len(second.state.loss_smooth) >= len(before)
     qtbot.waitUntil(lambda: second.state.version >= stopped_at + 30, timeout=60_000)
     click(qtbot, second.stop_button)
     qtbot.waitUntil(lambda: not second.runner.running, timeout=20_000)
@@ -55,3 +66,26 @@ def test_stop_then_resume_from_the_recent_sessions_and_the_host_dialog(
     qtbot.waitUntil(lambda: third.state.version > versions[-1], timeout=60_000)
     third.runner.stop()
     qtbot.waitUntil(lambda: not third.runner.running, timeout=20_000)
+
+
+def test_a_killed_hub_resumes_from_its_checkpoint_and_the_curves_follow(tmp_path):
+    """metrics.jsonl may run past the checkpoint (a killed hub): the window first shows the
+    last round recorded, then the checkpoint's once the session is built; torn lines and
+    other records are skipped."""
+    from computeshare_desktop.gui.progress_state import ProgressState
+    from computeshare_desktop.gui.resumed import Resumed
+
+    lines = [json.dumps({"type": "round", "version": v, "loss": 2.0 / v}) for v in range(1, 9)]
+    lines[3:3] = [json.dumps({"type": "eval", "version": 3, "accuracy": 0.5}), '{"type": "ro']
+    lines.append(json.dumps({"type": "mode", "version": 8, "preset": "lan"}))
+    (tmp_path / "metrics.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    state = ProgressState("hub", total_rounds=2_500)
+    resumed = Resumed(tmp_path, state)
+    assert (state.version, len(state.loss), state.accuracy) == (8, 8, [(3, 0.5)])
+    assert resumed.text(state) == "Resumed at round 8 of 2,500"
+    resumed.follow(SimpleNamespace(version=6), state)  # its checkpoint
+    assert (state.version, [v for v, _ in state.loss]) == (6, [1, 2, 3, 4, 5, 6])
+    assert resumed.text(state) == "Resumed at round 6 of 2,500"
+    assert state.loss_smooth[0] == (1, 2.0) and state.loss_smooth[-1][1] > state.loss[-1][1]
+    state.version = 7  # the first new round
+    assert resumed.text(state) == "Round 7 of 2,500"
