@@ -110,7 +110,8 @@ def _host_plan(args: argparse.Namespace) -> HostPlan:
     return HostPlan(options.config(), Path(options.out_dir), resume=options.resume,
                     pin=options.pin, port=options.port, bind=app.bind,
                     interfaces=tuple(_interfaces(args) or ()) or None,
-                    advertise=options.advertise, name=options.name)
+                    advertise=options.advertise, name=options.name,
+                    tensorboard=options.tensorboard)
 
 
 def host(args: argparse.Namespace) -> int:

@@ -26,7 +26,7 @@ from ..data.prepared import PrepareProgress, load_data
 from ..devices import pick_device
 from ..errors import ConfigError
 from ..events import (DiskError, Evaluated, Event, Finished, LogLine, ModeChanged, PinChanged,
-                      RoundClosed, StateChanged, Stopped)
+                      RoundClosed, StateChanged, Stopped, WorkerInfo)
 from ..evaluation import eval_ready, evaluate
 from ..pacing import Throttle
 from ..protocol import PROTOCOL_VERSION, auth
@@ -41,6 +41,7 @@ from .exports import export_program, failure_text
 from .outputs import MODEL_FILE, PROGRAM_FILE, OutputDir
 from .presets import Mode
 from .shard_check import check_shards
+from .tensorboard_log import TensorBoardLog, continues
 from .trainer import ParameterServer
 from .user_model import build_hub_model, fit_model_to_data, ship_model
 from .writer import CheckpointWriter, copy_tensors
@@ -51,7 +52,7 @@ ALLOWLIST_FILE = "allowed_workers.json"
 
 ROUND_RECORD = ("round", "version", "loss", "contributors", "rejected", "bytes_in",
                 "bytes_out", "payload_bytes", "data_bytes", "model_bytes", "update_bytes",
-                "samples", "steps", "seconds", "compute_s", "busy")
+                "samples", "steps", "seconds", "compute_s", "busy", "lr")
 T = TypeVar("T")
 
 
@@ -82,9 +83,12 @@ class HubSession:
 
     def __init__(self, config: HubConfig, *, pin: str, hub_key: str, out_dir: str | Path,
                  resume: bool = False, on_event: EventSink | None = None,
-                 given: Given | None = None, paired: PairedMachines | None = None) -> None:
+                 given: Given | None = None, paired: PairedMachines | None = None,
+                 tensorboard: bool = False) -> None:
         """``paired``: the hub's Paired machines, let in without the PIN (None: only the
-        machines that pair in this session, or joined it before a resume)."""
+        machines that pair in this session, or joined it before a resume); ``tensorboard``:
+        TensorBoard event files beside metrics.jsonl too (a resume continues them where the
+        folder holds some)."""
         self.out = OutputDir(out_dir)
         self.disk_errors = 0
         self.sinks: list[EventSink] = [on_event] if on_event else []
@@ -147,6 +151,9 @@ class HubSession:
         self.started = time.monotonic()
         self.training_since: float | None = None  # when the rounds started (not the wait)
         self.last_eval: tuple[int, float, float] | None = None
+        board = tensorboard or (resume and continues(self.out.path))
+        self.board = self._write("TensorBoard logs", TensorBoardLog, self.out.path,
+                                 self.server.version if resume else None) if board else None
 
     def _restore(self) -> tuple[dict[int, int], dict[str, int]]:
         """Load the checkpoint into the server; each shard's stream position, and the shard
@@ -335,7 +342,7 @@ class HubSession:
         record = {k: getattr(event, k) for k in ROUND_RECORD}
         if event.staleness is not None:  # async mode
             record.update(staleness=event.staleness, lr_scale=event.lr_scale)
-        self._metric({"type": "round", **record, "elapsed_s": self._elapsed()})
+        self._metric({"type": "round", **record, "elapsed_s": self._elapsed()}, event.workers)
         version, c = event.version, self.config
         if event.staleness_histogram is not None:  # async: every eval_every and at the end
             self._metric({"type": "staleness", "version": version,
@@ -386,9 +393,13 @@ class HubSession:
     def _close_writer(self) -> None:
         for _, exc in self._checkpoints.close():
             self._disk_error("checkpoint", exc)
+        if self.board is not None:
+            self._write("TensorBoard logs", self.board.close)
 
-    def _metric(self, record: dict[str, Any]) -> None:
+    def _metric(self, record: dict[str, Any], workers: Sequence[WorkerInfo] = ()) -> None:
         self._write("metrics", self.out.append_metric, record)
+        if self.board is not None:  # --tensorboard: the same record (a round's workers')
+            self._write("TensorBoard logs", self.board.add, record, workers)
 
     def _write(self, what: str, write: Callable[..., T], *args: Any) -> T | None:
         """Run one write; a disk error skips it with a warning and an event, and the

@@ -10,9 +10,10 @@ synchronous mode (a round of H local steps advances it by H). Writing is the
 and flushes it every ``FLUSH_S`` seconds; an evaluation and the end flush at once. Its
 queue is long, so a slow disk never holds up the hub's loop.
 
-A resumed session appends to the same folder: its writer opens with ``purge_step`` at the
-checkpoint's next version, so TensorBoard drops what the previous run wrote after its
-checkpoint (the rounds that are replayed), as ``cut_metrics`` does in metrics.jsonl.
+A resumed session appends to the same folder (by itself when the folder holds event
+files: ``continues``): its writer opens with ``purge_step`` at the checkpoint's next
+version, so TensorBoard drops what the previous run wrote after its checkpoint (the rounds
+that are replayed), as ``cut_metrics`` does in metrics.jsonl.
 
 ``tensorboard`` is an optional extra, imported only when a session writes these files;
 ``tensorboard_valid`` is the option's check, so ``--tensorboard`` without it is a
@@ -59,6 +60,18 @@ def tensorboard_valid(wanted: bool) -> bool:
 def folder_of(out_dir: str | Path) -> Path:
     """The event files' folder of a session's output folder."""
     return Path(out_dir) / TENSORBOARD_DIR
+
+
+def continues(out_dir: str | Path) -> bool:
+    """True when a session resumed in ``out_dir`` should go on writing event files: the
+    folder holds some, and the package is here (a warning says so when it is not)."""
+    if not folder_of(out_dir).is_dir():
+        return False
+    if missing():
+        log.warning("%s holds TensorBoard logs, but this resume cannot add to them: %s",
+                    out_dir, MISSING)
+        return False
+    return True
 
 
 def share_tags(workers: Sequence[WorkerInfo]) -> dict[int, str]:

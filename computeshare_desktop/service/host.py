@@ -127,7 +127,8 @@ class HostService(ServiceThread):
             session = self.session = HubSession(
                 self.plan.config, pin=self.pin, hub_key=identity.public,
                 out_dir=self.out_path, on_event=self._on_hub_event, resume=self.plan.resume,
-                given=self.plan.given, paired=paired if paired.enabled else None)
+                given=self.plan.given, paired=paired if paired.enabled else None,
+                tensorboard=self.plan.tensorboard)
             server = self._server = self._listen(session, identity)
             advertising = self._advertise(session, identity, server.port)
             self._start_local_worker(session, identity, server.port)

@@ -23,6 +23,7 @@ from ..hub import Given, HubConfig
 from ..hub.config import MODE_OPTIONS, SESSION, SessionOptions, session_config
 from ..hub.outputs import OutputDir
 from ..hub.presets import resolve
+from ..hub.tensorboard_log import tensorboard_valid
 from ..protocol.auth import PIN_DIGITS
 from ..protocol.ports import HubPorts
 from ..schema import (ADVANCED, GROUPS, LINK, NETWORK, WORKERS, check, default, front_field,
@@ -45,6 +46,14 @@ class HostOptions(SessionOptions):
         "", "output folder (default ./{default})", flag="--out", commands=SESSION,
         fronts={"host": "computeshare-run", "demo": "computeshare-demo"},
         label="Output folder", group=WORKERS)  # the app fills in a fresh run folder
+    tensorboard: bool = option(
+        False, "also write TensorBoard event files in OUT/tensorboard: loss, accuracy, "
+        "samples/s, bytes per round, each worker's share and the learning rate (needs the "
+        "tensorboard extra)", flag="--tensorboard", commands=SESSION, valid=tensorboard_valid,
+        saved=True, label="Also write TensorBoard logs", group=WORKERS,
+        tip="Curves for TensorBoard in the output folder's tensorboard/ folder (tensorboard "
+            "--logdir FOLDER): loss, accuracy, samples/s, bytes per round, each worker's "
+            "share of the work and the learning rate.")
     advanced: bool = option(
         False, "the codec, top-k fraction and local steps below override the preset",
         saved=True, label=GROUPS[ADVANCED], group=LINK, section=ADVANCED)
@@ -102,7 +111,8 @@ class HostOptions(SessionOptions):
         return HostPlan(self.config(), self.output_path(), resume=self.resume, pin=self.pin,
                         port=None if self.port == DEFAULT_PORT else self.port,
                         bind=app.bind, interfaces=app.interfaces, advertise=self.advertise,
-                        name=self.name, train_here=self.train_here, device=device)
+                        name=self.name, train_here=self.train_here, device=device,
+                        tensorboard=self.tensorboard)
 
     def session_name(self) -> str:
         """The name advertised on the LAN."""
@@ -131,6 +141,7 @@ class HostPlan:
     name: str = default(HostOptions, "name", "host")  # session name ("": HOST — DATASET)
     train_here: bool = default(HostOptions, "train_here", "host")  # a worker here too
     device: DeviceChoice | None = None  # the local worker's (None: the best one)
+    tensorboard: bool = default(HostOptions, "tensorboard", "host")  # event files too
     linger_s: float = 5.0  # after the last round, how long to wait for workers to hear it
     given: Given | None = None  # a model and data handed from Python (api.host), not built
 
