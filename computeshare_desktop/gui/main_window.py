@@ -27,6 +27,7 @@ from .join_dialog import JoinDialog
 from .placement import available_geometry, fit, place
 from ..service.options import AppConfig, HostOptions, JoinTarget, default_output_folder, worker_name
 from .code_dialog import CodeQuestion
+from .doctor_dialog import DoctorDialog
 from .comeback import Comebacks
 from .confirm import StopQuestion
 from .progress_window import ProgressWindow
@@ -57,6 +58,7 @@ class MainWindow(QMainWindow):
         self.progress_windows: list[ProgressWindow] = []
         self.host_dialog: HostDialog | None = None
         self.join_dialog: JoinDialog | None = None
+        self.doctor_dialog: DoctorDialog | None = None
         self.model = SessionTableModel()
         self.comebacks = Comebacks(self._new_worker, self._open_worker)  # after a host's stop
         self._build()
@@ -111,13 +113,18 @@ class MainWindow(QMainWindow):
         self.join_button.setEnabled(False)
         self.connect_button = QPushButton("Connect to address…")
         self.connect_button.clicked.connect(lambda: self.open_join_dialog(None))
+        self.doctor_button = QPushButton("Check network…")
+        self.doctor_button.setToolTip("Check this machine's network (and the link to the "
+                                      "selected session's hub): what blocks, and the fix")
+        self.doctor_button.clicked.connect(self.open_doctor_dialog)
         self.recent = RecentSessions()
         self.recent.resume_requested.connect(self.resume)
         self.recent.show_folders(self.settings.recent_sessions())
         self.paired = PairedMachinesCard()
         self.setCentralWidget(self._layout(icon, title, subtitle))
         for a, b in ((self.sessions_view, self.join_button), (self.join_button, self.host_button),
-                     (self.host_button, self.connect_button)):
+                     (self.host_button, self.connect_button),
+                     (self.connect_button, self.doctor_button)):
             self.setTabOrder(a, b)
         self.resize(900, 640)
 
@@ -151,6 +158,7 @@ class MainWindow(QMainWindow):
         inner.addWidget(self.stack, 1)
         buttons = QHBoxLayout()
         buttons.addWidget(self.connect_button)
+        buttons.addWidget(self.doctor_button)
         buttons.addStretch(1)
         buttons.addWidget(self.join_button)
         buttons.addWidget(self.host_button)
@@ -270,6 +278,17 @@ class MainWindow(QMainWindow):
     def _double_clicked(self, index: QModelIndex) -> None:
         self.sessions_view.selectRow(index.row())
         self.join_selected()
+
+    def open_doctor_dialog(self) -> DoctorDialog:
+        """"Check network…": the doctor, against the selected session's hub if any."""
+        session = self.selected_session()
+        hub = f"{session.addresses[0]}:{session.advert.port}" if session else None
+        if self.doctor_dialog is not None:
+            self.doctor_dialog.close()
+        self.doctor_dialog = DoctorDialog(self, hub=hub, interfaces=self.config.interfaces)
+        self.doctor_dialog.show()
+        self.doctor_dialog.start()
+        return self.doctor_dialog
 
     def open_join_dialog(self, target: JoinTarget | None) -> JoinDialog:
         """Ask for the PIN (and the address when ``target`` is None), then pair."""
