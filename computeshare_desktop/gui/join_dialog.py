@@ -23,6 +23,7 @@ from ..service import JoinService, JoinTarget, Tagged
 from ..service.messages import refusal_message
 from ..service.options import worker_name
 from ..service.paired import forget_hub
+from .join_choices import WorkerChoices
 
 RunnerFactory = Callable[[JoinTarget, str], JoinService]
 PIN_HINT = "The PIN is shown in large digits on the machine that hosts the session."
@@ -66,6 +67,7 @@ class JoinDialog(QDialog):
         self.pin_edit.setMaxLength(PIN_MAX_LENGTH)
         self.pin_edit.setMinimumHeight(self.pin_edit.sizeHint().height())
         self.pin_edit.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.choices = WorkerChoices()  # threads, speed limit, pause on battery
         self.message = QLabel()
         self.message.setWordWrap(True)
         self.message.hide()
@@ -116,6 +118,7 @@ class JoinDialog(QDialog):
             layout.addWidget(widget)
         layout.addLayout(form)
         layout.addWidget(hint)
+        layout.addWidget(self.choices)
         layout.addWidget(self.message)
         layout.addWidget(self.busy)
         layout.addLayout(buttons)
@@ -137,7 +140,10 @@ class JoinDialog(QDialog):
             return
         self._failure, self._failure_code = None, ""
         self.events = []
-        self.runner = self._start_runner(target, pin).start()
+        runner = self._start_runner(target, pin)
+        if isinstance(runner, JoinService):  # how much of this machine it shares
+            runner.choose(**self.choices.values())
+        self.runner = runner.start()
         self._set_busy(True)
         self._show(f"Pairing with {target.label}…", "info")
         self.timer.start(self._refresh_ms)
@@ -214,6 +220,7 @@ class JoinDialog(QDialog):
         self.join_button.setEnabled(not busy)
         self.pin_edit.setEnabled(not busy)
         self.address_edit.setEnabled(not busy)
+        self.choices.set_enabled(not busy)
 
     def _show(self, text: str, role: str) -> None:
         self.message.setText(text)

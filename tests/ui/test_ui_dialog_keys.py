@@ -122,8 +122,9 @@ def test_the_connect_dialog_by_keyboard(qtbot, main_window, tmp_path):
     qtbot.waitUntil(dialog.isVisible, timeout=2_000)
     qtbot.waitUntil(lambda: focused() is dialog.address_edit, timeout=2_000)
     walked = tab_walk(qtbot, dialog)
-    assert walked == [dialog.address_edit, dialog.pin_edit, dialog.cancel_button,
-                      dialog.join_button]
+    assert walked == [dialog.address_edit, dialog.pin_edit, dialog.choices.threads,
+                      dialog.choices.max_rate, dialog.choices.pause_on_battery,
+                      dialog.cancel_button, dialog.join_button]
 
     closed = free_ports()  # nothing listens there
     type_here(qtbot, f"127.0.0.1:{closed}")

@@ -1,0 +1,88 @@
+"""Polite workers in the app: the Join dialog's threads, speed limit and pause-on-battery reach
+the worker's plan; the worker window's Pause/Resume button asks the service, and the window
+says why the worker is paused."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pyqtgraph")
+
+from computeshare_desktop.events import Paused, Resumed  # noqa: E402
+from computeshare_desktop.gui.join_dialog import JoinDialog  # noqa: E402
+from computeshare_desktop.gui.progress_window import ProgressWindow  # noqa: E402
+from computeshare_desktop.service import JoinPlan, JoinService, JoinTarget, Tagged  # noqa: E402
+from computeshare_desktop.worker.pause import PauseReason  # noqa: E402
+from ui_helpers import click, type_into  # noqa: E402
+
+TARGET = JoinTarget.from_address("127.0.0.1:9")  # nothing listens; nothing is started
+
+
+class Held(JoinService):
+    """A JoinService that never starts its thread: the tests read its plan and script the
+    events its window drains."""
+
+    def __init__(self, plan: JoinPlan) -> None:
+        super().__init__(plan)
+        self.script: list[Tagged] = []
+
+    def start(self) -> "Held":
+        return self
+
+    def drain(self) -> list[Tagged]:
+        events, self.script = self.script, []
+        return events
+
+
+def test_the_join_dialog_fields_reach_the_workers_plan(qtbot) -> None:
+    made: list[Held] = []
+
+    def start_runner(target: JoinTarget, pin: str) -> Held:
+        made.append(Held(JoinPlan(target, pin=pin, name="w")))
+        return made[-1]
+
+    dialog = JoinDialog(TARGET, start_runner)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    choices = dialog.choices
+    assert choices.pause_on_battery.isChecked()  # on by default (a laptop pauses)
+    assert choices.threads.text() == "Automatic" and choices.max_rate.text() == "No limit"
+    type_into(qtbot, choices.threads, "1")
+    type_into(qtbot, choices.max_rate, "300")
+    click(qtbot, choices.pause_on_battery)
+    type_into(qtbot, dialog.pin_edit, "428 913")
+    click(qtbot, dialog.join_button)
+    assert len(made) == 1
+    plan = made[0].plan
+    assert (plan.pin, plan.threads, plan.max_rate, plan.pause_on_battery) == \
+        ("428913", 1, 300.0, False)
+    dialog.reject()
+
+
+def test_the_worker_window_pauses_resumes_and_says_why(qtbot) -> None:
+    runner = Held(JoinPlan(TARGET, pin="123456", name="w"))
+    window = ProgressWindow.for_worker(runner, [])
+    qtbot.addWidget(window)
+    window.show()
+    pause = window.pause_control
+    assert pause is not None and pause.button.isVisible() and pause.button.text() == "Pause"
+    assert not pause.label.isVisible()
+    click(qtbot, pause.button)
+    assert runner.pauses.reason is PauseReason.YOU
+    assert (pause.button.text(), pause.label.text()) == (
+        "Resume", "Pausing at the end of this round…")
+    runner.script = [Tagged("worker", Paused(reason="you"))]
+    window.refresh()
+    assert pause.label.isVisible() and pause.label.text() == "Paused by you"
+    click(qtbot, pause.button)
+    assert runner.pauses.reason is None
+    runner.script = [Tagged("worker", Resumed())]
+    window.refresh()
+    assert pause.button.text() == "Pause" and not pause.label.isVisible()
+    runner.script = [Tagged("worker", Paused(reason="battery"))]  # the battery watch's
+    window.refresh()
+    assert pause.label.text() == "Paused: on battery power — resumes on AC"
+    assert pause.button.text() == "Resume"
+    window.confirmed = True
+    window.close()
