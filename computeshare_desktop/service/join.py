@@ -306,6 +306,8 @@ class JoinService(ServiceThread):
         self._post(event, FEED)
         if isinstance(event, Finished):
             self._hub_finished.set()
+            if self.pauses.reason is not None and self._session is not None:
+                self._session.stop.set()  # paused through the end: no session to rejoin
         elif isinstance(event, HubStopped) and self._session is not None:
             self._session.hub_said_stopped(event.version)  # it may be computing: end now
 

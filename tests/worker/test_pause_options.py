@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 
 from computeshare_desktop.cli import commands
+from computeshare_desktop.events import Finished
 from computeshare_desktop.cli.main import build_parser
 from computeshare_desktop.service import JoinPlan, JoinService, JoinTarget
 from computeshare_desktop.worker import pick_device
@@ -39,3 +40,21 @@ def test_a_join_service_on_battery_pauses_unless_told_not_to() -> None:
         assert service.join(20.0)  # nothing listens: it ends, having read the battery or not
         assert read.is_set() is watch
         assert service.pauses.reason is (PauseReason.BATTERY if watch else None)
+
+
+class Session:
+    """What JoinService asks of its WorkerSession when the hub's feed says it finished."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+
+
+def test_a_worker_paused_when_the_hub_finishes_ends_instead_of_waiting() -> None:
+    done = Finished(accuracy=0.9, loss=0.3, version=24, model_path="m.pth", seconds=9.0)
+    for paused in (True, False):
+        service = JoinService(JoinPlan(TARGET, name="w"))
+        session = service._session = Session()  # type: ignore[assignment]
+        if paused:
+            service.pause()
+        service._on_hub_event(done)
+        assert session.stop.is_set() is paused  # a training worker hears DONE from the hub
