@@ -11,6 +11,7 @@ picked in the app), its round trip and bandwidth over the real encrypted channel
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import logging
 import socket
@@ -92,13 +93,14 @@ def diagnose(options: DoctorOptions, network: Network | None = None,
             on_item(item)
 
     addresses = net.addresses()
-    preferred = _preferred(net, options, hub)
+    route = net.route_to(hub[0]) if hub else None  # where traffic to the hub leaves from
+    preferred = _preferred(options) or route
     chosen = lan_address(addresses, preferred)
-    add(interfaces_item(addresses, chosen))
+    add(wrong_interface(interfaces_item(addresses, chosen), addresses, chosen, route))
     add(_own_advert(net, chosen, options.mdns_wait_s))
     add(ports_item(net.ports(options.port, chosen.ip), chosen.ip) if chosen else
         ports_item(PortCheck(options.port), None))
-    measured = _hub_items(net, hub, addresses, preferred, options, add)
+    measured = _hub_items(net, hub, addresses, route, options, add)
     browse.join(options.mdns_wait_s + 10)
     add(sessions_item(found, options.mdns_wait_s, hub, _reached(items),
                       measured.session_id if measured else None))
@@ -123,13 +125,31 @@ def _browse(net: Network, options: DoctorOptions) -> list[DiscoveredSession]:
         return []
 
 
-def _preferred(net: Network, options: DoctorOptions, hub: tuple[str, int] | None) -> str | None:
-    if options.interfaces:
-        try:
-            return resolve_interface(options.interfaces[0])
-        except DiscoveryError:
-            return options.interfaces[0]
-    return net.route_to(hub[0]) if hub else None
+def _preferred(options: DoctorOptions) -> str | None:
+    """The address ``--interface`` names, if any."""
+    if not options.interfaces:
+        return None
+    try:
+        return resolve_interface(options.interfaces[0])
+    except DiscoveryError:
+        return options.interfaces[0]
+
+
+def wrong_interface(item: Item, addresses: Sequence[Address], chosen: Address | None,
+                    route: str | None) -> Item:
+    """``item``, or a warning when the hub is reached from another interface than the one
+    sessions are looked for and announced on (``--interface`` names the wrong one)."""
+    if item.status is Status.FAIL or chosen is None or route is None or route == chosen.ip:
+        return item
+    other = next((a for a in addresses if a.ip == route), None)
+    if other is None or other.kind == "loopback":
+        return item
+    return dataclasses.replace(
+        item, status=Status.WARN,
+        cause=f"the hub is reached through {other.interface} ({other.ip}), but sessions are "
+              f"looked for on {chosen.interface} ({chosen.ip}): the wrong interface",
+        fix=f"use --interface {other.interface} (the Settings of the app too), or leave it "
+            "out")
 
 
 def _own_advert(net: Network, chosen: Address | None, wait_s: float) -> Item:
@@ -142,13 +162,13 @@ def _own_advert(net: Network, chosen: Address | None, wait_s: float) -> Item:
 
 
 def _hub_items(net: Network, hub: tuple[str, int] | None, addresses: Sequence[Address],
-               preferred: str | None, options: DoctorOptions,
+               route_ip: str | None, options: DoctorOptions,
                add: Callable[[Item], None]) -> LinkMeasure | None:
     """The hub's items (reach, link, preset); the measure when the link was measured."""
     if hub is None:
         return None
     host, port = hub
-    route = next((a for a in addresses if a.ip == preferred), None)
+    route = next((a for a in addresses if a.ip == route_ip), None)
     reach = reach_item(host, port, net.reach_hub(host, port), route)
     add(reach)
     if reach.status is Status.FAIL:

@@ -181,3 +181,13 @@ def test_help_lists_the_exit_codes(capsys) -> None:
     out = capsys.readouterr().out
     assert done.value.code == 0 and "--hub HOST[:PORT]" in out
     assert "0  every check passed" in out and "1  a check failed" in out
+
+
+def test_an_interface_that_is_not_the_route_to_the_hub_is_the_wrong_one() -> None:
+    wifi = Address("wlan0", "10.0.5.7", 24, "lan")
+    net = FakeNetwork(addrs=[LAN, wifi])
+    report = diagnose(DoctorOptions(hub=f"{HUB}:7341", mdns_wait_s=0.1,
+                                    interfaces=("10.0.5.7",)), net)
+    item = report.item("interfaces")
+    assert item is not None and item.status is Status.WARN and report.ok
+    assert "wrong interface" in item.cause and "--interface eth0" in item.fix
