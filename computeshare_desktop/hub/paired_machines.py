@@ -72,12 +72,8 @@ class PairedMachines:
 
     def machines(self) -> list[PairedMachine]:
         """Every remembered machine, the most recently paired first."""
-        found = []
-        for key, entry in self._load()["machines"].items():
-            if isinstance(entry, dict):
-                found.append(PairedMachine(str(key), str(entry.get("name", "")),
-                                           str(entry.get("address", "")),
-                                           float(entry.get("paired_at", 0.0))))
+        found = [_machine(str(key), entry) for key, entry in self._load()["machines"].items()
+                 if isinstance(entry, dict)]
         return sorted(found, key=lambda m: -m.paired_at)
 
     def removed(self) -> frozenset[str]:
@@ -123,3 +119,12 @@ class PairedMachines:
                              mode=0o600)
             except OSError as exc:  # a convenience: the PIN still works
                 log.warning("could not save the paired machines (%s): %s", self.path, exc)
+
+
+def _machine(key: str, entry: dict[str, Any]) -> PairedMachine:
+    try:
+        when = float(entry.get("paired_at") or 0.0)
+    except (TypeError, ValueError):
+        when = 0.0
+    return PairedMachine(key, str(entry.get("name") or ""), str(entry.get("address") or ""),
+                         when)

@@ -13,7 +13,7 @@ from helpers_hub import HUB_KEY, T0, fake_key, join, make_hub, only, pair, rejec
 
 from computeshare_desktop.hub import HubCore
 from computeshare_desktop.hub.allowlist import Allowlist
-from computeshare_desktop.hub.paired_machines import PairedMachines
+from computeshare_desktop.hub.paired_machines import PairedMachine, PairedMachines
 from computeshare_desktop.protocol import RejectCode
 from computeshare_desktop.protocol.messages import Join, Paired, Welcome
 
@@ -99,3 +99,5 @@ def test_a_damaged_file_lists_no_one(tmp_path, garbage):
     path = tmp_path / "paired.json"
     path.write_text(garbage, encoding="utf-8")
     assert PairedMachines(path, HUB_KEY).machines() == []
+    path.write_text('{"machines": {"k": {"paired_at": "noon", "name": 7}}}', encoding="utf-8")
+    assert PairedMachines(path, HUB_KEY).machines() == [PairedMachine("k", "7", "", 0.0)]
