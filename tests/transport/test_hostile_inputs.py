@@ -46,7 +46,7 @@ def test_hostile_inputs_get_codes_and_training_goes_on(tmp_path):
         reply, key = pair(hub.port, "000000", "guesser", attacker)
         assert code_of(reply) is RejectCode.BAD_PIN and key is None
         assert code_of(decode(intruder.send([b"\x00garbage", b"more"]))[0]) is RejectCode.MALFORMED
-        assert code_of(decode(intruder.send([b"CS\x07{}"]))[0]) is RejectCode.VERSION_MISMATCH
+        assert code_of(decode(intruder.send([b"CS\x08{}"]))[0]) is RejectCode.VERSION_MISMATCH
         # A peer that never paired cannot even complete the CURVE handshake (and is told so
         # by the handshake, not by a timeout).
         with pytest.raises(PermissionError):
