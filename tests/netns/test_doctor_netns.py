@@ -32,10 +32,11 @@ PORT = 47400
 NFT = shutil.which("nft")
 
 # Runs `computeshare doctor` once per line of JSON argv on stdin; answers one JSON line each.
-# ["wait", host, port] waits until the hub listens (and its advert has had time to go out).
+# ["wait", host, port, interface] waits until the hub listens and its advert is seen.
 DRIVER = r"""
 import contextlib, io, json, socket, sys, time
 from computeshare_desktop.cli.main import main
+from computeshare_desktop.discovery import discover
 print("ready", flush=True)
 for line in sys.stdin:
     argv = json.loads(line)
@@ -47,7 +48,9 @@ for line in sys.stdin:
                 break
             except OSError:
                 time.sleep(0.1)
-        time.sleep(1.0)
+        while time.monotonic() < deadline and not any(
+                argv[1] in s.addresses for s in discover(0.5, interfaces=[argv[3]])):
+            pass
         print(json.dumps({"code": 0, "out": ""}), flush=True)
         continue
     out = io.StringIO()
@@ -129,7 +132,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         try:
             assert doctor.stdout is not None and doctor.stdout.readline() == "ready\n"
             lab = Lab(lan, hub, doctor)
-            lab.ask(["wait", lab.hub_ip, PORT])
+            lab.ask(["wait", lab.hub_ip, PORT, lan.address("w1")])
             yield lab
         finally:
             for proc in (doctor, hub):
