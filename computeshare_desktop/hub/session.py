@@ -282,6 +282,11 @@ class HubSession:
         """True when ``key`` may use the encrypted sockets (paired, not banned)."""
         return key in self.core.allowlist
 
+    def removed(self, key: str) -> bool:
+        """True when the host kicked ``key``: the request socket lets it in only to hear
+        BANNED (the truth) instead of a refused handshake (read: pair with the PIN)."""
+        return self.core.allowlist.banned(key)
+
     def probing(self, key: str) -> bool:
         """True while ``key`` may send network checks (PROBE) to the request socket only
         (hub/probe.py); called from the authenticator's thread."""

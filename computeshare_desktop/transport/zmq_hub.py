@@ -52,11 +52,13 @@ class _AllowlistProvider:
 
 
 class _RequestProvider(_AllowlistProvider):
-    """The request socket's: paired keys, and keys granted a network check for a while."""
+    """The request socket's: paired keys, keys granted a network check for a while, and
+    kicked keys (every request of theirs is answered BANNED, never served)."""
 
     def callback(self, domain: str, key: bytes) -> bool:
         text = key.decode("ascii", "replace")
-        return self.session.allows(text) or self.session.probing(text)
+        return self.session.allows(text) or self.session.probing(text) or \
+            self.session.removed(text)  # told BANNED, each time
 
 
 class HubServer:

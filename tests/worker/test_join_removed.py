@@ -32,6 +32,9 @@ def test_join_exits_8_when_the_host_removes_the_machine(tmp_path, monkeypatch, c
         assert "error" not in err.lower() and "PIN" not in err
         assert run_cli(argv) == ExitCode.REMOVED  # with the PIN again: the same answer
         assert REMOVED in capsys.readouterr().err
+        remembered = [a for a in argv if a not in ("--pin", PIN)]  # its key, no PIN
+        assert run_cli(remembered) == ExitCode.REMOVED
+        assert REMOVED in capsys.readouterr().err
     finally:
         hub.close()
         thread.join(10)
