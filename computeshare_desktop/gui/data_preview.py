@@ -206,17 +206,16 @@ class DataPanel(QGroupBox):
                                                   test_fraction=test_fraction, label=label))
 
     def _open(self, on: bool) -> None:
-        """Show or hide the panel; a window already on screen widens (narrows) by it, since
-        a dialog with its own minimum width does not grow by itself."""
+        """Show or hide the panel (the Host dialog keeps room for it: it does not resize);
+        a window on screen too narrow for it widens."""
         if on != self.isHidden():
             return
-        window = self.window()
-        layout = window.layout()
-        extra = self.width() if self.isVisible() else PANEL_WIDTH
-        extra += layout.spacing() if layout is not None else 0
         self.setVisible(on)
-        if window is not self and window.isVisible():
-            window.resize(window.width() + (extra if on else -extra), window.height())
+        window = self.window()
+        if on and window is not self and window.isVisible():
+            wide = window.minimumSizeHint().width()
+            if window.width() < wide:
+                window.resize(wide, window.height())
 
     def _clear(self, title: str) -> None:
         self.heading.setText(title)

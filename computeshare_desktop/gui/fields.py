@@ -17,6 +17,7 @@ from .. import schema
 from ..schema import Option
 
 FLOAT_DIGITS = 6  # a float read back from a spin box is rounded to this (no 0.05000000001)
+COMBO_CHARS = 16  # a combo box asks for this many characters' width, not its longest item's
 
 
 class Editor:
@@ -76,6 +77,9 @@ def editors(cls: type, initial: Any) -> dict[str, Editor]:
 def _make(option: Option, kind: Any) -> QWidget:
     if option.allowed():
         combo = QComboBox()
+        combo.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        combo.setMinimumContentsLength(COMBO_CHARS)  # the dialog's columns stay narrow
         if option.editable:  # the choices are suggestions: a value may be typed
             combo.setEditable(True)
             line = combo.lineEdit()

@@ -1,8 +1,11 @@
 """The Host dialog: what to train, with whom and where to save it. Produces HostOptions.
 
 Its fields are the schema's (see ``schema`` and ``gui.fields``): each option with a dialog
-label gets a widget in its group, with the option's range, labels and tool tip; Start
-validates through the same checks as the command line.
+label gets a widget in its group, with the option's range, labels and tool tip, and each
+group a step (``gui.host_steps``: What to train, How, Who). Start validates through the same
+checks as the command line; a message shows under the field it is about, on its step.
+Start and Cancel stay at the bottom, in view, whatever step is shown; the dialog fits a
+1280×720 screen (pages scroll where a screen is smaller still).
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from PySide6.QtCore import QSize
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDoubleSpinBox, QFileDialog,
                                QFormLayout, QGroupBox, QHBoxLayout, QInputDialog, QLabel,
                                QLayout, QLineEdit, QPushButton, QSpinBox, QVBoxLayout,
@@ -19,7 +24,7 @@ from .. import schema
 from ..codec import get_codec
 from ..data import DATASETS, download, is_available, needs_download
 from ..data.prepared import PrepareCancelled
-from ..errors import ConfigError
+from ..errors import ConfigError, DatasetUnavailableError
 from ..hub.config import MODE_OPTIONS, async_rounds
 from ..hub.outputs import OutputDir
 from ..hub.presets import PRESETS, resolve
@@ -29,25 +34,44 @@ from ..service.prepare import DataReport, needs_preparing
 from .data_preview import DATA_FIELDS, DataPicker
 from .download_dialog import Downloader, run_download
 from .fields import Editor, editors
+from .host_steps import (STEP_GROUPS, STEPS, WHAT, WHAT_CAPTION, Steps,
+                         message_label, named_field, step_of)
+from .placement import available_geometry
 
 LABEL_WIDTH = 170
 AUTO_NOTE = ("Starts with lossless gradients, measures the first rounds, then picks Fast LAN, "
              "Wi-Fi or Slow link.")
-Row = tuple[str, QWidget | QLayout]
+FALLBACK = "mnist-sample"  # the dataset that is always on this computer
+Row = tuple[str, QWidget | QLayout, str]  # label, field, the option whose message goes under
 
 
-def _form(rows: list[Row]) -> QFormLayout:
+def _form(rows: list[Row], messages: dict[str, QLabel]) -> QFormLayout:
     """A form whose labels share one width, so the fields of every group line up; a row
-    without a widget label spans the form (a group box)."""
+    without a widget label spans the form (a group box). Under each option's row, a hidden
+    row for its message (``messages``)."""
     form = QFormLayout()
-    for text, field in rows:
+    for text, field, name in rows:
         if isinstance(field, QGroupBox):
             form.addRow(field)
             continue
         label = QLabel(text)
         label.setMinimumWidth(LABEL_WIDTH)
         form.addRow(label, field)
+        if name and name not in messages:
+            messages[name] = message = message_label()
+            form.addRow(QLabel(), message)
+            form.setRowVisible(message, False)
     return form
+
+
+def _show_row(widget: QWidget, on: bool) -> None:
+    """Show or hide a message line or a row's widget, with its form row (a hidden row
+    takes no room)."""
+    parent = widget.parentWidget()
+    form = parent.layout() if parent is not None else None
+    if isinstance(form, QFormLayout) and form.indexOf(widget) >= 0:
+        form.setRowVisible(widget, on)
+    widget.setVisible(on)
 
 
 def _line(*widgets: QWidget, stretch: int = 0) -> QHBoxLayout:
@@ -89,7 +113,6 @@ class HostDialog(QDialog):
         """``downloader(name, progress)``: fetches a dataset (a seam for tests)."""
         super().__init__(parent)
         self.setWindowTitle("Host a training session")
-        self.setMinimumWidth(620)
         self._initial = initial
         self._downloader = downloader
         self.editors: dict[str, Editor] = editors(HostOptions, initial)
@@ -99,6 +122,9 @@ class HostDialog(QDialog):
         self.download_button.setToolTip("Fetch this dataset from the internet into the cache "
                                         "folder (once)")
         self.download_button.clicked.connect(self.download_dataset)
+        policy = self.download_button.sizePolicy()  # its room kept: the dialog does not
+        policy.setRetainSizeWhenHidden(True)  # widen when a set that needs it is chosen
+        self.download_button.setSizePolicy(policy)
         self.dataset.currentIndexChanged.connect(self._dataset_changed)
         self.updates.currentIndexChanged.connect(self._updates_changed)
         self._updates_changed()
@@ -125,10 +151,13 @@ class HostDialog(QDialog):
         self._describe()
         self._codec_changed()
         self._relabel()
-        self.error = QLabel()
-        self.error.setObjectName("Error")
-        self.error.setWordWrap(True)
-        self.error.hide()
+        self.message = message_label()  # what names no field: beside the buttons
+        self.messages: dict[str, QLabel] = {}  # each option's, under its field
+        self._shown = self.message
+        self.steps = Steps()
+        self.next_button = QPushButton("Next ›")
+        self.next_button.setToolTip("The next step (Start hosting works from any step)")
+        self.next_button.clicked.connect(self.next_step)
         self.start_button = QPushButton("Start hosting")
         self.start_button.setObjectName("Primary")
         self.start_button.setDefault(True)
@@ -141,69 +170,131 @@ class HostDialog(QDialog):
         self.resume_button.setToolTip("Continue that session from its last checkpoint, with "
                                       "its own settings")
         self.resume_button.clicked.connect(self.accept_resume)
+        self.resume_row = QWidget()  # the note and the button (a row only when resumable)
         self._resume = False
         self.out_dir.textChanged.connect(self._folder_changed)
         self._build()
         self._folder_changed()
+        self._sized = False
+        self.resize(self._fitting_size())
 
-    def _rows(self, group: str) -> list[Row]:
-        """The form rows of ``group``'s options, in the schema's order."""
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt's API
+        """On the first show: every step measured, the dialog sized to fit the screen."""
+        super().showEvent(event)
+        if not self._sized:
+            self._sized = True
+            self.steps.show_every_page()
+            self.resize(self._fitting_size())
+
+    @property
+    def error(self) -> QLabel:
+        """The message line that shows the latest message (under its field, or beside the
+        buttons)."""
+        return self._shown
+
+    def _rows(self, names: list[str]) -> list[Row]:
+        """The form rows of the options ``names``, in the schema's order."""
         rows: list[Row] = []
-        for name, editor in self.editors.items():
-            option, widget = editor.option, editor.widget
-            if option.group != group:
-                continue
+        for name in names:
+            option, widget = self.editors[name].option, self.editors[name].widget
             if option.section:
-                widget.setLayout(_form(self._rows(option.section)))
-                rows.append(("", widget))
+                widget.setLayout(_form(self._rows(self._in_group(option.section)),
+                                       self.messages))
+                rows.append(("", widget, ""))
             elif name in DATA_FIELDS:
                 self.data_panel.add_field(name, option.label, widget)
             elif name == "dataset":
-                rows.append((option.label, _line(widget, self.download_button,
-                                                 self.data.folder_button,
-                                                 self.data.file_button)))
+                rows.append((option.label, _line(widget, self.data.folder_button,
+                                                 self.data.file_button,
+                                                 self.download_button), name))
             elif name == "model":
-                rows.append((option.label, _line(widget, self.model_browse)))
+                rows.append((option.label, _line(widget, self.model_browse), name))
             elif name == "weights":
-                rows.append((option.label, _line(widget, self.weights_browse)))
+                rows.append((option.label, _line(widget, self.weights_browse), name))
             elif name == "out_dir":
-                rows += [(option.label, _line(widget, self.browse)),
-                         ("", _line(self.resume_note, self.resume_button))]
+                resume = _line(self.resume_note, self.resume_button)
+                resume.setContentsMargins(0, 0, 0, 0)
+                self.resume_row.setLayout(resume)
+                rows += [(option.label, _line(widget, self.browse), name),
+                         ("", self.resume_row, "")]
             elif name == "preset":
-                rows += [(option.label, widget), ("", self.preset_note)]
+                rows += [(option.label, widget, ""), ("", self.preset_note, name)]
             else:
-                rows.append(("" if isinstance(widget, QCheckBox) else option.label, widget))
+                rows.append(("" if isinstance(widget, QCheckBox) else option.label, widget,
+                             name))
         return rows
 
+    def _in_group(self, group: str) -> list[str]:
+        return [name for name, e in self.editors.items() if e.option.group == group]
+
+    def _boxes(self) -> dict[str, dict[str, list[str]]]:
+        """Each step's groups (those STEP_GROUPS names first) and their options."""
+        sections = {e.option.section for e in self.editors.values() if e.option.section}
+        steps: dict[str, dict[str, list[str]]] = {
+            step: {g: [] for column in STEP_GROUPS[step] for g in column} for step in STEPS}
+        for name, editor in self.editors.items():
+            group = editor.option.group
+            if group not in sections:  # a section's options are inside its box
+                steps[step_of(name, editor.option)].setdefault(group, []).append(name)
+        return steps
+
     def _build(self) -> None:
+        self.message.setMinimumWidth(LABEL_WIDTH)
         buttons = QHBoxLayout()
-        buttons.addStretch(1)
+        buttons.addWidget(self.message, 1)
+        buttons.addStretch(0)  # the room, while there is no message
         buttons.addWidget(self.cancel_button)
+        buttons.addWidget(self.next_button)
         buttons.addWidget(self.start_button)
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(18, 14, 18, 14)
-        title = QLabel("Host a training session")
-        title.setObjectName("Title")
+        layout.setContentsMargins(18, 12, 18, 12)
         hint = QLabel("Workers on your network join with the PIN shown next. Training starts "
                       "when the expected number of workers is ready.")
         hint.setObjectName("Subtitle")
         hint.setWordWrap(True)
-        layout.addWidget(title)
         layout.addWidget(hint)
-        sections = {e.option.section for e in self.editors.values()}
-        groups = QVBoxLayout()
-        for group, caption in schema.GROUPS.items():
-            if group in sections:
-                continue  # inside its section's box
-            box = QGroupBox(caption)
-            box.setLayout(_form(self._rows(group)))
-            groups.addWidget(box)
-        columns = QHBoxLayout()  # the data panel at the side: the dialog grows no taller
-        columns.addLayout(groups, 1)
-        columns.addWidget(self.data_panel)
-        layout.addLayout(columns)
-        layout.addWidget(self.error)
+        for step, groups in self._boxes().items():
+            self.steps.add_step(step, len(STEP_GROUPS[step]) or 1,
+                                self.data_panel if step == WHAT else None)
+            for group, names in groups.items():
+                if not names:
+                    continue
+                caption = WHAT_CAPTION if step == WHAT else schema.GROUPS.get(group, "More")
+                box = QGroupBox(caption)
+                box.setLayout(_form(self._rows(names), self.messages))
+                self.steps.place(step, group, box)
+        self.steps.finish()  # (its pages are as wide as their fields: nothing is clipped)
+        self.steps.currentChanged.connect(self._step_changed)
+        layout.addWidget(self.steps, 1)
         layout.addLayout(buttons)
+        self._step_changed()
+
+    def _fitting_size(self) -> QSize:
+        """Room for the tallest step without a scroll bar, within the screen."""
+        area = available_geometry(self.parentWidget())
+        return self.sizeHint().boundedTo(QSize(area.width() - 40, area.height() - 80))
+
+    def next_step(self) -> None:
+        """Show the next step."""
+        self.steps.setCurrentIndex(min(self.steps.count() - 1, self.steps.currentIndex() + 1))
+
+    def _step_changed(self) -> None:
+        self.next_button.setVisible(self.steps.currentIndex() < self.steps.count() - 1)
+
+    def show_field(self, widget: QWidget) -> None:
+        """Show the step that holds ``widget``, scrolled so that it is in view."""
+        self.steps.show_widget(widget)
+
+    def field_of(self, error: str) -> str | None:
+        """The option an error is about: the first whose own checks fail, else the one its
+        text names (None: none)."""
+        for name, editor in self.editors.items():
+            try:
+                if not editor.option.accepts(editor.value()):
+                    return name
+            except ConfigError:
+                return name
+        return named_field(error, ((n, e.option.label) for n, e in self.editors.items()))
 
     def options(self) -> HostOptions:
         """The values as typed (not yet validated); a resume's come from its folder."""
@@ -251,13 +342,19 @@ class HostDialog(QDialog):
         options = self.options()
         try:
             options.config()
-            options.output_path()
-            if options.dataset in DATASETS and not is_available(options.dataset):
-                raise ConfigError(f"{options.dataset} is not on this computer yet: click "
-                                  "Download… (it needs the internet once), or choose "
-                                  "mnist-sample, which is always there")
         except ConfigError as exc:
-            self._say(str(exc))
+            self._say(str(exc), self.field_of(str(exc)))
+            return
+        try:
+            options.output_path()
+        except ConfigError as exc:
+            self._say(str(exc), "out_dir")
+            return
+        if options.dataset in DATASETS and not is_available(options.dataset):
+            self._say(f"{options.dataset} is not on this computer yet: click Download… (it "
+                      f"needs the internet once), or choose {FALLBACK}, which is always "
+                      "there", "dataset")
+            self.download_button.setFocus()  # Enter again downloads it
             return
         if needs_preparing(options.dataset):  # images or a table first: a bar and Cancel
             if not self.data_panel.preparing:
@@ -275,9 +372,9 @@ class HostDialog(QDialog):
         say so and stay open (nothing was cached)."""
         self.start_button.setEnabled(True)
         if isinstance(error, PrepareCancelled):
-            self._say("Preparing the data was cancelled; nothing was kept.")
+            self._say("Preparing the data was cancelled; nothing was kept.", "dataset")
         elif error is not None:
-            self._say(str(error))
+            self._say(str(error), "dataset")
         elif self.isVisible():
             super().accept()
 
@@ -296,17 +393,17 @@ class HostDialog(QDialog):
         finished, error = run_download(name, self._downloader, self)
         if not finished:
             self._say(f"The download of {name} goes on in the background; choose it "
-                      "again once it is done.")
+                      "again once it is done.", "dataset")
             return False
         return self._downloaded(name, error)
 
     def _downloaded(self, name: str, error: BaseException | None) -> bool:
         """Say why a download failed, or mark the set as here; True when it is."""
         if error is not None:
-            self._say(f"Could not download {name}: {error}")
+            self._say(download_failed(name, error), "dataset")
             return False
         self._relabel()
-        self.error.hide()
+        self._hide_messages()
         return True
 
     def _relabel(self) -> None:
@@ -327,8 +424,7 @@ class HostDialog(QDialog):
             self.resume_note.setText(f"This folder holds a stopped session ({c['model']} on "
                                      f"{c['dataset']}, round {summary['version']:,} of "
                                      f"{c['rounds']:,}).")
-        self.resume_note.setVisible(resumable)
-        self.resume_button.setVisible(resumable)
+        _show_row(self.resume_row, resumable)
 
     def accept_resume(self) -> None:
         """Resume the session in the chosen folder."""
@@ -337,7 +433,7 @@ class HostDialog(QDialog):
             self.options().output_path()
         except ConfigError as exc:
             self._resume = False
-            self._say(str(exc))
+            self._say(str(exc), "out_dir")
             return
         super().accept()
 
@@ -353,10 +449,11 @@ class HostDialog(QDialog):
             try:
                 names = model_names(Path(path))
             except ConfigError as exc:
-                self._say(str(exc))
+                self._say(str(exc), "model")
                 return
             if not names:
-                self._say(f"{Path(path).name} defines no nn.Module class or function")
+                self._say(f"{Path(path).name} defines no nn.Module class or function",
+                          "model")
                 return
             name, ok = (names[0], True) if len(names) == 1 else QInputDialog.getItem(
                 self, "Which model?", f"{Path(path).name} defines these; which is the "
@@ -365,7 +462,7 @@ class HostDialog(QDialog):
                 return
             path = f"{path}:{name}"
         self.model.setEditText(path)
-        self.error.hide()
+        self._hide_messages()
 
     def _choose_weights_file(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
@@ -374,11 +471,40 @@ class HostDialog(QDialog):
         if path:
             self.weights.setText(path)
 
-    def _say(self, text: str) -> None:
-        self.error.setText(text)
-        self.error.show()
+    def _say(self, text: str, field: str | None = None) -> None:
+        """Show ``text`` under ``field``'s row (a data option's: under the dataset's) on its
+        step, scrolled into view; beside the buttons when it names no field."""
+        self._hide_messages()
+        if field in DATA_FIELDS:
+            field = "dataset"
+        label = self.messages.get(field or "", self.message)
+        label.setText(text)
+        _show_row(label, True)
+        self._shown = label
+        if label is not self.message:
+            step = self.steps.step_of_widget(label)
+            layout = self.steps.pages[step].layout() if step is not None else None
+            if layout is not None:
+                layout.activate()  # the message's row has its place before scrolling there
+            widget = self.editors[field].widget if field in self.editors else label
+            self.show_field(widget)
+            self.show_field(label)  # the field and, below it, its message
+            widget.setFocus()  # the field to fix
+
+    def _hide_messages(self) -> None:
+        for label in (self.message, *self.messages.values()):
+            _show_row(label, False)
 
     def _choose_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Output folder", self.out_dir.text())
         if folder:
             self.out_dir.setText(folder)
+
+
+def download_failed(name: str, error: BaseException) -> str:
+    """Why a download failed, and what to do in this dialog (not the command line's flags)."""
+    reason = ("the internet could not be reached" if isinstance(error, DatasetUnavailableError)
+              else str(error).split(": connect once")[0])
+    return (f"Could not download {name}: {reason}. Check the connection and click "
+            f"Download… again, or choose {FALLBACK} in Dataset: it is always on this "
+            "computer.")

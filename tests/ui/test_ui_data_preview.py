@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("PySide6")
 
 from PIL import Image  # noqa: E402
+from PySide6.QtCore import QPoint  # noqa: E402
 from PySide6.QtWidgets import QDialog  # noqa: E402
 
 from computeshare_desktop.gui import data_preview  # noqa: E402
@@ -66,7 +67,11 @@ def test_a_folder_shows_its_classes_thumbnails_size_and_skips(qtbot, tmp_path):
     preview(qtbot, dialog, write_pets(tmp_path / "pets", {"cat": 6, "dog": 5}))
     panel = dialog.data_panel
     assert panel.isVisible() and panel.heading.text() == "pets — image folder"
-    assert dialog.width() >= narrow + data_preview.PANEL_WIDTH  # the window widens by it
+    # The dialog kept room for the panel: all its width shows (its step scrolls up and
+    # down), and the dialog is no wider for it.
+    assert dialog.width() == narrow and panel.width() == data_preview.PANEL_WIDTH
+    left = panel.mapTo(dialog, QPoint(0, 0)).x()
+    assert 0 <= left and left + panel.width() <= dialog.width()
     assert panel.classes.text() == "Classes: cat 6 · dog 5"
     assert "11 images" in panel.summary.text()
     assert [not t.pixmap().isNull() for t in panel.thumbs] == [True] * 8
@@ -76,7 +81,7 @@ def test_a_folder_shows_its_classes_thumbnails_size_and_skips(qtbot, tmp_path):
     assert dialog.image_size.isVisible() and not panel.table.isVisible()
     assert not dialog.label_column.isVisible()  # a table's option
     # The panel sits at the side, and the row's Folder… and File… are no taller than the
-    # dataset field: the (already tall) dialog's minimum height does not grow.
+    # dataset field: the dialog's minimum height does not grow.
     assert dialog.minimumSizeHint().height() == low
     row = dialog.dataset.sizeHint().height()
     assert dialog.data.folder_button.minimumSizeHint().height() <= row

@@ -1,6 +1,7 @@
 """The Host and Connect dialogs work without a mouse: they open from the keyboard, Tab walks
-their fields in reading order, Enter starts, Escape cancels, and after a failure the focus
-is on the field to fix, its text selected so that typing replaces it."""
+their fields in reading order (Ctrl+Tab the Host dialog's steps), Enter starts, Escape
+cancels, and after a failure the focus is on the field to fix, its text selected so that
+typing replaces it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
 from PySide6.QtCore import QPoint, Qt  # noqa: E402
-from PySide6.QtWidgets import QApplication, QDialog, QWidget  # noqa: E402
+from PySide6.QtWidgets import QApplication, QDialog, QGroupBox, QWidget  # noqa: E402
 
 from helpers_net import PIN, RunningHub, free_ports  # noqa: E402
 
@@ -77,6 +78,30 @@ def in_reading_order(dialog: QDialog, widgets: list[QWidget]) -> bool:
                for a, b in itertools.pairwise(cycle))
 
 
+def box_of(dialog: QDialog, widget: QWidget) -> QWidget | None:
+    """The outermost group box that holds ``widget`` (None: none, e.g. the buttons)."""
+    found, parent = None, widget.parentWidget()
+    while parent is not None and parent is not dialog:
+        if isinstance(parent, QGroupBox):
+            found = parent
+        parent = parent.parentWidget()
+    return found
+
+
+def in_reading_order_by_box(dialog: QDialog, widgets: list[QWidget]) -> bool:
+    """Each group box's fields in one run, in reading order (boxes sit in columns)."""
+    runs: list[list[QWidget]] = []
+    for widget in widgets:
+        if runs and box_of(dialog, runs[-1][-1]) is box_of(dialog, widget):
+            runs[-1].append(widget)
+        else:
+            runs.append([widget])
+    boxes = [box_of(dialog, run[0]) for run in runs]
+    whole = len(set(boxes)) == len(boxes) or (len(set(boxes)) == len(boxes) - 1
+                                              and boxes[0] is boxes[-1])  # the cycle's seam
+    return whole and all(in_reading_order(dialog, run) or len(run) == 1 for run in runs)
+
+
 def test_the_host_dialog_by_keyboard(qtbot, main_window):
     open_by_keyboard(qtbot, main_window.host_button)
     dialog = main_window.host_dialog
@@ -85,7 +110,15 @@ def test_the_host_dialog_by_keyboard(qtbot, main_window):
     qtbot.waitUntil(lambda: focused() is not None and dialog.isAncestorOf(focused()),
                     timeout=2_000)
 
-    walked = tab_walk(qtbot, dialog)
+    walked: list[QWidget] = []
+    for step in range(dialog.steps.count()):  # Ctrl+Tab: the next step
+        if step:
+            qtbot.keyClick(focused(), Qt.Key.Key_Tab, Qt.KeyboardModifier.ControlModifier)
+            qtbot.waitUntil(lambda: dialog.steps.currentIndex() == step  # noqa: B023
+                            and dialog.isAncestorOf(focused()), timeout=2_000)
+        here = tab_walk(qtbot, dialog)
+        assert in_reading_order_by_box(dialog, here), [w.accessibleName() or w for w in here]
+        walked += here
     fields = [dialog.dataset, dialog.model, dialog.rounds, dialog.batch_size, dialog.lr,
               dialog.eval_every, dialog.updates, dialog.aggregation, dialog.workers,
               dialog.train_here, dialog.out_dir, dialog.browse, dialog.preset, dialog.advanced,
@@ -94,7 +127,6 @@ def test_the_host_dialog_by_keyboard(qtbot, main_window):
         fields += [dialog.codec, dialog.local_steps]
     missing = [f for f in fields if f not in walked]
     assert not missing, missing  # every enabled control is reachable...
-    assert in_reading_order(dialog, walked), [w.accessibleName() or w for w in walked]
     assert not dialog.max_staleness.isEnabled() and dialog.max_staleness not in walked
 
     press(qtbot, Qt.Key.Key_Escape)  # ...and Escape cancels
@@ -104,6 +136,7 @@ def test_the_host_dialog_by_keyboard(qtbot, main_window):
     open_by_keyboard(qtbot, main_window.host_button)
     dialog = main_window.host_dialog
     qtbot.waitUntil(dialog.isVisible, timeout=2_000)
+    dialog.show_field(dialog.rounds)
     dialog.rounds.setFocus()
     qtbot.waitUntil(lambda: dialog.isAncestorOf(focused()), timeout=2_000)
     press(qtbot, Qt.Key.Key_Up)  # arrows change a spin box's value
