@@ -120,8 +120,8 @@ def _ordered(items: list[Item]) -> list[Item]:
 def _browse(net: Network, options: DoctorOptions) -> list[DiscoveredSession]:
     try:
         return net.sessions(options.interfaces, options.mdns_wait_s)
-    except DiscoveryError as exc:
-        log.info("no mDNS browse: %s", exc)
+    except Exception as exc:  # reported by the mDNS item; the other checks go on
+        log.info("no mDNS browse: %r", exc)
         return []
 
 
@@ -157,8 +157,8 @@ def _own_advert(net: Network, chosen: Address | None, wait_s: float) -> Item:
         return mdns_self_item(None, None)
     try:
         return mdns_self_item(chosen.ip, net.own_advert(chosen.ip, wait_s))
-    except DiscoveryError as exc:
-        return mdns_self_item(chosen.ip, None, str(exc))
+    except Exception as exc:  # mDNS unavailable (DiscoveryError) or refused by the system
+        return mdns_self_item(chosen.ip, None, str(exc) or repr(exc))
 
 
 def _hub_items(net: Network, hub: tuple[str, int] | None, addresses: Sequence[Address],
@@ -177,6 +177,9 @@ def _hub_items(net: Network, hub: tuple[str, int] | None, addresses: Sequence[Ad
         measure: LinkMeasure | None = net.measure(host, port)
     except ProbeFailed as exc:
         add(link_item(host, port, None, exc))
+        return None
+    except Exception as exc:  # the report must come out whatever the link did
+        add(link_item(host, port, None, ProbeFailed("encrypted", f"the check failed: {exc!r}")))
         return None
     assert measure is not None
     add(link_item(host, port, measure, None))

@@ -191,3 +191,18 @@ def test_an_interface_that_is_not_the_route_to_the_hub_is_the_wrong_one() -> Non
     item = report.item("interfaces")
     assert item is not None and item.status is Status.WARN and report.ok
     assert "wrong interface" in item.cause and "--interface eth0" in item.fix
+
+
+def test_a_check_that_raises_is_a_failure_in_the_report_not_a_crash() -> None:
+    class Broken(FakeNetwork):
+        def own_advert(self, address: str, wait_s: float) -> float | None:
+            raise OSError("No route to host")
+
+        def measure(self, host: str, port: int) -> LinkMeasure:
+            raise RuntimeError("zmq went away")
+
+    report = run(Broken())
+    assert report.item("mdns_self").status is Status.FAIL  # type: ignore[union-attr]
+    assert "No route to host" in report.item("mdns_self").detail  # type: ignore[union-attr]
+    assert "zmq went away" in report.item("link").detail  # type: ignore[union-attr]
+    assert report.exit_code == 1
