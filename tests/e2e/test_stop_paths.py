@@ -12,6 +12,7 @@ import torch
 
 from computeshare_desktop.hub.paired_machines import FILE_NAME as PAIRED_FILE
 from computeshare_desktop.hub.paired_machines import PairedMachines
+from helpers_cli import run_cli
 from helpers_net import cli, free_ports, metrics, wait_for
 from portable import CATCHABLE_STOPS, OWN_GROUP
 
@@ -82,8 +83,11 @@ def test_a_stopped_host_saves_its_model_and_its_worker_ends_within_2_s(tmp_path,
     checkpoint = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
     assert checkpoint["version"] >= 20
     assert all(torch.is_tensor(v) for v in state.values())
-    # the folder now holds a session: a new one is refused, a resume is not
-    code = host(tmp_path, free_ports()).wait(timeout=60)
+    # the folder now holds a session: a new one is refused, a resume is not (the same
+    # `computeshare host` in this process: a third process start cost 2-3 s)
+    code = run_cli(["host", "--pin", PIN, "--bind", "127.0.0.1", "--port", str(free_ports()),
+                    "--out", str(tmp_path), "--quiet", "--workers", "1", "--rounds", "100000",
+                    "--eval-every", "0"])
     assert code == 2
 
 
