@@ -17,6 +17,7 @@ pytest.importorskip("tensorboard")
 from tensorboard.backend.event_processing.event_accumulator import (  # noqa: E402
     EventAccumulator)
 
+from computeshare_desktop.events import DiskError  # noqa: E402
 from computeshare_desktop.hub import HubConfig, HubSession  # noqa: E402
 from computeshare_desktop.hub import session as session_module  # noqa: E402
 from computeshare_desktop.hub.outputs import METRICS_FILE  # noqa: E402
@@ -134,3 +135,18 @@ def test_a_resumed_session_appends_and_no_step_repeats(tmp_path: Path) -> None:
     assert got["train/loss"][4][1] == pytest.approx(1.0 / 5)  # the resumed run's version 5
     assert len(list((tmp_path / TENSORBOARD_DIR).iterdir())) == 2  # one file per run
     assert_same(got, expected(metrics(tmp_path)))
+
+
+def test_a_folder_the_event_files_cannot_go_in_costs_no_training(tmp_path: Path) -> None:
+    (tmp_path / TENSORBOARD_DIR).write_bytes(b"")  # a file where the folder would be
+    events: list[Any] = []
+    session = HubSession(HubConfig(**CONFIG), pin=PIN, hub_key=HUB_KEY, out_dir=tmp_path,
+                         on_event=events.append, tensorboard=True)
+    hub = Driven(session)
+    workers = start_training(hub, T0)  # type: ignore[arg-type]
+    for w, g in zip(workers, grads(hub, 2), strict=True):
+        w.push(hub, T0 + 1, g)  # type: ignore[arg-type]
+    session.close()
+    assert session.version == 1 and session.board is None
+    assert [e.what for e in events if isinstance(e, DiskError)] == ["TensorBoard logs"]
+    assert [r["version"] for r in metrics(tmp_path) if r["type"] == "round"] == [1]
