@@ -86,9 +86,9 @@ def test_discover_pair_train_and_nothing_in_plaintext(lan, tmp_path):
         assert ours[0]["addresses"][0] == hub_ip and ours[0]["port"] == port
         assert ours[0]["state"] == "waiting" and ours[0]["expected"] == 2
 
-        wrong = lan.run("w2", [*CLI, "join", "--pin", "000000", "--interface",
-                               lan.address("w2"), "--device", "cpu", "--quiet"],
-                        timeout=90, **pipes)
+        # to the address found: no second scan (discovery is the listing's and the workers')
+        wrong = lan.run("w2", [*CLI, "join", f"{hub_ip}:{port}", "--pin", "000000",
+                               "--device", "cpu", "--quiet"], timeout=90, **pipes)
         assert wrong.returncode == 5 and "BAD_PIN" in wrong.stderr, _text(wrong)
 
         workers = [lan.popen(h, [*CLI, "join", "--pin", PIN, "--interface", lan.address(h),
