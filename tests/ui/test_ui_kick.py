@@ -9,7 +9,6 @@ subtitles name asynchronous updates and robust aggregation."""
 from __future__ import annotations
 
 import itertools
-from types import SimpleNamespace
 
 import pytest
 
@@ -24,7 +23,8 @@ from computeshare_desktop.gui.progress_window import ProgressWindow  # noqa: E40
 from computeshare_desktop.hub.config import HubConfig  # noqa: E402
 from computeshare_desktop.service import FEED, Tagged  # noqa: E402
 from computeshare_desktop.service.messages import refusal_message  # noqa: E402
-from computeshare_desktop.service.options import HostOptions  # noqa: E402
+from computeshare_desktop.service.host import HostService  # noqa: E402
+from computeshare_desktop.service.options import HostOptions, HostPlan  # noqa: E402
 from helpers_net import free_ports  # noqa: E402
 from test_ui_stops import answer_kick  # noqa: E402
 from ui_helpers import click, click_row, join_by_address, type_into  # noqa: E402
@@ -178,18 +178,16 @@ def test_the_hub_table_counts_refusals_and_its_log_sums_them_up(qtbot):
     assert log.count("Refused requests") == 1 and "1 × STALE" in log
 
 
-def test_the_subtitles_name_async_updates_and_robust_aggregation(qtbot):
-    config = HubConfig(updates="async", aggregation="median")
-    runner = SimpleNamespace(plan=SimpleNamespace(config=config), pin="123456", scope="s",
-                             running=True, stopping=False, session_name=lambda: "Lab",
-                             drain=list, stop=lambda: None, join=lambda timeout_s: True)
-    hub = ProgressWindow.for_hub(runner)  # type: ignore[arg-type]
-    qtbot.addWidget(hub)
+def test_the_subtitles_name_async_updates_and_robust_aggregation(qtbot, tmp_path):
+    def hub_window(config: HubConfig) -> ProgressWindow:  # a host service, never started
+        window = ProgressWindow.for_hub(HostService(HostPlan(config, tmp_path / "run")))
+        qtbot.addWidget(window)
+        return window
+
+    hub = hub_window(HubConfig(updates="async", aggregation="median"))
     assert hub.subtitle.text().endswith(
         "asynchronous updates · robust aggregation (median)")
-    plain = SimpleNamespace(**{**vars(runner), "plan": SimpleNamespace(config=HubConfig())})
-    quiet = ProgressWindow.for_hub(plain)  # type: ignore[arg-type]
-    qtbot.addWidget(quiet)
+    quiet = hub_window(HubConfig())
     assert "asynchronous" not in quiet.subtitle.text()
     assert "robust" not in quiet.subtitle.text()
     runner = Scripted()  # a worker hears it in its Welcome
