@@ -53,6 +53,7 @@ STOP_TIMEOUT_S = 60.0
 POLL_S = 0.2
 MAX_EVENTS = 100_000  # events kept for ``events()`` until read; the oldest go first
 NAMED = ("dataset", "model", "test_data")  # options given as host()'s own arguments
+HOSTING = ("tensorboard",)  # HostOptions' own that host() takes among its **options
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,7 +245,8 @@ def host(model: nn.Module | str, train: MapDataset | str, test: MapDataset | str
         name: the data's name (default: the dataset's class name) and the session's.
         quiet: print nothing.
         **options: any other session option of ``computeshare host`` by its Python name
-            (``optimizer="adamw"``, ``weight_decay=0.01``, ``precision="auto"``...).
+            (``optimizer="adamw"``, ``weight_decay=0.01``, ``precision="auto"``...), and
+            ``tensorboard=True`` (event files in the output folder's tensorboard/).
 
     Raises:
         TypeError: an option that does not exist, or a model or data of the wrong kind.
@@ -269,7 +271,8 @@ def host(model: nn.Module | str, train: MapDataset | str, test: MapDataset | str
     plan = HostPlan(config, _out_dir(out_dir), pin=pin, port=port,
                     bind=bind or default(AppConfig, "bind", "host"), advertise=advertise,
                     name=name, train_here=this_machine_trains,
-                    given=Given(module, data) if module is not None or data else None)
+                    given=Given(module, data) if module is not None or data else None,
+                    tensorboard=values["tensorboard"])
     return _start(plan, quiet)
 
 
@@ -290,7 +293,7 @@ def _start(plan: HostPlan, quiet: bool) -> Run:
 def _session_options(options: dict[str, Any]) -> dict[str, Any]:
     """``options`` checked against the schema's session options (TypeError naming one
     that does not exist)."""
-    known = [n for n in schema_options(SessionOptions) if n not in NAMED]
+    known = [n for n in schema_options(SessionOptions) if n not in NAMED] + list(HOSTING)
     for key in options:
         if key not in known:
             raise TypeError(f"host() got an unexpected keyword argument {key!r}; the session "

@@ -46,3 +46,12 @@ def test_without_the_package_the_flag_says_how_to_install_it(
     with pytest.raises(ConfigError, match="tensorboard package"):
         HostOptions(tensorboard=True).config()
     HostOptions(tensorboard=False).config()  # the option off needs nothing
+
+
+def test_from_python_too(no_tensorboard: None, tmp_path: Path) -> None:
+    from computeshare_desktop import host
+
+    with pytest.raises(ConfigError, match="tensorboard package"):
+        host("simplenet", "mnist-sample", out_dir=tmp_path / "run", tensorboard=True,
+             quiet=True)
+    assert not (tmp_path / "run").exists()
