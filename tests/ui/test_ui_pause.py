@@ -9,7 +9,9 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
-from computeshare_desktop.events import Paused, Resumed  # noqa: E402
+from computeshare_desktop.events import (Paused, Resumed, WorkerInfo, WorkerJoined,  # noqa: E402
+                                         WorkerLeft)
+from computeshare_desktop.gui.progress_state import ProgressState  # noqa: E402
 from computeshare_desktop.gui.join_dialog import JoinDialog  # noqa: E402
 from computeshare_desktop.gui.progress_window import ProgressWindow  # noqa: E402
 from computeshare_desktop.service import JoinPlan, JoinService, JoinTarget, Tagged  # noqa: E402
@@ -86,3 +88,14 @@ def test_the_worker_window_pauses_resumes_and_says_why(qtbot) -> None:
     assert pause.button.text() == "Resume"
     window.confirmed = True
     window.close()
+
+
+def test_the_hosts_table_shows_a_paused_worker_as_paused_not_lost() -> None:
+    state = ProgressState("hub", total_rounds=10, expected_workers=2)
+    first = WorkerInfo(2, "laptop · CPU", "cpu", 1, key="k-laptop")
+    state.apply([Tagged("hub", WorkerJoined(first)), Tagged("hub", WorkerLeft(first, "paused"))])
+    assert state.workers[2].state == "paused"
+    assert any(line.endswith("paused") for line in state.take_log())
+    back = WorkerInfo(3, "laptop · CPU", "cpu", 1, key="k-laptop")  # Resume: a new id
+    state.apply([Tagged("hub", WorkerJoined(back))])
+    assert list(state.workers) == [3]  # one row for the machine
