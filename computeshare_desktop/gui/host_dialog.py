@@ -34,6 +34,7 @@ from ..service.prepare import DataReport, needs_preparing
 from .data_preview import DATA_FIELDS, DataPicker
 from .download_dialog import Downloader, run_download
 from .fields import Editor, editors
+from .formatting import sentence
 from .host_steps import (STEP_GROUPS, STEPS, WHAT, WHAT_CAPTION, Steps,
                          message_label, named_field, step_of)
 from .placement import available_geometry
@@ -330,7 +331,7 @@ class HostDialog(QDialog):
 
     def _describe(self) -> None:
         name = self.preset.currentData()
-        self.preset_note.setText(PRESETS[name].summary.capitalize() + "." if name in PRESETS
+        self.preset_note.setText(sentence(PRESETS[name].summary) if name in PRESETS
                                  else AUTO_NOTE)
 
     def _codec_changed(self) -> None:
