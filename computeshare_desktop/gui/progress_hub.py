@@ -11,10 +11,12 @@ from ..events import (Advertising, DiskError, Ended, Evaluated, Failed, Finished
                       Listening, LogLine, ModelRefused, ModeChanged, PairingRefused, Rejected,
                       RoundClosed,
                       StateChanged, Stopped, WorkerJoined, WorkerLeft, WorkerReady)
+from ..hub.rejects import ROUTINE
 from .formatting import percent
 from .progress_fields import ProgressFields
 from .progress_rows import FinalResult, WorkerRow
 
+ROUTINE_CODES = frozenset(code.value for code in ROUTINE)
 LEAVE_REASONS = {"left": "left the session", "silent": "stopped answering",
                  "kicked": "removed", "arch_mismatch": "builds a different model",
                  "stuck": "missed several rounds: its shard was freed"}
@@ -115,8 +117,10 @@ def evaluated(s: ProgressFields, e: Evaluated, now: float) -> None:
 
 
 def rejected(s: ProgressFields, e: Rejected, now: float) -> None:
-    """Count the refusal; ``apply`` logs one summary per batch, not a line each."""
-    s._refused[e.code] += 1
+    """Count a routine refusal (STALE, DUPLICATE); ``apply`` logs one summary a minute at
+    most. The hub's own log says the others (hub/rejects.py), which this window shows."""
+    if e.code in ROUTINE_CODES:
+        s._refused[e.code] += 1
 
 
 def model_refused(s: ProgressFields, e: ModelRefused, now: float) -> None:

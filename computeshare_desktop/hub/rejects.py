@@ -12,6 +12,9 @@ from ..protocol import MEANINGS, RejectCode
 log = logging.getLogger("computeshare_desktop.hub.core")
 
 LOG_EVERY_S = 60.0
+# Refusals that are part of normal training (asynchronous updates go stale, a retried push
+# arrives twice): never logged here; a host's window sums them up (gui.progress_hub).
+ROUTINE = frozenset({RejectCode.STALE, RejectCode.DUPLICATE})
 
 
 class RejectLog:
@@ -25,7 +28,10 @@ class RejectLog:
 
     def note(self, code: RejectCode, peer: bytes, detail: str, now: float,
              version: int) -> None:
-        """Count this refusal; write the summary if the last one is LOG_EVERY_S old."""
+        """Count this refusal (not a ROUTINE one); write the summary if the last one is
+        LOG_EVERY_S old."""
+        if code in ROUTINE:
+            return
         self._counts[code] += 1
         self._latest[code] = (peer, detail)
         self.flush(now, version)

@@ -26,3 +26,13 @@ def test_one_summary_a_minute_and_the_tick_writes_what_was_held(caplog) -> None:
         "29 × MALFORMED (the message could not be parsed: garbage; last from peer 0102)")
     log.flush(LOG_EVERY_S * 5, 5)
     assert len(caplog.records) == 2  # nothing new: nothing said
+
+
+def test_routine_refusals_are_not_logged_here(caplog) -> None:
+    caplog.set_level(logging.DEBUG, logger="computeshare_desktop.hub.core")
+    log = RejectLog()  # async updates go stale all the time: the host's window sums them up
+    for second in range(100):
+        log.note(RejectCode.STALE, b"\x01", "3 versions old", float(second), 3)
+        log.note(RejectCode.DUPLICATE, b"\x01", "", float(second), 3)
+    log.flush(1000.0, 3)
+    assert caplog.records == []

@@ -174,8 +174,11 @@ def test_the_hub_table_counts_refusals_and_its_log_sums_them_up(qtbot):
         window.refresh()
     window.workers_table.show_rows(list(window.state.workers.values()), clock.now)
     assert window.workers_table.item(0, 5).text() == "204 · 14 refused"
+    runner.batches.append([Tagged("hub", Rejected("BAD_PIN", ""))])  # the hub's log says it
+    clock.now += REFUSALS_EVERY_S
+    window.refresh()
     log = window.log_pane.toPlainText()
-    assert log.count("Refused requests") == 1 and "1 × STALE" in log
+    assert log.count("Refused requests") == 2 and "1 × STALE" in log and "BAD_PIN" not in log
 
 
 def test_the_subtitles_name_async_updates_and_robust_aggregation(qtbot, tmp_path):
