@@ -54,6 +54,9 @@ class Runner(Protocol):
     def join(self, timeout_s: float) -> bool: ...
 
 
+MIN_CHARTS_HEIGHT = 120
+
+
 class ProgressWindow(QMainWindow):
     """Progress bar, curves, workers, traffic, log, Stop/Leave and, at the end, the result."""
 
@@ -124,6 +127,7 @@ class ProgressWindow(QMainWindow):
         self.title.setObjectName("Title")
         self.subtitle = QLabel(subtitle)
         self.subtitle.setObjectName("Subtitle")
+        self.subtitle.setWordWrap(True)  # beside the PIN: the window stays narrow
         self.received = QLabel()  # a worker's model, as it got it (graph checked, built-in)
         self.received.setObjectName("Subtitle")
         self.received.setWordWrap(True)
@@ -150,6 +154,7 @@ class ProgressWindow(QMainWindow):
             cards.append(("pushed", "Gradients pushed"))
         self.cards = {key: StatCard(name) for key, name in cards}
         self.charts = ChartsPanel(second="accuracy")  # a worker hears the hub's evaluations
+        self.charts.setMinimumHeight(MIN_CHARTS_HEIGHT)  # the window fits a 720 px screen
         self.workers_table = WorkersTable(kickable=hub)
         self.workers_table.setMinimumHeight(MIN_TABLE_HEIGHT)  # three rows at the least
         self.workers_table.setAccessibleName("Workers")
@@ -184,7 +189,10 @@ class ProgressWindow(QMainWindow):
         titles.addWidget(self.title)
         titles.addWidget(self.subtitle)
         titles.addWidget(self.received)
+        titles.addStretch(1)
         head.addLayout(titles, 1)
+        if self.pin_card is not None:  # beside the titles: the window fits a 720 px screen
+            head.addWidget(self.pin_card, 0, Qt.AlignmentFlag.AlignTop)
         head.addWidget(self.chip, 0, Qt.AlignmentFlag.AlignTop)
         progress = QHBoxLayout()
         progress.addWidget(self.progress_label, 1)  # all the width: one line, no wrapping
@@ -209,8 +217,6 @@ class ProgressWindow(QMainWindow):
         body.setSpacing(12)
         body.addLayout(head)
         body.addWidget(self.banner)
-        if self.pin_card is not None:
-            body.addWidget(self.pin_card)
         body.addLayout(progress)
         body.addWidget(self.progress_bar)
         body.addLayout(row(*self.cards.values()))

@@ -182,7 +182,7 @@ def test_main_and_progress_windows_need_at_most_1024_px(qtbot, main_window):
     worker = window_with_rounds(qtbot, 3, 0.5)
     for window in (hub, worker):
         hint = window.minimumSizeHint().expandedTo(window.minimumSize())
-        assert hint.width() <= MOST_WIDTH, hint
+        assert hint.width() <= MOST_WIDTH and fits(hint), hint
 
 
 def main_window_state():
