@@ -133,7 +133,7 @@ BAD: list[tuple[str, Callable[[HubCore, Worker], list[bytes]], RejectCode, bool]
     ("no binary frame", lambda h, w: push_frames(h, w, good(h))[:1], RejectCode.MALFORMED, False),
     ("garbage header", lambda h, w: [b"\x00garbage", good(h)], RejectCode.MALFORMED, False),
     ("not json", lambda h, w: [HEAD + b"{nope", good(h)], RejectCode.MALFORMED, False),
-    ("other protocol", lambda h, w: [b"CS\x07" + push_frames(h, w, b"")[0][3:], good(h)],
+    ("other protocol", lambda h, w: [b"CS\x08" + push_frames(h, w, b"")[0][3:], good(h)],
      RejectCode.VERSION_MISMATCH, False),
     ("hub-only message", lambda h, w: encode(Ack(0)), RejectCode.MALFORMED, False),
     ("no frames at all", lambda h, w: [], RejectCode.MALFORMED, False),
