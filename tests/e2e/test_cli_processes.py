@@ -15,6 +15,7 @@ import torch
 from computeshare_desktop.events import WorkerJoined, WorkerLeft
 from computeshare_desktop.protocol.ports import HubPorts
 from computeshare_desktop.transport import Identity
+from helpers_cli import run_cli
 from helpers_net import EventListener, cli, free_ports, metrics, pair, wait_for
 
 pytestmark = pytest.mark.slow
@@ -198,7 +199,7 @@ def test_hub_killed_then_resumed_workers_reconnect(tmp_path):
     assert "final test accuracy" in out
 
 
-def test_cli_errors_are_one_line_with_exit_codes(tmp_path):
+def test_cli_errors_are_one_line_with_exit_codes(tmp_path, capsys):
     refused, busy, pinned = distinct_ports(3)
     with socket.socket() as blocker:
         blocker.bind(("127.0.0.1", busy))
@@ -208,17 +209,20 @@ def test_cli_errors_are_one_line_with_exit_codes(tmp_path):
         procs = [cli("join", f"127.0.0.1:{refused}", "--pin", "1", "--give-up", "2",
                      "--device", "cpu"),
                  host(tmp_path / "busy", busy),
-                 cli("host", "--rounds", "zero"),
-                 cli("host", "--rounds", "0", "--out", str(tmp_path / "x")),
-                 cli("evaluate", str(tmp_path / "missing.pth")),
                  # --wait: the hub may not listen yet
                  cli("join", f"127.0.0.1:{pinned}", "--pin", "999999", "--device", "cpu",
                      "--give-up", "20", "--wait", "30")]
-        try:  # one after the other, they had 270 s in all
-            said = [finish(proc, 240) for proc in procs]
+        try:
+            # Refused before anything starts: the same main in this process, meanwhile (three
+            # more processes importing torch slowed the others' start on 2 cores).
+            argparse_said = [checked(capsys, "host", "--rounds", "zero"),
+                             checked(capsys, "host", "--rounds", "0", "--out",
+                                     str(tmp_path / "x")),
+                             checked(capsys, "evaluate", str(tmp_path / "missing.pth"))]
+            said = [finish(proc, 240) for proc in procs]  # one after the other: 270 s in all
         finally:
             kill_all(hub, *procs)
-    (code, out, err), (busy_code, _, busy_err), *argparse_said, (pin_code, _, pin_err) = said
+    (code, out, err), (busy_code, _, busy_err), (pin_code, _, pin_err) = said
     assert code == 3 and f"connection refused by 127.0.0.1:{refused}" in err
     assert "Traceback" not in err
     assert busy_code == 4 and "in use" in busy_err and "Traceback" not in busy_err
@@ -228,6 +232,17 @@ def test_cli_errors_are_one_line_with_exit_codes(tmp_path):
     assert code3 == 2 and "cannot read" in err3
     assert pin_code == 5 and "BAD_PIN" in pin_err and "Traceback" not in pin_err
     assert os.path.exists(tmp_path / "pin" / "session.json")
+
+
+def checked(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """``computeshare ARGV`` run in this process (helpers_cli.run_cli): its exit code, argparse's
+    included, and what it printed."""
+    try:
+        code = run_cli(argv)
+    except SystemExit as exc:  # argparse's usage errors
+        code = exc.code if isinstance(exc.code, int) else 1
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 def distinct_ports(n: int) -> list[int]:
