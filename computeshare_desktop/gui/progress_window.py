@@ -192,7 +192,7 @@ class ProgressWindow(QMainWindow):
         titles.addStretch(1)
         head.addLayout(titles, 1)
         if self.pin_card is not None:  # beside the titles: the window fits a 720 px screen
-            head.addWidget(self.pin_card, 0, Qt.AlignmentFlag.AlignTop)
+            head.addWidget(self.pin_card, 1, Qt.AlignmentFlag.AlignTop)  # its hint: 3 lines
         head.addWidget(self.chip, 0, Qt.AlignmentFlag.AlignTop)
         progress = QHBoxLayout()
         progress.addWidget(self.progress_label, 1)  # all the width: one line, no wrapping

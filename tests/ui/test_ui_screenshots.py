@@ -1,6 +1,12 @@
-"""Screenshots a person can look at: main window, Host dialog, PIN, Join dialog and the hub's
-and a worker's progress windows mid-training. Set COMPUTESHARE_SCREENSHOTS=docs/screenshots
-to refresh the documentation's images; otherwise they go to the test's tmp_path."""
+"""Screenshots a person can look at: main window, the Host dialog's three steps, PIN, Join
+dialog and the hub's and a worker's progress windows mid-training. Set
+COMPUTESHARE_SCREENSHOTS=docs/screenshots to refresh the documentation's images (otherwise
+they go to the test's tmp_path), on a 1280×720 screen as the documentation's are:
+
+    QT_QPA_PLATFORM=offscreen:configfile=tests/ui/screen-1280x720.json \
+    COMPUTESHARE_SCREENSHOTS=docs/screenshots python -m pytest tests/ui/test_ui_screenshots.py \
+        tests/ui/test_ui_data_preview.py
+"""
 
 from __future__ import annotations
 
@@ -37,8 +43,10 @@ def test_screenshots_of_every_window(qtbot, main_window, tmp_path):
     type_into(qtbot, host.workers, "2")
     type_into(qtbot, host.name, SESSION)
     type_into(qtbot, host.port, str(free_ports()))
-    qtbot.wait(50)
-    save(host, folder, "host-dialog")  # with the default run folder, as a user sees it
+    for step, name in enumerate(("host-dialog", "host-dialog-how", "host-dialog-who")):
+        host.steps.setCurrentIndex(step)
+        qtbot.wait(50)
+        save(host, folder, name)  # with the default run folder, as a user sees it
     type_into(qtbot, host.out_dir, str(tmp_path / "run"))
     click(qtbot, host.start_button)
     hub_window = main_window.progress_windows[0]
