@@ -6,7 +6,9 @@ no "Don't ask again", unlike stopping: see ``confirm.StopQuestion``).
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QMessageBox, QWidget
+from PySide6.QtWidgets import QWidget
+
+from .confirm import ModalQuestion
 
 
 def kick_text(name: str) -> str:
@@ -14,23 +16,10 @@ def kick_text(name: str) -> str:
     return f"Remove {name}? It cannot join this session again."
 
 
-class KickQuestion:
+class KickQuestion(ModalQuestion):
     """``ask(parent, name)`` is True when the host confirms the removal."""
-
-    def __init__(self) -> None:
-        self.box: QMessageBox | None = None  # the box on screen, while it is
 
     def ask(self, parent: QWidget | None, name: str) -> bool:
         """Show the question modally; Escape, Enter and closing keep the worker."""
-        box = QMessageBox(QMessageBox.Icon.Question, "Remove worker?", kick_text(name),
-                          parent=parent)
-        remove = box.addButton("Remove", QMessageBox.ButtonRole.DestructiveRole)
-        keep = box.addButton("Keep worker", QMessageBox.ButtonRole.RejectRole)
-        box.setDefaultButton(keep)
-        box.setEscapeButton(keep)
-        self.box = box
-        try:
-            box.exec()
-        finally:
-            self.box = None
-        return box.clickedButton() is remove
+        return self.ask_box(parent, "Remove worker?", kick_text(name), "Remove",
+                            "Keep worker")[0]

@@ -27,7 +27,7 @@ from computeshare_desktop.service.host import HostService  # noqa: E402
 from computeshare_desktop.service.options import HostOptions, HostPlan  # noqa: E402
 from helpers_net import free_ports  # noqa: E402
 from test_ui_stops import answer_kick  # noqa: E402
-from ui_helpers import click, click_row, join_by_address, type_into  # noqa: E402
+from ui_helpers import click, click_row, connect_to, join_by_address  # noqa: E402
 
 REMOVED = "The host removed this machine from the session"
 LIVE = {"joining", "loading data", "ready", "training"}
@@ -242,12 +242,7 @@ def test_two_instances_kick_asks_and_the_worker_is_told_it_was_removed(
         qtbot.waitUntil(lambda: table.item(0, state).text() == "removed", timeout=5_000)
 
         worker_window.close()  # and again, with the PIN: the same truthful answer
-        click(qtbot, worker_app.connect_button)
-        dialog = worker_app.join_dialog
-        qtbot.waitUntil(dialog.isVisible)
-        type_into(qtbot, dialog.address_edit, f"127.0.0.1:{hub_window.runner.port}")
-        type_into(qtbot, dialog.pin_edit, pin)
-        click(qtbot, dialog.join_button)
+        dialog = connect_to(qtbot, worker_app, hub_window.runner.port, pin)
         qtbot.waitUntil(lambda: REMOVED in dialog.message.text(), timeout=20_000)
         assert "again" not in dialog.message.text().lower()  # no retry advice
         dialog.reject()

@@ -117,13 +117,19 @@ def screenshot_dir(tmp_path: Path) -> Path:
     return folder
 
 
-def join_by_address(qtbot, main_window, port: int, pin: str):
-    """Connect to 127.0.0.1:``port`` with ``pin`` through the dialog; the progress window."""
+def connect_to(qtbot, main_window, port: int, pin: str):
+    """Connect to 127.0.0.1:``port`` with ``pin`` through the dialog; the dialog, joining."""
     click(qtbot, main_window.connect_button)
     dialog = main_window.join_dialog
     qtbot.waitUntil(dialog.isVisible)
     type_into(qtbot, dialog.address_edit, f"127.0.0.1:{port}")
     type_into(qtbot, dialog.pin_edit, pin)
     click(qtbot, dialog.join_button)
+    return dialog
+
+
+def join_by_address(qtbot, main_window, port: int, pin: str):
+    """Connect to 127.0.0.1:``port`` with ``pin`` through the dialog; the progress window."""
+    connect_to(qtbot, main_window, port, pin)
     qtbot.waitUntil(lambda: len(main_window.progress_windows) == 1, timeout=20_000)
     return main_window.progress_windows[0]
