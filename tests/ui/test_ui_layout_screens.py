@@ -162,16 +162,35 @@ def test_download_needed_and_enter_says_so_and_a_failed_download_says_what_to_pi
 def test_a_new_option_gets_a_place_on_a_step(qtbot, tmp_path, monkeypatch):
     from computeshare_desktop import schema
     from computeshare_desktop.gui import host_steps
+    from computeshare_desktop.gui.fields import Editor
 
-    extra = schema.Option("a new option", label="A new option", group="tomorrow")
-    assert host_steps.step_of("tomorrow_option", extra) == host_steps.DEFAULT_STEP
     assert host_steps.step_of("model", schema.spec(HostOptions, "model")) == host_steps.WHAT
     assert host_steps.step_of("out_dir", schema.spec(HostOptions, "out_dir")) == host_steps.WHO
+    real = host_dialog.editors
+
+    def with_new_options(cls, initial):  # tomorrow's options: one of a new group
+        found = real(cls, initial)
+        found["tomorrow"] = Editor(schema.Option("new", label="A new option",
+                                                 group="tomorrow"), bool, True)
+        found["later"] = Editor(schema.Option("new", label="Another new option",
+                                              group=schema.WORKERS), str, "")
+        return found
+
+    monkeypatch.setattr(host_dialog, "editors", with_new_options)
     dialog = open_dialog(qtbot, tmp_path, monkeypatch)
     placed = {name: dialog.steps.step_of_widget(editor.widget)
               for name, editor in dialog.editors.items()}
     assert None not in placed.values(), placed  # every field is on a step
     assert placed["rounds"] == placed["optimizer"] == "how" and placed["workers"] == "who"
+    assert placed["tomorrow"] == host_steps.DEFAULT_STEP and placed["later"] == "who"
+    for name in ("tomorrow", "later"):
+        dialog.show_field(dialog.editors[name].widget)
+        settle(qtbot)
+        assert on_view(dialog, dialog.editors[name].widget)
+        dialog._say("about the new option", name)
+        settle(qtbot)
+        assert dialog.error is dialog.messages[name] and on_view(dialog, dialog.error)
+    assert fits(dialog.sizeHint())
 
 
 def test_main_and_progress_windows_need_at_most_1024_px(qtbot, main_window):
