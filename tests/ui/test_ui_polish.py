@@ -5,6 +5,7 @@ PIN, and an output folder no file manager opens is shown in a small dialog."""
 from __future__ import annotations
 
 from collections import Counter
+from types import SimpleNamespace
 
 import pytest
 
@@ -169,28 +170,15 @@ def test_the_folder_dialog_shows_the_path_and_copies_it(qtbot, styled_app, tmp_p
     assert dialog.copy_button.text() == "Copied ✓"
 
 
-class IdleRunner:
-    """A runner that reports nothing: the window renders the state the test feeds it."""
-
-    running, stopping, scope = True, False, "polish-test"
-
-    def drain(self) -> list[Tagged]:
-        return []
-
-    def stop(self) -> None:
-        self.running = False
-
-    def join(self, timeout_s: float) -> bool:
-        return True
-
-
 def finished_window(qtbot, tmp_path) -> ProgressWindow:
     state = ProgressState("hub", total_rounds=3, expected_workers=1)
     state.apply([Tagged("hub", e) for e in (
         Listening("127.0.0.1", 7341, 7342, 7343, "ab" * 8, ("127.0.0.1",), str(tmp_path)),
         Finished(0.97, 0.1, 3, str(tmp_path / "trained_model.pth"), 1.0), Ended(result=True))])
-    window = ProgressWindow(IdleRunner(), state, title="Hosting t", subtitle="s",
-                            pin="428913", refresh_ms=10_000)
+    idle = SimpleNamespace(running=True, stopping=False, scope="polish-test",  # a runner
+                           drain=list, stop=lambda: None, join=lambda timeout_s: True)
+    window = ProgressWindow(idle, state, title="Hosting t", subtitle="s", pin="428913",
+                            refresh_ms=10_000)
     qtbot.addWidget(window)
     window.show()
     qtbot.waitExposed(window)
