@@ -44,19 +44,22 @@ def wait_until_closed(host: str, port: int, deadline: float,
 
 def come_back(plan: JoinPlan, wait_s: float,
               on_event: Callable[[Tagged], None] | None = None,
-              stop: threading.Event | None = None) -> JoinService | None:
+              stop: threading.Event | None = None,
+              say: Callable[[str], None] = log.info) -> JoinService | None:
     """After the hub stopped the session: a new (unstarted) worker for the same hub, made
     once the old session has closed its port (or after CLOSE_WAIT_S: its host may have
     resumed it at once), that waits the rest of ``wait_s`` for the hub to listen again.
     None when no time is left (or ``stop``). Should it still meet the session that stopped,
     it ends with HUB_STOPPED again: the caller asks again, with the time left."""
     deadline = time.monotonic() + wait_s
-    wait_until_closed(plan.target.host, plan.target.port,
-                      min(deadline, time.monotonic() + CLOSE_WAIT_S), stop)
+    closed = wait_until_closed(plan.target.host, plan.target.port,
+                               min(deadline, time.monotonic() + CLOSE_WAIT_S), stop)
     left = deadline - time.monotonic()
     if left <= 0 or (stop is not None and stop.is_set()):
         return None
-    log.info("waiting up to %.0f s for the hub to resume the session", left)
+    if closed:
+        say(f"the session has closed; joining it again once it is resumed (up to "
+            f"{left:.0f} s)")
     return JoinService(dataclasses.replace(plan, wait_s=left), on_event=on_event)
 
 
@@ -84,7 +87,7 @@ def run_coming_back(first: JoinService, run: Callable[[JoinService], None], wait
                 deadline = time.monotonic() + wait_s
                 say(f"the host stopped the session: waiting up to {wait_s:.0f} s for it to "
                     f"be resumed, to join again without the PIN")
-            again = come_back(service.plan, deadline - time.monotonic(), on_event)
+            again = come_back(service.plan, deadline - time.monotonic(), on_event, say=say)
             if again is None:
                 raise
             service = again

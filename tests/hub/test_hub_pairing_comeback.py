@@ -52,8 +52,8 @@ def test_a_stopped_worker_rejoins_the_resumed_session_without_the_pin(tmp_path, 
                  "training")
         first.stop()
         assert first.join(30)
-        wait_for(lambda: said, 10, "the worker to wait for the session")
-        assert "waiting up to 60 s" in said[0]
+        wait_for(lambda: len(said) == 2, 20, "the worker to see the session close")
+        assert "waiting up to 60 s" in said[0] and "once it is resumed" in said[1]
         second = hub(tmp_path / "run", port, "112358", resume=True)  # a new PIN
         worker.join(120)
         assert last and last[0].result is not None, last
