@@ -14,7 +14,7 @@ from ..events import (Advertising, DiskError, Ended, Evaluated, Failed, Finished
 from ..hub.rejects import ROUTINE
 from .formatting import percent
 from .progress_fields import ProgressFields
-from .progress_rows import FinalResult, WorkerRow
+from .progress_rows import LIVE_STATES, FinalResult, WorkerRow
 
 ROUTINE_CODES = frozenset(code.value for code in ROUTINE)
 LEAVE_REASONS = {"left": "left the session", "silent": "stopped answering",
@@ -149,6 +149,7 @@ def stopped(s: ProgressFields, e: Stopped, now: float) -> None:
     """Stopped early: where the model is saved and how to resume."""
     s.phase, s.status = "stopped", f"Stopped at round {e.version}"
     s.out_dir = e.out_dir
+    _rows_stopped(s)
     saved = f"model saved to {e.model_path}" if e.model_path else \
         "the model could not be saved (see the log)"
     s._say(f"Stopped at round {e.version}; {saved}. Resume it from the main "
@@ -172,6 +173,14 @@ def ended(s: ProgressFields, e: Ended, now: float) -> None:
     s.closed = True
     if s.phase in ("starting", "waiting", "training"):
         s.phase, s.status = "stopped", "Stopped"
+    _rows_stopped(s)
+
+
+def _rows_stopped(s: ProgressFields) -> None:
+    """The session is over: no row still says its worker trains."""
+    for row in s.workers.values():
+        if row.state in LIVE_STATES:
+            row.state = "stopped"
 
 
 # ----------------------------------------------------------------- this host's worker

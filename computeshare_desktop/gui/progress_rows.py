@@ -10,6 +10,7 @@ from ..events import WorkerInfo
 RATE_WINDOW_S = 3.0  # samples/s and bandwidth are measured over this much recent history
 # a row's states while its worker is in the session (those still there at the end count)
 ACTIVE_STATES = ("joining", "loading data", "ready", "training", "done")
+LIVE_STATES = ("joining", "loading data", "ready", "training")  # a row still in a session
 
 
 @dataclass(slots=True)

@@ -18,12 +18,11 @@ from ..events import (CodeRefused, DeviceChosen, Ended, Evaluated, Failed, Finis
 from . import progress_hub
 from .formatting import percent
 from .progress_fields import ProgressFields
-from .progress_rows import ACTIVE_STATES, FinalResult, WorkerRow
+from .progress_rows import ACTIVE_STATES, LIVE_STATES, FinalResult, WorkerRow
 
 STOPPED_BY_HOST = "The host stopped the session"
 REMOVED = "The host removed this machine from the session"  # kicked: no retry, no fault
 REMOVED_CODE = "BANNED"  # the reject code a kicked machine hears (service.messages)
-LIVE_STATES = ("joining", "loading data", "ready", "training")  # a row still in a session
 
 
 def device_chosen(s: ProgressFields, e: DeviceChosen, now: float) -> None:

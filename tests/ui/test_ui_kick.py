@@ -16,8 +16,8 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
 from computeshare_desktop.events import (Ended, Failed, Finished, HubStopped,  # noqa: E402
-                                         Joined, Pushed, Rejected, RoundClosed, WorkerDone,
-                                         WorkerInfo)
+                                         Joined, Pushed, Rejected, RoundClosed, Stopped,
+                                         WorkerDone, WorkerInfo)
 from computeshare_desktop.gui.progress_state import REFUSALS_EVERY_S, ProgressState  # noqa: E402
 from computeshare_desktop.gui.progress_window import ProgressWindow  # noqa: E402
 from computeshare_desktop.hub.config import HubConfig  # noqa: E402
@@ -140,6 +140,15 @@ def test_after_any_end_the_worker_window_agrees_with_itself(qtbot, end):
         assert sum(REMOVED in line for line in lines) == 1
         assert not [line for line in lines if "Error" in line or "PIN" in line]
         assert s.workers[1].state == "removed"
+
+
+def test_a_stopped_hub_lists_no_worker_as_training():
+    state = ProgressState("hub", total_rounds=2500, clock=Clock())
+    state.apply([Tagged("hub", feed_round(v).event) for v in range(1, 5)])
+    assert {r.state for r in state.workers.values()} == {"training"}
+    state.apply([Tagged("hub", Stopped(4, "/out", "/out/trained_model.pth")),
+                 Tagged("hub", Ended())])
+    assert {r.state for r in state.workers.values()} == {"stopped"}
 
 
 def test_refusals_are_summed_up_once_a_minute_at_most():
