@@ -36,6 +36,9 @@ SHOWN_CLASSES = 12  # more are summed up as "and N more"
 KIND_NAMES = {IMAGES: "image folder", TABLE: "table", HUGGING_FACE: "Hugging Face dataset"}
 DATA_FIELDS = ("image_size", "test_fraction", "label_column")  # options shown in this panel
 TABLE_FIELDS = frozenset({"label_column"})  # a table's or saved dataset's; the others images'
+PLACEHOLDER = ("Your own data? Folder… takes images, one folder per class; File… a table "
+               "(.csv or .parquet). What it holds shows here before the session opens: its "
+               "classes, a few images or rows, the size it trains at.")
 
 
 class Background(QObject):
@@ -157,6 +160,10 @@ class DataPanel(QGroupBox):
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setToolTip("Stop preparing the images (nothing is kept)")
         self.cancel_button.clicked.connect(self.cancel)
+        self.placeholder = _label("muted")  # where the panel shows, while it does not
+        self.placeholder.setText(PLACEHOLDER)
+        self.placeholder.setFixedWidth(PANEL_WIDTH)
+        self.placeholder.setContentsMargins(12, 24, 12, 0)
         self._build()
         self.set_preparing(False)
         self.hide()
@@ -211,6 +218,7 @@ class DataPanel(QGroupBox):
         if on != self.isHidden():
             return
         self.setVisible(on)
+        self.placeholder.setVisible(not on)
         window = self.window()
         if on and window is not self and window.isVisible():
             wide = window.minimumSizeHint().width()

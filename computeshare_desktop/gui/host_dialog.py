@@ -256,7 +256,7 @@ class HostDialog(QDialog):
         layout.addWidget(hint)
         for step, groups in self._boxes().items():
             self.steps.add_step(step, len(STEP_GROUPS[step]) or 1,
-                                self.data_panel if step == WHAT else None)
+                                self._data_side() if step == WHAT else None)
             for group, names in groups.items():
                 if not names:
                     continue
@@ -269,6 +269,16 @@ class HostDialog(QDialog):
         layout.addWidget(self.steps, 1)
         layout.addLayout(buttons)
         self._step_changed()
+
+    def _data_side(self) -> QWidget:
+        """The data panel, or what it is for while it is hidden."""
+        side = QWidget()
+        column = QVBoxLayout(side)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(self.data_panel)
+        column.addWidget(self.data_panel.placeholder)
+        column.addStretch(1)
+        return side
 
     def _fitting_size(self) -> QSize:
         """Room for the tallest step without a scroll bar, within the screen."""
