@@ -147,12 +147,12 @@ def finished(s: ProgressFields, e: Finished, now: float) -> None:
 
 def stopped(s: ProgressFields, e: Stopped, now: float) -> None:
     """Stopped early: where the model is saved and how to resume."""
-    s.phase, s.status = "stopped", f"Stopped at round {e.version}"
+    s.phase, s.status = "stopped", f"Stopped at round {e.version:,}"
     s.out_dir = e.out_dir
     _rows_stopped(s)
     saved = f"model saved to {e.model_path}" if e.model_path else \
         "the model could not be saved (see the log)"
-    s._say(f"Stopped at round {e.version}; {saved}. Resume it from the main "
+    s._say(f"Stopped at round {e.version:,}; {saved}. Resume it from the main "
            f"window's recent sessions, or: computeshare host --resume --out "
            f"{e.out_dir}")
 

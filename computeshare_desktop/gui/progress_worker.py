@@ -266,6 +266,6 @@ def feed_finished(s: ProgressFields, e: Finished, now: float) -> None:
         if row.state in LIVE_STATES:
             row.state = "done"
     s._say(f"The hub finished: test accuracy {percent(e.accuracy)} after "
-           f"{e.version} rounds")
+           f"{e.version:,} rounds")
     if s.final is not None:  # this worker's Done came first
         s.final = _worker_final(s)
