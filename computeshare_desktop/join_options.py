@@ -84,6 +84,11 @@ class JoinOptions:
         0.0, "keep trying a hub that does not listen yet for this long (scripts that start "
         "the hub and its workers together; default: say why at once)", flag="--wait",
         commands=JOIN, metavar="SECONDS")  # negative: 0
+    come_back_s: float = option(
+        0.0, "after the host stops the session, wait this long for it to be resumed and "
+        "join it again without the PIN (default: end with exit code 7 at once)",
+        flag="--come-back", commands=JOIN, metavar="SECONDS", ge=0,
+        error="--come-back takes seconds (0: do not wait)")
     give_up_s: float = option(
         120.0, "seconds without an answer before giving up (default {default})",
         flag="--give-up", commands=JOIN)

@@ -33,6 +33,7 @@ from ..schema import check, default, defaults, from_args
 from ..selftest import self_test as run_self_test
 from ..service import (HostPlan, HostService, JoinPlan, JoinService, JoinTarget, Tagged,
                        remembers)
+from ..service.comeback import run_coming_back
 from ..service.host import PIN_ENV
 from ..service.options import AppConfig, HostOptions, worker_name
 from ..worker import DeviceChoice, pick_device
@@ -225,8 +226,10 @@ def join(args: argparse.Namespace) -> int:
     if hasattr(signal, "SIGUSR1") and threading.current_thread() is threading.main_thread():
         # `kill -USR1 PID` pauses the worker (the hub gives its shard to others), or resumes it
         signal.signal(signal.SIGUSR1, lambda *_: service.toggle_pause())
-    try:
-        _run_until_done(service.start())
+    try:  # --come-back: a session its host stops and resumes is joined again, no PIN
+        service = run_coming_back(service, lambda s: _run_until_done(s.start()),
+                                  options.come_back_s, view.on,
+                                  lambda line: print(line, file=sys.stderr, flush=True))
     except RemovedError as exc:  # kicked: an end, not a fault (exit 8, nothing to retry)
         print(f"computeshare join: {exc}", file=sys.stderr)
         return exc.exit_code

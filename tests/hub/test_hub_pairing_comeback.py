@@ -67,3 +67,16 @@ def test_a_stopped_worker_rejoins_the_resumed_session_without_the_pin(tmp_path, 
                 host.stop()
                 host.join(20)
         worker.join(30)
+
+
+def test_join_comes_back_only_when_asked():
+    """``join --come-back SECONDS`` waits for a resumed session; without it, a stop still
+    ends ``join`` at once with exit code 7."""
+    from computeshare_desktop.cli.commands import join_options
+    from computeshare_desktop.cli.main import build_parser
+
+    def parsed(*flags: str) -> float:
+        return join_options(build_parser().parse_args(["join", "127.0.0.1:7341", *flags])
+                            ).come_back_s
+
+    assert parsed() == 0.0 and parsed("--come-back", "90") == 90.0
