@@ -101,10 +101,11 @@ class DoctorDialog(QDialog):
             self.text.setPlainText(str(outcome))
             return
         self.report = outcome
-        failed = sum(item.status.value == "fail" for item in outcome.items)
-        self.headline.setText("Every check passed." if outcome.ok else
-                              f"{failed} check{'s' if failed > 1 else ''} failed: the cause "
-                              "and the fix are under each FAIL line.")
+        warned = any(item.status.value == "warn" for item in outcome.items)
+        where = ("" if outcome.ok and not warned else
+                 ": the cause and the fix are under each "
+                 + ("FAIL" if not outcome.ok else "WARN") + " line")
+        self.headline.setText(outcome.summary() + where + ".")
         self.text.setPlainText(outcome.text())
 
     def _copy(self) -> None:

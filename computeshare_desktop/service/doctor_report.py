@@ -72,10 +72,18 @@ class Report:
                 lines.append(f"     cause: {item.cause}")
             if item.fix:
                 lines.append(f"     fix: {item.fix}")
-        failed = sum(i.status is Status.FAIL for i in self.items)
-        lines.append("All checks passed." if not failed else
-                     f"{failed} check{'s' if failed > 1 else ''} failed.")
+        lines.append(self.summary() + ".")
         return "\n".join(lines)
+
+    def summary(self) -> str:
+        """The verdict in words, warnings counted: ``All checks passed``, ``All checks passed,
+        1 warning``, ``2 checks failed, 1 warning`` (the text's last line and the dialog's
+        headline)."""
+        failed = sum(i.status is Status.FAIL for i in self.items)
+        warned = sum(i.status is Status.WARN for i in self.items)
+        verdict = (f"{failed} check{'s' if failed > 1 else ''} failed" if failed
+                   else "All checks passed")
+        return verdict + (f", {warned} warning{'s' if warned > 1 else ''}" if warned else "")
 
 
 def mbit(bytes_per_s: float) -> str:

@@ -68,7 +68,14 @@ def test_a_selected_sessions_hub_is_measured_and_errors_show(qtbot) -> None:
     dialog.start()
     dialog.wait(5)
     assert check.options[0].hub == "10.0.0.5:7341"
-    assert dialog.headline.text() == "Every check passed."
+    assert dialog.headline.text() == "All checks passed."
+    warned = DoctorDialog(None, run=SlowCheck(Report((Item(
+        "mdns_sessions", "Sessions on the LAN", Status.WARN, "none seen"),)), 0.0))
+    qtbot.addWidget(warned)
+    warned.start()
+    warned.wait(5)
+    assert warned.headline.text() == ("All checks passed, 1 warning: the cause and the fix "
+                                      "are under each WARN line.")
 
     def broken(options: DoctorOptions) -> Report:
         raise ValueError("“x:y” is not a hub address")
