@@ -19,7 +19,7 @@ import torch
 
 from ..discovery import SessionBrowser, describe, discover, pick_session
 from ..discovery.hub_advert import resolve_interface
-from ..errors import ConfigError, ExitCode, RemovedError
+from ..errors import ConfigError, ExitCode, RejectedError, RemovedError
 from ..data.tables import is_table_spec
 from ..evaluation import data_info, evaluate_file, program_alone
 from ..events import Listening
@@ -35,6 +35,7 @@ from ..service import (HostPlan, HostService, JoinPlan, JoinService, JoinTarget,
                        remembers)
 from ..service.comeback import run_coming_back
 from ..service.host import PIN_ENV
+from ..service.paired import forget_hub
 from ..service.options import AppConfig, HostOptions, worker_name
 from ..worker import DeviceChoice, pick_device
 from .cache import cache as cache  # `computeshare cache` (main runs commands by name)
@@ -233,6 +234,10 @@ def join(args: argparse.Namespace) -> int:
     except RemovedError as exc:  # kicked: an end, not a fault (exit 8, nothing to retry)
         print(f"computeshare join: {exc}", file=sys.stderr)
         return exc.exit_code
+    except RejectedError as exc:  # the remembered key refused: the next join asks the PIN
+        if not pin and getattr(exc.code, "value", exc.code) == "NOT_PAIRED":
+            forget_hub(target, name)
+        raise
     finally:
         view.close()
     result = service.result

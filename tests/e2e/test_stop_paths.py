@@ -12,6 +12,7 @@ import torch
 
 from computeshare_desktop.hub.paired_machines import FILE_NAME as PAIRED_FILE
 from computeshare_desktop.hub.paired_machines import PairedMachines
+from computeshare_desktop.transport.keys import KnownHubs
 from helpers_cli import run_cli
 from helpers_net import cli, free_ports, metrics, wait_for
 from portable import CATCHABLE_STOPS, OWN_GROUP
@@ -152,6 +153,9 @@ def test_a_restarted_worker_rejoins_without_the_pin_and_a_new_session_asks_for_i
             capture_output=True, text=True, env=no_pin, timeout=60)
         assert time.monotonic() - began < 8.0
         assert third.returncode == 5 and "PIN" in third.stderr, third.stderr
+        # ...and forgets that hub: the next join asks for the PIN (prompt or environment)
+        assert KnownHubs(tmp_path / "home" / "identity" / "worker-laptop.key").key_for(
+            f"127.0.0.1:{port}") is None
     finally:
         hub.kill()
         hub.communicate()
