@@ -53,11 +53,18 @@ class RoundBar:
             self.bar.set_postfix(self.postfix, refresh=False)
 
     def reset(self, total: int, position: int = 0) -> None:
-        """A new total (and starting point: a resumed session)."""
+        """A new total and starting point (a resumed session, a worker joining one under way):
+        the clock starts again there, so the rate and the time left count only the rounds
+        done from now on, not the ones done before as if done in the first second."""
         if self.bar is not None:
-            self.bar.total = total
-            self.bar.update(max(0, position - self.bar.n))
+            self.bar.reset(total)
+            self.bar.n = self.bar.last_print_n = self.bar.initial = position
             self.bar.refresh()
+
+    def start_at(self, position: int) -> None:
+        """The same total, counted from ``position`` on (see reset)."""
+        if self.bar is not None:
+            self.reset(self.bar.total or 0, position)
 
     def write(self, line: str) -> None:
         """A line above the bar (stderr)."""
@@ -149,7 +156,8 @@ class WorkerView:
 
     def __init__(self, *, quiet: bool) -> None:
         self.bar = RoundBar(0, quiet=quiet, desc="worker")
-        self.handlers = (Handlers().on(Joined, lambda e: self.bar.reset(e.rounds))
+        self.counting = False  # the first push after joining sets where the rate starts
+        self.handlers = (Handlers().on(Joined, self._joined)
                          .on(ModelReceived, lambda e: self.bar.write(e.describe()))
                          .on(Pushed, self._pushed))
 
@@ -157,8 +165,16 @@ class WorkerView:
         """Show one event of the join service (on its thread)."""
         self.handlers.dispatch(tagged.event)
 
+    def _joined(self, e: Joined) -> None:
+        self.bar.reset(e.rounds)
+        self.counting = False
+
     def _pushed(self, e: Pushed) -> None:
-        self.bar.advance(e.version + max(1, e.steps), loss=f"{e.loss:.3f}",
+        position = e.version + max(1, e.steps)
+        if not self.counting:  # joined at round 74: the rate counts from its first push on
+            self.counting = True
+            self.bar.start_at(position)
+        self.bar.advance(position, loss=f"{e.loss:.3f}",
                          pushed=str(e.pushed), rejected=str(e.rejected))
 
     def close(self) -> None:

@@ -1,0 +1,57 @@
+"""The command line's progress bar: after `host --resume` (or joining a session under way) the
+rate counts only the rounds done since, not the rounds before as if done in the first second
+(trial 20, finding 17: "74/400 [00:01<00:05, 54.68round/s]")."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from computeshare_desktop.cli.progress import RoundBar, WorkerView
+from computeshare_desktop.events import Joined, Pushed
+from computeshare_desktop.service import Tagged
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def rate(bar: RoundBar) -> float:
+    assert bar.bar is not None
+    facts = bar.bar.format_dict
+    return facts["rate"] or (facts["n"] - facts["initial"]) / facts["elapsed"]
+
+
+def test_a_resumed_bar_counts_its_rate_from_the_resume() -> None:
+    clock = Clock()
+    bar = RoundBar(0, quiet=False)
+    assert bar.bar is not None
+    bar.bar._time = clock  # type: ignore[attr-defined]
+    bar.reset(400, 74)  # Listening of a hub resumed at version 74
+    assert bar.bar.n == 74 and bar.bar.total == 400
+    for _ in range(2):
+        clock.now += 1.0
+        bar.advance(bar.bar.n + 1)
+    assert rate(bar) == pytest.approx(1.0)  # one round a second, not 38 or 75
+    assert "74/400" not in str(bar.bar) and "76/400" in str(bar.bar)
+    bar.close()
+
+
+def test_a_worker_joining_under_way_counts_from_its_first_round() -> None:
+    clock = Clock()
+    view = WorkerView(quiet=False)
+    assert view.bar.bar is not None
+    view.bar.bar._time = clock  # type: ignore[attr-defined]
+    view.on(Tagged("worker", Joined(1, 0, 1, "mnist-sample", "mlp", 400, "cpu",
+                                    state="training")))
+    for version in (74, 75):
+        clock.now += 1.0
+        view.on(Tagged("worker", Pushed(version, 1, 2.0, 0.5, 32, True, version - 73, 0)))
+    assert view.bar.bar.n == 76
+    assert rate(view.bar) == pytest.approx(1.0)
+    view.close()
