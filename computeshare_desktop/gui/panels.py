@@ -8,8 +8,8 @@ from typing import Callable
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QGuiApplication, QTextCursor
-from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFrame, QHBoxLayout, QLabel,
-                               QLineEdit, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QDialog, QFrame, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit,
+                               QPushButton, QVBoxLayout, QWidget)
 
 from .formatting import percent
 from .progress_rows import FinalResult
@@ -130,19 +130,22 @@ class FolderDialog(QDialog):
                                                 .horizontalAdvance(path) + 32)))
         self.copy_button = CopyButton("Copy", lambda: self.path,
                                       "Copy the folder's path to the clipboard")
-        box = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
-        box.rejected.connect(self.reject)
-        self.close_button = box.button(QDialogButtonBox.StandardButton.Close)
-        self.close_button.setObjectName("Primary")
-        self.close_button.setDefault(True)
+        self.copy_button.setObjectName("Primary")  # the one primary button: what it is for
+        self.copy_button.setDefault(True)
+        self.close_button = QPushButton("Close")  # plain: no style icon over its word
+        self.close_button.setAutoDefault(False)  # focused, it still leaves Enter to Copy
+        self.close_button.clicked.connect(self.reject)
         line = QHBoxLayout()
         line.addWidget(self.field, 1)
         line.addWidget(self.copy_button)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.close_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(18, 14, 18, 14)
         layout.addWidget(text)
         layout.addLayout(line)
-        layout.addWidget(box)
+        layout.addLayout(buttons)
 
 
 class LogPane(QPlainTextEdit):
