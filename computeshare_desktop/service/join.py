@@ -25,9 +25,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..errors import ComputeShareError, HubStoppedError, HubUnreachableError, RejectedError
+from pathlib import Path
+
+from ..errors import (ComputeShareError, HubStoppedError, HubUnreachableError, RejectedError,
+                      RemovedError)
 from ..events import (CodeRefused, DeviceChosen, Ended, Event, Failed, Finished, HubStopped,
-                      Joined)
+                      Joined, PairedWith)
 from ..join_options import JoinOptions
 from ..protocol.pake import key_fingerprint
 from ..protocol.ports import HubPorts
@@ -113,8 +116,23 @@ def approve_code(refused: CodeRefused) -> None:
 
 
 def remembers(target: JoinTarget, name: str) -> bool:
-    """True when the worker called ``name`` has joined ``target``'s hub before."""
+    """True when the worker called ``name`` has paired with (or joined) ``target``'s hub
+    before."""
     return known_hub_key(target, KnownHubs(identity_path("worker", name))) is not None
+
+
+def removals(key_file: Path) -> KnownHubs:
+    """The hubs whose host removed the worker of ``key_file`` (kept like its known hubs, in
+    a file beside them): it needs the PIN there again, and its next join says why."""
+    hubs = KnownHubs(key_file)
+    hubs.path = hubs.path.with_name(key_file.stem + "-removed.json")
+    return hubs
+
+
+def removed_by(target: JoinTarget, name: str) -> bool:
+    """True when ``target``'s host removed the worker called ``name`` (and it has not
+    paired with that hub since)."""
+    return known_hub_key(target, removals(identity_path("worker", name))) is not None
 
 
 class JoinService(ServiceThread):
@@ -255,16 +273,28 @@ class JoinService(ServiceThread):
                                 approvals=approvals, trust_code=plan.trust_code,
                                 pauses=self.pauses)
 
+        removed = removals(key_file)
+
         def remember(event: Event) -> None:  # a restart rejoins without the PIN
-            if isinstance(event, Joined) and session.hub_key:
+            # PairedWith too: the hub lists a machine among its paired ones once it proved
+            # the PIN, even if it then waited as a spare and never joined (both sides agree)
+            if isinstance(event, (PairedWith, Joined)) and session.hub_key:
                 known.remember(session.hub_key, f"{host}:{t.port}")
+                removed.forget(session.hub_key)
 
         session.sinks.append(remember)
         with self._lock:
             self._session = session
             if self._stop.is_set():
                 session.leave()
-        self.result = session.run()
+        try:
+            self.result = session.run()
+        except RemovedError:  # the hub forgot this machine's key: so does this machine
+            gone = session.hub_key or hub_key
+            if gone:
+                known.forget(gone)
+                removed.remember(gone, f"{host}:{t.port}")
+            raise
 
     def _probe(self, host: str, port: int, label: str) -> None:
         """Check the hub's address (see probe_hub), for up to ``wait_s`` if asked."""
