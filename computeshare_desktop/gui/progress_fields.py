@@ -13,7 +13,7 @@ from typing import Callable
 
 from ..events import CodeRefused, Finished, RoundClosed, WorkerInfo
 from .eta import WINDOW_ROUNDS, RoundPace
-from .progress_rows import FinalResult, WorkerRow
+from .progress_rows import LIVE_STATES, FinalResult, WorkerRow
 
 SMOOTHING = 0.1  # weight of the newest loss in the smoothed curve (an EMA, as TensorBoard)
 ETA_ROUNDS = WINDOW_ROUNDS  # the ETA uses the pace of the last this-many rounds
@@ -61,6 +61,8 @@ class ProgressFields:
         self._silent = False
         self._all_done = False  # the hub said every round is done
         self.banner: tuple[str, str] | None = None  # (level, text) shown above everything
+        self.stopping = False  # Stop (or Leave) was asked: the session winds down
+        self.paused = ""  # on a worker: why it is paused (worker.pause.pause_text); "": not
 
     @property
     def _rounds(self) -> deque[tuple[float, int]]:
@@ -95,7 +97,22 @@ class ProgressFields:
         self.loss_smooth.append((version, last + SMOOTHING * (loss - last)))
         self.pace.add(now, version, (wid for wid, row in self.workers.items()
                                      if row.state == "training"))
-        self.status = f"Training: round {version} of {self.total_rounds or '?'}"
+        if not self.stopping:
+            self.status = f"Training: round {version} of {self.total_rounds or '?'}"
+
+    def _stopping(self) -> None:
+        """Stop (a hub) or Leave (a worker) was asked: the session winds down at once, so a
+        hub's rows no longer say their workers train (its Stopped or Ended follows)."""
+        if not self.active or self.stopping:
+            return
+        self.stopping = True
+        if self.role == "hub":
+            self.status = "Stopping: the workers are told, the model is saved…"
+            for row in self.workers.values():
+                if row.state in LIVE_STATES:
+                    row.state = "stopped"
+        else:
+            self.status = "Leaving the session…"
 
     def _forget_earlier_row(self, w: WorkerInfo) -> None:
         """A machine that rejoins (a new worker id, the same key) keeps one row."""

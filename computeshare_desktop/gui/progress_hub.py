@@ -55,7 +55,7 @@ def worker_ready(s: ProgressFields, e: WorkerReady, now: float) -> None:
     row = s.workers.get(e.worker.id)
     if row is not None:
         row.last_seen = now
-        if row.state in ("joining", "loading data"):
+        if row.state in ("joining", "loading data") and not s.stopping:
             row.state = "training" if s.phase == "training" else "ready"
 
 
@@ -72,7 +72,8 @@ def worker_left(s: ProgressFields, e: WorkerLeft, now: float) -> None:
 
 
 def state_changed(s: ProgressFields, e: StateChanged, now: float) -> None:
-    """Training starts the clock; "done" means the hub evaluates and saves."""
+    """Training starts the clock; "done" means the hub evaluates and saves; "stopped":
+    the hub is stopping (its Stopped follows once the model is saved)."""
     if e.state == "training" and s.phase in ("starting", "waiting"):
         s.phase, s.started_at = "training", now
         s.status = "Training"
@@ -81,6 +82,8 @@ def state_changed(s: ProgressFields, e: StateChanged, now: float) -> None:
         s._all_done = True
         s.status = "All rounds done: evaluating and saving the model…"
         s._say(s.status)
+    elif e.state == "stopped":
+        s._stopping()
 
 
 def round_closed(s: ProgressFields, e: RoundClosed, now: float) -> None:
@@ -96,7 +99,8 @@ def round_closed(s: ProgressFields, e: RoundClosed, now: float) -> None:
             row = s.workers[w.id] = WorkerRow(w.id, w.name, w.device, key=w.key)
         row.progress(now, w.pushed, w.rejected, w.samples)
         row.work(w)
-        row.state = "training" if w.ready else "loading data"
+        if not s.stopping:  # a round that closes while stopping trains no one on
+            row.state = "training" if w.ready else "loading data"
     if not e.complete:
         s._say(f"Round {e.round} closed at its deadline with {e.contributors} "
                "gradient(s)")

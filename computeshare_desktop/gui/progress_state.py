@@ -22,8 +22,8 @@ from typing import Any, Callable
 from ..events import (Advertising, CodeRefused, DeviceChosen, DiskError, Ended, Evaluated,
                       Event, Failed, Finished, HubBack, HubLost, HubSilent, HubStopped, Joined,
                       Listening, LogLine, ModelReceived, ModelRefused, ModeChanged, PairedWith,
-                      PairingRefused, PairingWait, Pushed,
-                      Rejected, Rejoining, RoundClosed, SessionFull, ShardReceived,
+                      PairingRefused, PairingWait, Paused, Pushed,
+                      Rejected, Resumed, Rejoining, RoundClosed, SessionFull, ShardReceived,
                       StateChanged, Stopped, WorkerDone, WorkerJoined, WorkerLeft,
                       WorkerReady)
 from ..protocol import MEANINGS, RejectCode
@@ -34,6 +34,9 @@ from .progress_fields import ProgressFields
 from .progress_rows import ACTIVE_STATES, RATE_WINDOW_S, mode_words
 
 REFUSALS_EVERY_S = 60.0  # at most one "Refused requests" line in the log per this long
+CHIPS = {"starting": "Starting", "waiting": "Waiting", "training": "Training",
+         "finished": "Finished", "stopped": "Stopped", "failed": "Error"}
+WAITING_FOR_WORKERS = "Waiting for workers"
 
 
 def refusal_meaning(code: str) -> str:
@@ -51,9 +54,42 @@ class ProgressState(ProgressFields):
     mode = ""  # asynchronous updates, robust aggregation (progress_rows.mode_words); "": neither
 
     # ----------------------------------------------------------------- reading
+    def idle(self) -> bool:
+        """A hub's training has started but no worker trains now (each paused, left or
+        still loading its data): the rounds wait, and so does the ETA."""
+        return self.role == "hub" and self.phase == "training" and not any(
+            row.state in ("ready", "training") for row in self.workers.values())
+
+    def on_hold(self) -> bool:
+        """No round can close for now (a hub with no worker training, a paused worker,
+        a stop under way): the window says the ETA is paused."""
+        return self.active and (self.stopping or bool(self.paused) or self.idle())
+
+    def chip(self) -> tuple[str, str]:
+        """The status chip: its text and the phase whose style it takes."""
+        if not self.active:
+            return CHIPS[self.phase], self.phase
+        if self.stopping:
+            return ("Stopping…" if self.role == "hub" else "Leaving…"), "stopped"
+        if self.paused:
+            return "Paused", "waiting"
+        if self.idle():
+            return WAITING_FOR_WORKERS, "waiting"
+        return CHIPS[self.phase], self.phase
+
+    def chip_tip(self) -> str:
+        """The chip's tooltip: the status, or why a hub's training waits."""
+        if self.active and not self.stopping and self.idle():
+            paused = sum(1 for row in self.workers.values() if row.state == "paused")
+            return ("No worker is training" + (f" ({paused} paused)" if paused else "")
+                    + ": the rounds go on when one joins or resumes")
+        return self.status
+
     def eta_s(self) -> float | None:
-        """Seconds to the last round at the recent pace; None before it is known."""
-        if self.phase != "training" or len(self._rounds) < 2 or not self.total_rounds:
+        """Seconds to the last round at the recent pace; None before it is known (or
+        while no round can close: ``on_hold``)."""
+        if self.phase != "training" or len(self._rounds) < 2 or not self.total_rounds \
+                or self.on_hold():
             return None
         (t0, v0), (t1, v1) = self._rounds[0], self._rounds[-1]
         if v1 <= v0 or t1 <= t0:
@@ -134,6 +170,10 @@ class ProgressState(ProgressFields):
                 if row.state in ("joining", "loading data", "ready"):
                     row.last_seen = now
 
+    def stop_asked(self) -> None:
+        """The window's Stop (or Leave) was pressed: the chip says so at once."""
+        self._stopping()
+
     def note(self, line: str) -> None:
         """Add a line to the log (from the window's own actions)."""
         self._say(line)
@@ -186,6 +226,8 @@ HANDLERS: dict[tuple[str, type[Event]], Handler] = {
     ("worker", PairingWait): worker.pairing_wait,
     ("worker", SessionFull): worker.session_full,
     ("worker", Rejoining): worker.rejoining,
+    ("worker", Paused): worker.paused,
+    ("worker", Resumed): worker.resumed,
     ("worker", WorkerDone): worker.worker_done,
     ("worker", Failed): worker.failed,
     ("worker", CodeRefused): worker.code_refused,

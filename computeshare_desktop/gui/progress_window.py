@@ -153,6 +153,8 @@ class ProgressWindow(QMainWindow):
             cards[2:2] = [("compute", "Compute per gradient")]
             cards.append(("pushed", "Gradients pushed"))
         self.cards = {key: StatCard(name) for key, name in cards}
+        self.cards["loss"].setToolTip("The last round's loss, as in metrics.jsonl (a worker: "
+                                      "its last gradient's); the chart also draws it smoothed")
         self.charts = ChartsPanel(second="accuracy")  # a worker hears the hub's evaluations
         self.charts.setMinimumHeight(MIN_CHARTS_HEIGHT)  # the window fits a 720 px screen
         self.workers_table = WorkersTable(kickable=hub)
@@ -234,6 +236,8 @@ class ProgressWindow(QMainWindow):
         """Drain the runner's events, fold them into the state, render (GUI thread)."""
         events = self.runner.drain()
         self.state.apply(events)
+        if self.runner.stopping:  # Stop (or Leave) was pressed: say so before the thread ends
+            self.state.stop_asked()
         if self.resumed is not None:
             self.resumed.follow(getattr(self.runner, "session", None), self.state)
         if self.pause_control is not None:
@@ -264,11 +268,11 @@ class ProgressWindow(QMainWindow):
             self.progress_label.setText(self.resumed.text(s) if self.resumed else
                                         f"Round {s.version:,} of {s.total_rounds:,}")
         elapsed = s.elapsed_s()
-        self.eta_label.setText(f"ETA {human_duration(s.eta_s())} · elapsed "
-                               f"{human_duration(elapsed)}" if s.active else
+        eta = "ETA paused" if s.on_hold() else f"ETA {human_duration(s.eta_s())}"
+        self.eta_label.setText(f"{eta} · elapsed {human_duration(elapsed)}" if s.active else
                                f"Elapsed {human_duration(elapsed)}")
         c = self.cards
-        c["loss"].set_value(f"{s.loss_smooth[-1][1]:.4f}" if s.loss_smooth else "—")
+        c["loss"].set_value(f"{s.loss[-1][1]:.4f}" if s.loss else "—")  # the last round's
         per_round = s.bytes_per_round()
         c["per_round"].set_value(human_bytes(int(per_round)) if per_round is not None else "—")
         c["busy"].set_value(f"{100 * s.busy:.0f}%" if s.busy is not None else "—")
@@ -288,14 +292,13 @@ class ProgressWindow(QMainWindow):
 
     def _render_status(self) -> None:
         s = self.state
-        labels = {"starting": "Starting", "waiting": "Waiting", "training": "Training",
-                  "finished": "Finished", "stopped": "Stopped", "failed": "Error"}
-        if self.chip.text() != labels[s.phase]:
-            self.chip.setText(labels[s.phase])
-            self.chip.setProperty("phase", s.phase)
+        text, look = s.chip()
+        if self.chip.text() != text:
+            self.chip.setText(text)
+            self.chip.setProperty("phase", look)
             self.chip.style().unpolish(self.chip)
             self.chip.style().polish(self.chip)
-        self.chip.setToolTip(s.status)
+        self.chip.setToolTip(s.chip_tip())
         self._render_banner()
         if self.pin_card is not None and s.port is not None:
             self.pin_card.set_hint(self._join_hint())
@@ -305,10 +308,10 @@ class ProgressWindow(QMainWindow):
             self.finish_card.show()
         if self.pause_control is not None:
             self.pause_control.set_active(s.active and not self.runner.stopping)
+        if self.pin_card is not None and (s.stopping or not s.active):
+            self.pin_card.end()  # no New PIN (nor Copy) for a session that ends
         if not s.active:
             self.stop_button.hide()
-            if self.pin_card is not None:
-                self.pin_card.end()  # no New PIN (nor Copy) for a session that ended
         elif self.runner.stopping:
             self.stop_button.setEnabled(False)
         elif s.role == "hub":  # "Stop training" only once there is a training to stop
@@ -335,7 +338,7 @@ class ProgressWindow(QMainWindow):
 
     def _join_hint(self) -> str:
         s = self.state
-        if not s.active:
+        if not s.active or s.stopping:
             return "The session is over: this PIN no longer works."
         where = s.addresses[0] if s.addresses else "this computer's address"
         return (f"On each worker: open ComputeShare, select “{s.name}” and click Join, or "

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from ..events import (CodeRefused, DeviceChosen, Ended, Evaluated, Failed, Finished, HubBack,
                       HubLost, HubSilent, HubStopped, Joined, ModelReceived, PairedWith,
-                      PairingWait, Pushed,
+                      PairingWait, Paused, Pushed, Resumed,
                       Rejoining, RoundClosed, SessionFull, ShardReceived, StateChanged,
                       WorkerDone, WorkerJoined, WorkerLeft)
 from . import progress_hub
+from ..worker.pause import pause_text
 from .formatting import percent
 from .progress_fields import ProgressFields
 from .progress_rows import ACTIVE_STATES, LIVE_STATES, FinalResult, WorkerRow
@@ -128,6 +129,24 @@ def session_full(s: ProgressFields, e: SessionFull, now: float) -> None:
     s.status = "The session is full: waiting for a free shard"
 
 
+def paused(s: ProgressFields, e: Paused, now: float) -> None:
+    """This worker paused (its person, or the battery): the chip and its own row say so;
+    the line beside the Pause button says why (pause_control)."""
+    s.paused = s.status = pause_text(e.reason)
+    row = _own_row(s)
+    if row is not None and row.state in LIVE_STATES:
+        row.state = "paused"
+
+
+def resumed(s: ProgressFields, e: Resumed, now: float) -> None:
+    """It resumes: it joins again (its Joined gives its row back, under a new id)."""
+    s.paused = ""
+    s.status = "Resuming: joining the session again"
+    row = _own_row(s)
+    if row is not None and row.state == "paused":
+        row.state = "joining"
+
+
 def rejoining(s: ProgressFields, e: Rejoining, now: float) -> None:
     """Log that this worker joins again."""
     s._say("The hub restarted or forgot this worker: joining again")
@@ -182,7 +201,9 @@ def _end_rows(s: ProgressFields, mine: str, others: str) -> None:
     """Once the session ended for this worker, no row still says it trains: its own
     reads ``mine``, the others ``others`` (this window no longer hears of them)."""
     for wid, row in s.workers.items():
-        if row.state in LIVE_STATES:
+        if wid == s.worker_id and row.state == "paused":
+            row.state = mine
+        elif row.state in LIVE_STATES:
             row.state = mine if wid == s.worker_id else others
 
 
@@ -236,8 +257,8 @@ def feed_round_closed(s: ProgressFields, e: RoundClosed, now: float) -> None:
                 w.id, _mine(w.name) if mine else w.name, w.device, key=w.key)
         row.progress(now, w.pushed, w.rejected, w.samples)
         row.work(w)
-        if s.active:  # a round in flight at the end changes no row's state
-            row.state = "training" if w.ready else "loading data"
+        if s.active and not (mine and s.paused):  # a round in flight at the end (or a
+            row.state = "training" if w.ready else "loading data"  # pause) keeps it
 
 
 def feed_evaluated(s: ProgressFields, e: Evaluated, now: float) -> None:

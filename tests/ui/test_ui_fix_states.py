@@ -1,0 +1,160 @@
+"""What a progress window says when nothing trains (issue 20's trial): a hub whose only worker
+paused waits for workers and pauses its ETA; Stop says "Stopping…" at once, with no row
+training and no New PIN; a paused worker's own window and row say "Paused"; the Training
+loss card shows the last round's loss, not the smoothed curve's."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pyqtgraph")
+
+from computeshare_desktop.events import (Joined, Listening, Paused, Pushed,  # noqa: E402
+                                         Resumed, RoundClosed, StateChanged, WorkerInfo,
+                                         WorkerJoined, WorkerLeft, WorkerReady)
+from computeshare_desktop.gui.progress_state import ProgressState  # noqa: E402
+from computeshare_desktop.gui.progress_window import ProgressWindow  # noqa: E402
+from computeshare_desktop.service import FEED, Tagged  # noqa: E402
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Scripted(SimpleNamespace):
+    """A runner whose events the test scripts (nothing runs)."""
+
+    def __init__(self) -> None:
+        super().__init__(running=True, stopping=False, scope="fix-states-test", script=[])
+
+    def drain(self) -> list[Tagged]:
+        events, self.script = self.script, []
+        return events
+
+    def stop(self) -> None:
+        self.stopping = True
+
+    def join(self, timeout_s: float) -> bool:
+        return True
+
+
+LAPTOP = WorkerInfo(1, "laptop · CPU", "CPU", 0, key="k-laptop")
+
+
+def a_round(version: int, loss: float, source: str = "hub",
+            worker: WorkerInfo = LAPTOP) -> Tagged:
+    w = WorkerInfo(worker.id, worker.name, worker.device, worker.shard, version, 0,
+                   32 * version, True, 0.1, key=worker.key)
+    return Tagged(source, RoundClosed(
+        round=version, version=version, steps=1, loss=loss, contributors=1, rejected=0,
+        bytes_in=1000, bytes_out=2000, payload_bytes=3000, samples=32, seconds=0.1,
+        complete=True, compute_s=0.05, busy=0.5, workers=(w,)))
+
+
+def hub_window(qtbot, clock: Clock) -> ProgressWindow:
+    """A hub's window one worker trains for, 8 rounds in."""
+    state = ProgressState("hub", total_rounds=100, expected_workers=1, name="t", clock=clock)
+    runner = Scripted()
+    window = ProgressWindow(runner, state, title="Hosting t", subtitle="s", pin="428913",
+                            refresh_ms=10_000)
+    qtbot.addWidget(window)
+    runner.script = [Tagged("hub", e) for e in (
+        Listening("127.0.0.1", 7341, 7342, 7343, "ab" * 8, ("127.0.0.1",), "/out"),
+        WorkerJoined(LAPTOP), WorkerReady(LAPTOP), StateChanged("training"))]
+    window.refresh()
+    for version in range(1, 9):
+        clock.now += 0.5
+        runner.script = [a_round(version, 2.0 + version % 2)]
+        window.refresh()
+    return window
+
+
+def test_a_hub_whose_only_worker_paused_waits_for_workers_and_pauses_its_eta(qtbot):
+    clock = Clock()
+    window = hub_window(qtbot, clock)
+    assert window.chip.text() == "Training" and window.eta_label.text().startswith("ETA 4")
+    window.runner.script = [Tagged("hub", WorkerLeft(LAPTOP, "paused"))]
+    clock.now += 1
+    window.refresh()
+    assert window.chip.text() == "Waiting for workers"
+    assert "1 paused" in window.chip.toolTip()
+    assert window.eta_label.text().startswith("ETA paused")
+    assert window.cards["workers"].value.text() == "0 of 1"
+    back = WorkerInfo(2, LAPTOP.name, LAPTOP.device, 0, key=LAPTOP.key)  # Resume: a new id
+    window.runner.script = [Tagged("hub", WorkerJoined(back)), Tagged("hub", WorkerReady(back))]
+    window.refresh()
+    assert window.chip.text() == "Training"
+    window.confirmed = True
+    window.close()
+
+
+def test_stop_says_stopping_at_once_no_row_trains_and_no_new_pin(qtbot):
+    window = hub_window(qtbot, Clock())
+    assert window.pin_card is not None
+    window.show()
+    assert window.pin_card.new_button.isVisible()
+    window.confirmed = True  # no question
+    window.stop_session()
+    window.refresh()  # the hub has not said a word yet
+    assert window.chip.text() == "Stopping…"
+    assert [row.state for row in window.state.workers.values()] == ["stopped"]
+    assert not window.pin_card.new_button.isVisible()
+    window.runner.script = [a_round(9, 2.0)]  # a round in flight closes while stopping
+    window.refresh()
+    assert window.chip.text() == "Stopping…"
+    assert [row.state for row in window.state.workers.values()] == ["stopped"]
+    window.close()
+
+
+def test_the_hubs_own_stop_event_says_stopping():
+    state = ProgressState("hub", total_rounds=10, expected_workers=1)
+    state.apply([Tagged("hub", e) for e in (WorkerJoined(LAPTOP), WorkerReady(LAPTOP),
+                                            StateChanged("training"))])
+    state.apply([Tagged("hub", StateChanged("stopped"))])  # a Stop the window did not ask
+    assert state.chip() == ("Stopping…", "stopped") and state.workers[1].state == "stopped"
+
+
+JOINED = Joined(worker_id=3, shard=0, num_shards=1, dataset="mnist-sample", model="simplenet",
+                rounds=50, device="CPU", batch_size=32)
+
+
+def test_a_paused_workers_window_and_own_row_say_paused(qtbot):
+    runner = Scripted()
+    state = ProgressState("worker", name="vm", clock=Clock())
+    window = ProgressWindow(runner, state, title="Training for t", subtitle="s",
+                            refresh_ms=10_000)
+    qtbot.addWidget(window)
+    me = WorkerInfo(3, "vm", "CPU", 0, key="k-vm")
+    runner.script = [Tagged("worker", JOINED)] + \
+        [Tagged("worker", Pushed(v, 0, 1.5, 0.02, 32, True, v + 1, 0)) for v in range(4)]
+    window.refresh()
+    assert window.chip.text() == "Training" and state.workers[3].state == "training"
+    runner.script = [Tagged("worker", Paused(reason="you")),
+                     a_round(5, 1.4, FEED, me)]  # a round in flight still lists it
+    window.refresh()
+    assert window.chip.text() == "Paused" and window.chip.toolTip() == "Paused by you"
+    assert state.workers[3].state == "paused"
+    assert window.eta_label.text().startswith("ETA paused")
+    runner.script = [Tagged("worker", Resumed()),
+                     Tagged("worker", Joined(**{**{f: getattr(JOINED, f) for f in
+                                                   JOINED.__struct_fields__}, "worker_id": 4}))]
+    window.refresh()
+    assert window.chip.text() != "Paused" and list(state.workers) == [4]
+    window.confirmed = True
+    window.close()
+
+
+def test_the_training_loss_card_shows_the_last_rounds_loss(qtbot):
+    window = hub_window(qtbot, Clock())  # losses 3, 2, 3, 2, ...: the last is 2.0
+    assert window.state.loss[-1][1] == 2.0 and window.state.loss_smooth[-1][1] != 2.0
+    assert window.cards["loss"].value.text() == "2.0000"
+    assert "last round" in window.cards["loss"].toolTip()
+    window.confirmed = True
+    window.close()
