@@ -465,7 +465,8 @@ class HubCore:
     def _reject(self, exc: RemoteProtocolError, peer: bytes, now: float,
                 locked_for: float = 0.0) -> tuple[Any, ...]:
         code = exc.code if isinstance(exc.code, RejectCode) else RejectCode.MALFORMED
-        if code not in (RejectCode.STALE, RejectCode.DUPLICATE):
+        # a wrong PIN has its own line (hub/pairing.py), paced by the lock-out
+        if code not in (RejectCode.STALE, RejectCode.DUPLICATE, RejectCode.BAD_PIN):
             self._reject_log.note(code, peer, exc.detail, now, self.server.version)
         retry = (locked_for if code is RejectCode.LOCKED_OUT
                  else 1.0 if code is RejectCode.BUSY else 0.0)

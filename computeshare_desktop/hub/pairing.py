@@ -22,6 +22,7 @@ machine cannot come back under a new key and name with the PIN it knows.
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -164,8 +165,9 @@ class PairingDesk:
         if not entry.pairing.verify_worker(msg.worker_key, entry.name, msg.proof):
             lockout = self.lockout_for(source)
             lockout.failed(now)
-            log.warning("wrong PIN from %r at %s (%d in a row); pairing paused for %.0f s",
-                        entry.name, entry.source, lockout.failures, lockout.retry_after(now))
+            paused = math.ceil(lockout.retry_after(now))  # 0: the next try may come at once
+            log.warning("Wrong PIN from %r at %s (%d in a row)%s", entry.name, entry.source,
+                        lockout.failures, f"; pairing paused for {paused} s" if paused else "")
             raise RemoteProtocolError(RejectCode.BAD_PIN, "wrong PIN")
         if not _Z85_KEY.fullmatch(msg.worker_key):
             raise RemoteProtocolError(RejectCode.MALFORMED, "worker key is not a Z85 key")
