@@ -1,8 +1,10 @@
 """The table of workers in a progress window, updated in place from ProgressState rows.
 
 Columns are sized by ``fit_columns``: each gets what its header and cells need while the
-table is wide enough, the name column takes what is left over; when it is not, the name keeps
-a fair part of the width and the other text columns give way. Every cell carries its full text
+table is wide enough, the name column takes what is left over; a long name counts as at most
+``NAME_MOST`` pixels and elides down to ``NAME_ELIDE`` before another column hides; when the
+table is narrower still, the name keeps a fair part of the width and the other text columns
+give way. Every cell carries its full text
 as a tool tip, so an elided name or count can still be read.
 """
 
@@ -30,6 +32,8 @@ KICKABLE = ("joining", "loading data", "ready", "training")  # live rows a host 
 NAME_SHARE = 0.3  # the least part of a narrow table's width the name column keeps
 NAME_FLOOR = 120  # ... and at least this many pixels, when its names need them
 FLOOR = 40  # the least width of a name column in a very narrow table
+NAME_MOST = 240  # a name needs at most this many pixels: a longer one elides (tool tip: all)
+NAME_ELIDE = 150  # ... and elides down to this width before any other column hides
 DROP_ORDER = (3, 6, 4)  # columns hidden first when the table is narrow: Busy, Last seen, rate
 
 
@@ -38,20 +42,24 @@ def fit_columns(need: Sequence[int], floor: Sequence[int], available: int, *, na
     """Widths (0: hidden) for columns that need ``need`` pixels (``floor``: their headers)
     in a viewport ``available`` wide. Pure.
 
-    When everything fits, each column gets its need and column ``name`` the rest. When it
-    does not, the columns in ``drop`` are hidden one by one (the name's tool tip still has
-    their values) until it does. If it still does not, the name column keeps
-    ``max(NAME_FLOOR, NAME_SHARE * available)`` (or its need, if less) and the other columns
-    shrink toward their floors, in proportion to what they need above them: their cells
-    elide, and each cell's tool tip holds its whole text.
+    Column ``name`` needs at most ``NAME_MOST`` (a longer name elides). When everything
+    fits with the name at ``NAME_ELIDE`` (or its need, if less), each other column gets its
+    need and the name the rest. When it does not, the columns in ``drop`` are hidden one by
+    one (the name's tool tip still has their values) until it does. If it still does not,
+    the name column keeps ``max(NAME_FLOOR, NAME_SHARE * available)`` (or its need, if
+    less) and the other columns shrink toward their floors, in proportion to what they need
+    above them: their cells elide, and each cell's tool tip holds its whole text.
     """
+    need = list(need)
+    need[name] = min(need[name], NAME_MOST)
     widths = list(need)
+    least = min(need[name], NAME_ELIDE)  # the name's width before another column hides
     for column in [None, *drop]:
         if column is not None:
             widths[column] = 0
-        total = sum(widths)
-        if total <= available:
-            widths[name] += available - total
+        rest = sum(widths) - widths[name]
+        if rest + least <= available:
+            widths[name] = available - rest
             return widths
     others = [i for i, w in enumerate(widths) if w and i != name]
     keep = min(need[name], max(NAME_FLOOR, int(NAME_SHARE * available)))

@@ -14,6 +14,9 @@ from PySide6.QtGui import QColor  # noqa: E402
 from PySide6.QtWidgets import QDialog, QHBoxLayout, QPushButton  # noqa: E402
 
 from computeshare_desktop.gui.panels import FolderDialog  # noqa: E402
+from computeshare_desktop.gui.progress_rows import WorkerRow  # noqa: E402
+from computeshare_desktop.gui.workers_table import (NAME_ELIDE, NAME_MOST,  # noqa: E402
+                                                    WorkersTable, fit_columns)
 from test_ui_polish import fill  # noqa: E402
 
 ACCENT = QColor("#4F46E5").rgb()  # the primary button's fill
@@ -56,3 +59,35 @@ def test_the_folder_dialog_has_one_primary_button_and_a_plain_close(qtbot, style
         assert fill(close) != ACCENT and fill(dialog.copy_button) == ACCENT
     close.click()
     assert not dialog.isVisible()
+
+
+# what the trial's table needed (a 1,120 px hub window): a 379 px name, then the rest
+NEED = [379, 100, 85, 57, 95, 74, 91, 69]
+FLOOR = [74, 70, 63, 57, 95, 74, 91, 60]
+LONG = "a-very-long-worker-name-for-elision-test-machine · CPU"
+
+
+def test_a_long_name_elides_before_any_column_hides():
+    others = sum(NEED[1:])
+    wide = fit_columns(NEED, FLOOR, others + NAME_MOST)
+    assert all(wide) and wide[0] == NAME_MOST and sum(wide) == others + NAME_MOST
+    enough = fit_columns(NEED, FLOOR, others + NAME_ELIDE)  # the name elides, all show
+    assert all(enough) and enough[0] == NAME_ELIDE and enough[1:] == NEED[1:]
+    trial = fit_columns(NEED, FLOOR, 682)  # the trial's table: only Busy gives way
+    assert [c for c, w in enumerate(trial) if not w] == [3] and sum(trial) == 682
+    assert trial[0] >= NAME_ELIDE
+    short = [150, *NEED[1:]]  # a short name still never elides before columns hide
+    assert fit_columns(short, FLOOR, others + 140)[0] >= 150
+
+
+def test_the_tables_long_name_elides_with_its_whole_text_in_the_tip(qtbot, styled_app):
+    table = WorkersTable(kickable=True)
+    qtbot.addWidget(table)
+    table.resize(900, 160)
+    table.show()
+    table.show_rows([WorkerRow(1, LONG, "CPU, 2 cores", pushed=21, state="training",
+                               share=32, busy=0.98, last_seen=0.0)], 2.0)
+    assert not any(table.isColumnHidden(c) for c in range(table.columnCount()))
+    width = table.horizontalHeader().sectionSize(0)
+    assert width < table.sizeHintForColumn(0)  # elided, not given the whole width
+    assert table.item(0, 0).toolTip().splitlines()[0] == LONG
