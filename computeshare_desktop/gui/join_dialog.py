@@ -20,6 +20,7 @@ from ..join_options import JoinOptions
 from ..protocol.auth import typed_pin
 from ..schema import Option, spec
 from ..service import JoinService, JoinTarget, Tagged
+from ..service.join import removed_by
 from ..service.messages import refusal_message
 from ..service.options import worker_name
 from ..service.paired import forget_hub
@@ -32,6 +33,8 @@ REMEMBERED = ("This machine has paired with this hub before: Join works without 
               "its paired machines.")
 FORGOTTEN = ("The hub no longer lets this machine in without the PIN: its host removed it "
              "from its paired machines, or turned them off. Type the PIN the hub shows.")
+REMOVED_HINT = ("The host of this hub removed this machine from its session, so it no longer "
+                "joins without the PIN. Type the PIN the hub shows to join again.")
 PIN_MAX_LENGTH = 32  # characters the PIN field takes (a pasted PIN may carry spaces)
 
 
@@ -105,6 +108,8 @@ class JoinDialog(QDialog):
         if t is not None and self._remembered(t):
             hint.setText(REMEMBERED)
             self.pin_edit.setPlaceholderText("not needed")
+        elif t is not None and removed_by(t, worker_name()):
+            hint.setText(REMOVED_HINT)  # why the PIN is asked for again
         hint.setProperty("role", "muted")
         hint.setWordWrap(True)
         buttons = QHBoxLayout()
@@ -169,6 +174,10 @@ class JoinDialog(QDialog):
             self._failure, self._failure_code = event.message, event.code
             if event.code == "NOT_PAIRED" and not runner.plan.pin:
                 self._forget_hub(runner.target)
+            elif event.code == "BANNED":  # the service forgot the hub's key: no promise
+                self._remembered = lambda _: False
+                self.hint.setText(REMOVED_HINT)
+                self.pin_edit.setPlaceholderText(spec(JoinOptions, "pin").placeholder)
         elif isinstance(event, PairingWait) and event.code == "LOCKED_OUT":
             self._failure = (refusal_message("LOCKED_OUT").replace(
                 "Wait, then", f"Wait {event.retry_after:.0f} s, then"))
