@@ -133,8 +133,9 @@ def model_refused(s: ProgressFields, e: ModelRefused, now: float) -> None:
 
 
 def pairing_refused(s: ProgressFields, e: PairingRefused, now: float) -> None:
-    """Log a refused pairing attempt."""
-    s._say(f"A pairing attempt was refused ({e.code})")
+    """A refused pairing attempt: the hub's own log says it once, and this window shows that
+    line (a wrong PIN: who, from where, how many in a row, and any pause; a lock-out: in the
+    refusal summary), so nothing more is said here."""
 
 
 def finished(s: ProgressFields, e: Finished, now: float) -> None:
