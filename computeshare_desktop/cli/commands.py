@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import getpass
 import json
 import os
@@ -104,10 +105,24 @@ def host_options(args: argparse.Namespace) -> HostOptions:
         **{name: value for name, value in chosen.items() if value is not None})
 
 
+HOSTED = ("name", "port", "advertise", "tensorboard")  # kept by a session (HostService.hosted)
+
+
+def _resumed(flags: HostOptions) -> HostOptions:
+    """``host --resume``: the session in ``--out`` hosted as it was (its recipe, name, port:
+    HostOptions.resuming), but for a --name, --port... given other than its default."""
+    start = defaults(HostOptions, "host")
+    return dataclasses.replace(
+        HostOptions.resuming(flags.out_dir), pin=flags.pin,
+        **{name: getattr(flags, name) for name in HOSTED if getattr(flags, name) != start[name]})
+
+
 def _host_plan(args: argparse.Namespace) -> HostPlan:
     """The plan of ``host`` or ``demo`` (the demo's fixed values are its defaults in the
     schema: loopback, any free port, not advertised)."""
     options = host_options(args)
+    if options.resume:
+        options = _resumed(options)
     app = AppConfig(**_options(AppConfig, args))
     return HostPlan(options.config(), Path(options.out_dir), resume=options.resume,
                     pin=options.pin, port=options.port, bind=app.bind,

@@ -49,10 +49,14 @@ class OutputDir:
     def summary(self) -> dict[str, Any] | None:
         """What a list of recent sessions shows, read cheaply (no checkpoint load): the
         configuration, the last version in the metrics, whether it finished and whether it
-        can be resumed. None when the folder holds no readable session."""
+        can be resumed, and how it was hosted (``host``: its name, port... {} in a
+        session.json written before they were kept). None when the folder holds no readable
+        session."""
         try:
-            config = json.loads((self.path / SESSION_FILE).read_text(encoding="utf-8"))["config"]
-        except (OSError, ValueError, KeyError, TypeError):
+            saved = json.loads((self.path / SESSION_FILE).read_text(encoding="utf-8"))
+            config = saved["config"]
+            host = saved.get("host")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
         version, finished = 0, False
         try:
@@ -69,7 +73,8 @@ class OutputDir:
             pass
         return {"config": config, "version": version, "finished": finished,
                 "resumable": self.has_checkpoint() and not finished,
-                "model_saved": (self.path / MODEL_FILE).exists()}
+                "model_saved": (self.path / MODEL_FILE).exists(),
+                "host": host if isinstance(host, dict) else {}}
 
     def read_session(self) -> dict[str, Any]:
         """Read session.json; ConfigError when missing or unreadable."""

@@ -84,11 +84,12 @@ class HubSession:
     def __init__(self, config: HubConfig, *, pin: str, hub_key: str, out_dir: str | Path,
                  resume: bool = False, on_event: EventSink | None = None,
                  given: Given | None = None, paired: PairedMachines | None = None,
-                 tensorboard: bool = False) -> None:
+                 tensorboard: bool = False, host: dict[str, Any] | None = None) -> None:
         """``paired``: the hub's Paired machines, let in without the PIN (None: only the
         machines that pair in this session, or joined it before a resume); ``tensorboard``:
         TensorBoard event files beside metrics.jsonl too (a resume continues them where the
-        folder holds some)."""
+        folder holds some); ``host``: how the session is hosted (its name, port...), kept in
+        session.json for a resume (None: what the folder holds)."""
         self.out = OutputDir(out_dir)
         self.disk_errors = 0
         self.sinks: list[EventSink] = [on_event] if on_event else []
@@ -143,7 +144,8 @@ class HubSession:
                                 "hub_key": hub_key, "fingerprint": self.core.fingerprint,
                                 "protocol": PROTOCOL_VERSION, "computeshare": __version__,
                                 "parameters": self.server.numel,
-                                "compute": self.model.compute})
+                                "compute": self.model.compute,
+                                "host": host if host is not None else meta.get("host", {})})
         self._pool = ThreadPoolExecutor(  # named after its session's thread (log scopes)
             max_workers=1, thread_name_prefix=f"{threading.current_thread().name}/eval")
         self._evals: list[tuple[int, Future[tuple[float, float]]]] = []

@@ -20,7 +20,7 @@ import logging
 import os
 import socket
 import threading
-from typing import Callable
+from typing import Any, Callable
 
 from ..data.folders import dataset_label
 from ..discovery import DiscoveryError
@@ -47,6 +47,17 @@ LOCAL_WORKER_GRACE_S = 10.0  # a stopping local worker's last pull is answered w
 def choose_pin(given: str = "") -> str:
     """The session PIN: ``given``, else COMPUTESHARE_PIN, else a random 6-digit one."""
     return check_pin(given or os.environ.get(PIN_ENV) or new_pin())
+
+
+def _failure(exc: Exception) -> ComputeShareError:
+    """What the hub thread says of an error that is not a ComputeShareError: a file it
+    could not write (the output folder: checked before, but it can change) by its name and
+    cause, without a traceback; anything else is a bug, logged with its traceback."""
+    if isinstance(exc, OSError) and exc.filename:
+        log.warning("hub thread: %s", exc)
+        return ComputeShareError(f"cannot write {exc.filename}: {exc.strerror or exc}")
+    log.exception("hub thread failed")
+    return ComputeShareError(f"unexpected error: {exc!r}")
 
 
 class HostService(ServiceThread):
@@ -115,6 +126,15 @@ class HostService(ServiceThread):
         data = dataset_label(self.plan.config.dataset)
         return self.plan.name.strip() or f"{socket.gethostname()} — {data}"
 
+    def hosted(self) -> dict[str, Any]:
+        """How this session is hosted, kept in its session.json so that a resume hosts it
+        the same way (HostOptions.resuming): the name, the port asked for, the local worker."""
+        plan = self.plan
+        return {"name": self.session_name(),
+                "port": DEFAULT_PORT if plan.port is None else plan.port,
+                "train_here": plan.train_here, "advertise": plan.advertise,
+                "tensorboard": plan.tensorboard}
+
     # ----------------------------------------------------------------- hub thread
     def _run(self) -> None:
         session: HubSession | None = None
@@ -128,7 +148,7 @@ class HostService(ServiceThread):
                 self.plan.config, pin=self.pin, hub_key=identity.public,
                 out_dir=self.out_path, on_event=self._on_hub_event, resume=self.plan.resume,
                 given=self.plan.given, paired=paired if paired.enabled else None,
-                tensorboard=self.plan.tensorboard)
+                tensorboard=self.plan.tensorboard, host=self.hosted())
             server = self._server = self._listen(session, identity)
             advertising = self._advertise(session, identity, server.port)
             self._start_local_worker(session, identity, server.port)
@@ -138,10 +158,9 @@ class HostService(ServiceThread):
         except ComputeShareError as exc:
             self.error = exc
             self._post(Failed(str(exc)))
-        except Exception as exc:  # a bug: keep the app alive and show it
-            log.exception("hub thread failed")
-            self.error = ComputeShareError(f"unexpected error: {exc!r}")
-            self._post(Failed(f"unexpected error: {exc!r}"))
+        except Exception as exc:
+            self.error = _failure(exc)
+            self._post(Failed(str(self.error)))
         finally:
             self._shut_down(session, server, advertising)
 

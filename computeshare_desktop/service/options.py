@@ -5,6 +5,7 @@ these in): plain, frozen dataclasses whose options are declared in the schema (s
 from __future__ import annotations
 
 import dataclasses
+import os
 import socket
 import time
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from ..errors import ConfigError
 from ..hub import Given, HubConfig
 from ..hub.config import MODE_OPTIONS, SESSION, SessionOptions, session_config
 from ..hub.outputs import OutputDir
-from ..hub.presets import resolve
+from ..hub.presets import AUTO, PRESET_CHOICES, resolve
 from ..hub.tensorboard_log import tensorboard_valid
 from ..protocol.auth import PIN_DIGITS
 from ..protocol.ports import HubPorts
@@ -84,10 +85,8 @@ class HostOptions(SessionOptions):
         summary = OutputDir(Path(folder)).summary()
         if summary is None or not summary["resumable"]:
             raise ConfigError(f"{folder} holds no session that can be resumed")
-        c = summary["config"]
-        return cls(dataset=c["dataset"], model=c["model"], rounds=c["rounds"],
-                   batch_size=c["batch_size"], workers=c["workers"], lr=c["lr"],
-                   eval_every=c["eval_every"], out_dir=str(folder), resume=True)
+        return cls(**_recipe(HubConfig.from_json(summary["config"])),
+                   **_hosted(summary["host"]), out_dir=str(folder), resume=True)
 
     def overriding(self, **chosen: Any) -> "HostOptions":
         """These options with some of the preset's codec, top-k fraction and local steps
@@ -126,6 +125,26 @@ class HostOptions(SessionOptions):
         return check_output_folder(Path(self.out_dir).expanduser(), self.resume)
 
 
+def _recipe(config: HubConfig) -> dict[str, Any]:
+    """The SessionOptions of a session's configuration, as the Host dialog holds them: a
+    codec, top-k fraction or local steps other than the preset's is an advanced choice."""
+    values = {f.name: getattr(config, f.name) for f in dataclasses.fields(SessionOptions)}
+    mode = (config.codec, config.topk, config.local_steps)
+    preset = config.preset if config.preset in PRESET_CHOICES else AUTO  # "custom"
+    _, start = resolve(preset)
+    return {**values, "preset": preset,
+            "advanced": mode != (start.codec, start.topk, start.local_steps)}
+
+
+def _hosted(saved: dict[str, Any]) -> dict[str, Any]:
+    """The HostOptions a session's session.json kept of how it was hosted (HostService
+    .hosted; none in one written before), those of the right type."""
+    kinds = {"name": str, "port": int, "train_here": bool, "advertise": bool,
+             "tensorboard": bool}
+    return {name: saved[name] for name, kind in kinds.items()
+            if type(saved.get(name)) is kind}
+
+
 @dataclass(frozen=True, slots=True)
 class HostPlan:
     """What to host, and where (the command line's defaults: see HostOptions)."""
@@ -147,8 +166,10 @@ class HostPlan:
 
 
 def check_output_folder(path: Path, resume: bool) -> Path:
-    """``path`` if it can hold the session: a resume needs a checkpoint there, a new session
-    a folder that holds no other (their metrics would mix). ConfigError otherwise."""
+    """``path`` if it can hold the session: a folder this user can write, or create; a
+    resume needs a checkpoint there, a new session a folder that holds no other (their
+    metrics would mix). ConfigError otherwise, before anything is written."""
+    check_writable_folder(path)
     if resume:
         if not OutputDir(path).has_checkpoint():
             raise ConfigError(f"{path} holds no checkpoint to resume")
@@ -156,6 +177,21 @@ def check_output_folder(path: Path, resume: bool) -> Path:
         raise ConfigError(f"{path} already holds a training session: resume it (--resume, or "
                           "Resume in the app) or choose a new folder")
     return path
+
+
+def check_writable_folder(path: Path) -> None:
+    """ConfigError naming why ``path`` cannot be a folder to write in: it, or a folder above
+    it, is a file; or the nearest one that exists is not writable here."""
+    nearest = path.absolute()
+    while not nearest.exists() and nearest.parent != nearest:
+        nearest = nearest.parent
+    where = "" if nearest == path.absolute() else f"{path}: "
+    if not nearest.is_dir():
+        raise ConfigError(f"{where}{nearest} is a file, not a folder: choose another output "
+                          "folder")
+    if not os.access(nearest, os.W_OK | os.X_OK):
+        raise ConfigError(f"{where}{nearest} cannot be written by this user: choose another "
+                          "output folder")
 
 
 @dataclass(frozen=True, slots=True)
