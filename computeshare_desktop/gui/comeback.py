@@ -41,6 +41,14 @@ def _same_hub(target: JoinTarget, session: DiscoveredSession) -> bool:
         (not target.expected_key or advert.key_fingerprint == target.expected_key)
 
 
+def same_choices(old: JoinService, new: JoinService) -> JoinService:
+    """``new``, sharing this machine as ``old`` did (the Join dialog's threads, speed limit
+    and pause on battery): a worker that joins again keeps its person's choices."""
+    plan = old.plan
+    return new.choose(threads=plan.threads, max_rate=plan.max_rate,
+                      pause_on_battery=plan.pause_on_battery)
+
+
 def stopped_by_host(window: ProgressWindow) -> bool:
     """True once the window's worker ended because its host stopped the session."""
     runner = window.runner
@@ -102,7 +110,10 @@ class Comebacks:
         """A new worker window for ``target`` (the remembered key: no PIN) replaces
         ``window``."""
         self.offers.pop(window, None)
-        runner = self._new_worker(target, "").start()
+        runner = self._new_worker(target, "")
+        if isinstance(window.runner, JoinService):
+            runner = same_choices(window.runner, runner)
+        runner.start()
         window.confirmed = True
         window.close()
         return self._open_worker(runner, [])

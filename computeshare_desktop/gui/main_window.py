@@ -28,7 +28,7 @@ from .placement import available_geometry, fit, place
 from ..service.options import AppConfig, HostOptions, JoinTarget, default_output_folder, worker_name
 from .code_dialog import CodeQuestion
 from .doctor_dialog import DoctorDialog
-from .comeback import Comebacks
+from .comeback import Comebacks, same_choices
 from .confirm import StopQuestion
 from .progress_window import ProgressWindow
 from .paired_machines import PairedMachinesCard
@@ -324,7 +324,7 @@ class MainWindow(QMainWindow):
         old = window.runner
         if not isinstance(old, JoinService):
             return None
-        runner = self._new_worker(old.target, old.plan.pin).start()
+        runner = same_choices(old, self._new_worker(old.target, old.plan.pin)).start()
         window.confirmed = True
         window.close()
         return self._open_worker(runner, [])

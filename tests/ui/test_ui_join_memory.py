@@ -74,3 +74,41 @@ def test_the_dialog_that_hears_the_removal_drops_its_promise(qtbot, ui_home):
     qtbot.waitUntil(lambda: dialog.runner is None, timeout=5_000)
     assert dialog.hint.text() == REMOVED_HINT
     assert "removed" in dialog.message.text()
+
+
+# ---------------------------------------------------------------- joining again, same choices
+CHOICES = {"threads": 3, "max_rate": 250.0, "pause_on_battery": False}  # none the default
+
+
+def chosen(runner: JoinService) -> dict[str, object]:
+    plan = runner.plan
+    return {"threads": plan.threads, "max_rate": plan.max_rate,
+            "pause_on_battery": plan.pause_on_battery}
+
+
+def held(target: JoinTarget, pin: str) -> Scripted:
+    return Scripted(JoinPlan(target, pin=pin, name="w"), [])
+
+
+def test_a_worker_that_joins_again_keeps_the_join_dialogs_choices(qtbot, main_window,
+                                                                  monkeypatch):
+    """After approving the hub's code (main_window._rejoin) and when its host resumes the
+    session (gui/comeback.py), the new worker shares this machine as the old one did."""
+    from computeshare_desktop.gui.comeback import Comebacks
+    from computeshare_desktop.gui.progress_window import ProgressWindow
+
+    assert chosen(held(TARGET, "")) != CHOICES
+    old = held(TARGET, "123456").choose(**CHOICES)  # type: ignore[arg-type]
+    monkeypatch.setattr(main_window, "_new_worker", held)
+    window = ProgressWindow.for_worker(old, [])
+    main_window._open_progress(window)
+    new = main_window._rejoin(window)
+    assert new is not None and new.runner.plan.pin == "123456"
+    assert chosen(new.runner) == CHOICES
+
+    opened: list[JoinService] = []
+    comebacks = Comebacks(held, lambda runner, events: opened.append(runner))  # type: ignore
+    window = ProgressWindow.for_worker(old, [])
+    qtbot.addWidget(window)
+    comebacks.come_back(window, TARGET)
+    assert len(opened) == 1 and opened[0].plan.pin == "" and chosen(opened[0]) == CHOICES
