@@ -21,7 +21,7 @@ from .compute import Compute, ComputeFactory, ModelFactory
 from .core import WorkerCore
 from ..devices import DeviceChoice
 from .driver import EventSink, WorkerDriver
-from .options import Connector, WorkerOptions, WorkerResult
+from .options import Channel, Connector, WorkerOptions, WorkerResult
 from .pause import PauseReason, PauseSwitch
 from .shard_cache import ShardCache, shard_cache_dir
 
@@ -90,6 +90,12 @@ class WorkerSession:
     def hub_key(self) -> str | None:
         """The hub's public key, once paired (or as remembered)."""
         return self.core.hub_key
+
+    @property
+    def channel(self) -> Channel | None:
+        """The encrypted channel to the hub, once paired: its byte counts are what a
+        worker's window shows as sent / received (JoinService.traffic)."""
+        return self.driver.channel
 
     @property
     def compute(self) -> Compute | None:
