@@ -14,12 +14,15 @@ FOLDER = Qt.ItemDataRole.UserRole
 
 
 def describe(folder: str, summary: dict) -> tuple[str, bool]:
-    """One line for a recent session, and whether it can be resumed."""
+    """One line for a recent session, and whether it can be resumed: the session by its
+    name (by its folder's in a session.json that kept none)."""
     c = summary["config"]
+    name = summary.get("host", {}).get("name")
     where = f"round {summary['version']:,} of {c['rounds']:,}"
     state = ("finished" if summary["finished"] else
              "stopped: can be resumed" if summary["resumable"] else "stopped early")
-    return (f"{Path(folder).name} — {c['model']} on {c['dataset']}, {c['workers']} "
+    label = name if isinstance(name, str) and name.strip() else Path(folder).name
+    return (f"{label} — {c['model']} on {c['dataset']}, {c['workers']} "
             f"worker(s) · {where} · {state}", bool(summary["resumable"]))
 
 

@@ -20,7 +20,8 @@ def test_stop_then_resume_from_the_recent_sessions_and_the_host_dialog(
         qtbot, main_window, tmp_path):
     out = tmp_path / "run"
     first = main_window.host(HostOptions(rounds=100_000, workers=1, train_here=True,
-                                         out_dir=str(out), port=free_ports(), eval_every=0))
+                                         out_dir=str(out), port=free_ports(), eval_every=0,
+                                         name="Resume test"))
     qtbot.waitUntil(lambda: first.state.version >= 60, timeout=60_000)
     click(qtbot, first.stop_button)
     qtbot.waitUntil(lambda: not first.runner.running, timeout=20_000)
@@ -30,13 +31,16 @@ def test_stop_then_resume_from_the_recent_sessions_and_the_host_dialog(
     recent = main_window.recent
     qtbot.waitUntil(lambda: recent.list.count() == 1, timeout=5_000)
     item = recent.list.item(0)
-    assert "can be resumed" in item.text() and "run" in item.text()
+    assert "can be resumed" in item.text() and item.text().startswith("Resume test — ")
     assert not recent.resume_button.isEnabled()
     recent.list.setCurrentItem(item)
     assert recent.resume_button.isEnabled()
     click(qtbot, recent.resume_button)
     second = main_window.progress_windows[-1]
     assert second is not first and second.runner.plan.resume
+    plan = second.runner.plan  # hosted as it was (the recipe: tests/service/test_resume_hosted)
+    assert (plan.name, plan.port, plan.train_here) == ("Resume test", first.runner.plan.port,
+                                                       True)
     # At once, before the hub has loaded anything: where it stopped, and the curves before
     second.refresh()
     assert second.progress_label.text() == f"Resumed at round {stopped_at:,} of 100,000"
