@@ -61,9 +61,9 @@ class ProgressState(ProgressFields):
             row.state in ("ready", "training") for row in self.workers.values())
 
     def on_hold(self) -> bool:
-        """No round can close for now (a hub with no worker training, a paused worker,
-        a stop under way): the window says the ETA is paused."""
-        return self.active and (self.stopping or bool(self.paused) or self.idle())
+        """No round closes for now, but the session goes on (a hub with no worker
+        training, a paused worker): the window says the ETA is paused."""
+        return self.active and not self.stopping and (bool(self.paused) or self.idle())
 
     def chip(self) -> tuple[str, str]:
         """The status chip: its text and the phase whose style it takes."""
@@ -86,10 +86,10 @@ class ProgressState(ProgressFields):
         return self.status
 
     def eta_s(self) -> float | None:
-        """Seconds to the last round at the recent pace; None before it is known (or
-        while no round can close: ``on_hold``)."""
+        """Seconds to the last round at the recent pace; None before it is known, while
+        no round closes (``on_hold``) and once a stop is under way."""
         if self.phase != "training" or len(self._rounds) < 2 or not self.total_rounds \
-                or self.on_hold():
+                or self.stopping or self.on_hold():
             return None
         (t0, v0), (t1, v1) = self._rounds[0], self._rounds[-1]
         if v1 <= v0 or t1 <= t0:

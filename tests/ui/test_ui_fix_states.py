@@ -103,7 +103,7 @@ def test_stop_says_stopping_at_once_no_row_trains_and_no_new_pin(qtbot):
     window.confirmed = True  # no question
     window.stop_session()
     window.refresh()  # the hub has not said a word yet
-    assert window.chip.text() == "Stopping…"
+    assert window.chip.text() == "Stopping…" and window.eta_label.text().startswith("ETA —")
     assert [row.state for row in window.state.workers.values()] == ["stopped"]
     assert not window.pin_card.new_button.isVisible()
     window.runner.script = [a_round(9, 2.0)]  # a round in flight closes while stopping
