@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import socket
 import threading
 import time
 from typing import Callable
@@ -35,6 +36,9 @@ log = logging.getLogger(__name__)
 
 EventSink = Callable[[Event], None]
 BEAT_JOIN_S = 5.0  # how long the end waits for the heartbeat's thread
+CLOSED_PROBE_S = 1.0  # how long the check that a silent hub has closed its port may take
+CLOSED = ("the hub has closed: its session ended (or its host stopped it) before this "
+          "worker could join it")
 
 
 class WorkerDriver:
@@ -161,7 +165,7 @@ class WorkerDriver:
             except PermissionError:
                 return self._input(self.core.key_refused)
             except TimeoutError:
-                error = self.watch.give_up(self.clock())
+                error = self.watch.give_up(self.clock()) or self._hub_closed()
                 if error is not None:
                     return self._input(self.core.failed, error)
                 log.warning("no answer from the hub; retrying in %.1f s", backoff)
@@ -172,6 +176,23 @@ class WorkerDriver:
                 continue
             self.watch.answered(self.clock())
             return self._input(self.core.replied, reply)
+
+    def _hub_closed(self) -> HubUnreachableError | None:
+        """The end of a worker that is not in the session (waiting for a shard, coming
+        back, paused) once the hub that answered it closed its port: its session is over,
+        nothing to wait give_up_s for. A joined worker keeps trying (a link may come back)."""
+        host, port = getattr(self.connector, "host", None), getattr(self.connector, "port", None)
+        if self.core.token is not None or self.watch.last_answer is None or \
+                not isinstance(host, str) or not isinstance(port, int):
+            return None
+        try:
+            with socket.create_connection((host, port), timeout=CLOSED_PROBE_S):
+                return None
+        except ConnectionRefusedError:
+            log.warning("%s", CLOSED)
+            return HubUnreachableError(CLOSED)
+        except OSError:  # no answer at all: a link down, not a closed hub
+            return None
 
     def _compute(self, action: Prepare | Keep | Load | Work) -> list[Effect]:
         """Check the model, keep a chunk, build the compute or do a round's work, here and
