@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Callable, Protocol
 
-from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QCloseEvent, QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMainWindow, QProgressBar, QPushButton,
                                QSplitter, QVBoxLayout, QWidget)
@@ -29,6 +29,7 @@ from .formatting import human_bytes, human_duration, human_rate, percent
 from .pause_control import PauseControl
 from .panels import FinishCard, FolderDialog, LogPane, StatCard, row
 from .pin_card import PinCard
+from .placement import available_geometry, fit
 from .progress_rows import mode_words
 from .progress_state import ProgressState
 from .resumed import Resumed
@@ -305,6 +306,7 @@ class ProgressWindow(QMainWindow):
         if s.final is not None and s.final is not self._shown_final:  # the hub's may follow
             self._shown_final = s.final
             self.finish_card.show_result(s.final, s.out_dir, s.role)
+            self._make_room()
             self.finish_card.show()
         if self.pause_control is not None:
             self.pause_control.set_active(s.active and not self.runner.stopping)
@@ -322,6 +324,24 @@ class ProgressWindow(QMainWindow):
         if s.code_offer is not None and not self._asked_code:
             self._asked_code = True  # once: the question is modal, so not from this render
             QTimer.singleShot(0, self.ask_code)
+
+    def _make_room(self) -> None:
+        """The finish card takes the place of what the end left idle: the round line and
+        bar (the card says the rounds) and a hub's PIN card (its PIN no longer works), so the
+        finished window needs no more height than the running one; then it is fitted inside
+        its screen again (a worker's card is the taller)."""
+        for widget in (self.progress_label, self.eta_label, self.progress_bar):
+            widget.hide()
+        if self.pin_card is not None:
+            self.pin_card.hide()
+        QTimer.singleShot(0, self.refit)
+
+    def refit(self) -> None:
+        """Keep the window inside the available geometry of its screen (placement.fit)."""
+        if self.isVisible() and not (self.isMaximized() or self.isFullScreen()):
+            for _ in range(3):  # nested layouts: the sizes the last values need, first
+                QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+            fit(self, available_geometry(self))
 
     def _render_banner(self) -> None:
         banner = self.state.banner

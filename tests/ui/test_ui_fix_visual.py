@@ -5,18 +5,26 @@ window still fits a 1280×720 screen with its Close button in view."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
+from PySide6.QtCore import QPoint, QRect  # noqa: E402
 from PySide6.QtGui import QColor  # noqa: E402
 from PySide6.QtWidgets import QDialog, QHBoxLayout, QPushButton  # noqa: E402
 
+from computeshare_desktop.events import Ended, Finished, Listening  # noqa: E402
+from computeshare_desktop.gui import placement, progress_window  # noqa: E402
 from computeshare_desktop.gui.panels import FolderDialog  # noqa: E402
+from computeshare_desktop.gui.progress_state import ProgressState  # noqa: E402
+from computeshare_desktop.gui.progress_window import ProgressWindow  # noqa: E402
 from computeshare_desktop.gui.progress_rows import WorkerRow  # noqa: E402
 from computeshare_desktop.gui.workers_table import (NAME_ELIDE, NAME_MOST,  # noqa: E402
                                                     WorkersTable, fit_columns)
+from computeshare_desktop.service import Tagged  # noqa: E402
 from test_ui_polish import fill  # noqa: E402
 
 ACCENT = QColor("#4F46E5").rgb()  # the primary button's fill
@@ -91,3 +99,39 @@ def test_the_tables_long_name_elides_with_its_whole_text_in_the_tip(qtbot, style
     width = table.horizontalHeader().sectionSize(0)
     assert width < table.sizeHintForColumn(0)  # elided, not given the whole width
     assert table.item(0, 0).toolTip().splitlines()[0] == LONG
+
+
+AREA = QRect(0, 0, 1280, 720 - 48)  # a 1280×720 screen less a task bar
+
+
+@pytest.mark.parametrize("role", ["hub", "worker"])
+def test_a_finished_window_still_fits_a_1280_by_720_screen(qtbot, styled_app, monkeypatch,
+                                                             tmp_path, role):
+    monkeypatch.setattr(progress_window, "available_geometry", lambda anchor=None: AREA)
+    state = ProgressState(role, total_rounds=30, expected_workers=1)
+    idle = SimpleNamespace(running=True, stopping=False, scope="fix-visual-test",  # a runner
+                           drain=list, stop=lambda: None, join=lambda timeout_s: True)
+    window = ProgressWindow(idle, state, title="Hosting TB one", refresh_ms=10_000,
+                            subtitle="simplenet on mnist-sample · 1 worker(s) · 30 rounds",
+                            pin="152649" if role == "hub" else None)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    window.resize(window.minimumSizeHint())  # as small as it goes, in the screen's corner
+    placement.fit(window, AREA, near=QPoint(AREA.right(), AREA.bottom()))  # its corner
+    qtbot.wait(10)
+    state.apply([Tagged("hub", e) for e in (
+        Listening("127.0.0.1", 7341, 7342, 7343, "ab" * 8, ("127.0.0.1",), str(tmp_path)),
+        Finished(0.447, 2.06, 30, str(tmp_path / "trained_model.pth"), 1.1),
+        Ended(result=True))])
+    window.refresh()
+    qtbot.waitUntil(window.finish_card.isVisible, timeout=1000)
+    qtbot.wait(50)  # the layout settles, the window refits
+    extra = placement.frame_extra(window)
+    outer = QRect(window.frameGeometry().topLeft(), window.size() + extra)  # with a frame
+    assert AREA.contains(outer), (outer, window.minimumSizeHint())
+    close = window.close_button
+    at = QRect(close.mapToGlobal(QPoint(0, 0)), close.size())
+    assert close.isVisible() and AREA.contains(at), at
+    card = window.finish_card
+    assert AREA.contains(QRect(card.mapToGlobal(QPoint(0, 0)), card.size()))
