@@ -15,6 +15,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from ..events import CodeRefused
+from .confirm import restyle
 
 RUN = "Approve and rejoin"
 DONT = "Don't run"
@@ -47,6 +48,7 @@ class CodeQuestion:
         box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         box.addButton(RUN, QMessageBox.ButtonRole.AcceptRole)
         dont = box.addButton(DONT, QMessageBox.ButtonRole.RejectRole)
+        restyle(dont, "Primary")  # the accent stays on it, wherever the focus goes
         box.setDefaultButton(dont)
         box.setEscapeButton(dont)
         return box

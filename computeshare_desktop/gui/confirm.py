@@ -7,9 +7,17 @@ is the box itself, which other questions share (removing a worker: ``kick_questi
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QCheckBox, QMessageBox, QWidget
+from PySide6.QtWidgets import QCheckBox, QMessageBox, QPushButton, QWidget
 
 from .settings import Settings
+
+
+def restyle(button: QPushButton, name: str) -> None:
+    """Name ``button`` for the style sheet (``Primary``, ``Danger``) and apply its look: a
+    message box's buttons are polished as they are added."""
+    button.setObjectName(name)
+    button.style().unpolish(button)
+    button.style().polish(button)
 
 
 class ModalQuestion:
@@ -25,6 +33,8 @@ class ModalQuestion:
         box = QMessageBox(QMessageBox.Icon.Question, title, text, parent=parent)
         go = box.addButton(action, QMessageBox.ButtonRole.DestructiveRole)
         stay = box.addButton(keep, QMessageBox.ButtonRole.RejectRole)
+        restyle(go, "Danger")
+        restyle(stay, "Primary")  # the accent stays on it, wherever the focus goes
         box.setDefaultButton(stay)
         box.setEscapeButton(stay)
         ticked = QCheckBox(check)

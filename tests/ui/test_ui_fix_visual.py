@@ -12,12 +12,14 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
-from PySide6.QtCore import QPoint, QRect  # noqa: E402
+from PySide6.QtCore import QPoint, QRect, QTimer  # noqa: E402
 from PySide6.QtGui import QColor  # noqa: E402
 from PySide6.QtWidgets import QDialog, QHBoxLayout, QPushButton  # noqa: E402
 
-from computeshare_desktop.events import Ended, Finished, Listening  # noqa: E402
+from computeshare_desktop.events import CodeRefused, Ended, Finished, Listening  # noqa: E402
 from computeshare_desktop.gui import placement, progress_window  # noqa: E402
+from computeshare_desktop.gui.code_dialog import DONT, CodeQuestion  # noqa: E402
+from computeshare_desktop.gui.confirm import ModalQuestion  # noqa: E402
 from computeshare_desktop.gui.panels import FolderDialog  # noqa: E402
 from computeshare_desktop.gui.progress_state import ProgressState  # noqa: E402
 from computeshare_desktop.gui.progress_window import ProgressWindow  # noqa: E402
@@ -135,3 +137,33 @@ def test_a_finished_window_still_fits_a_1280_by_720_screen(qtbot, styled_app, mo
     assert close.isVisible() and AREA.contains(at), at
     card = window.finish_card
     assert AREA.contains(QRect(card.mapToGlobal(QPoint(0, 0)), card.size()))
+
+
+def test_a_questions_safe_default_keeps_the_accent_when_the_focus_moves(qtbot, styled_app):
+    question = ModalQuestion()
+    seen: dict[str, int] = {}
+
+    def look() -> None:
+        box = question.box
+        assert box is not None
+        buttons = {b.text(): b for b in box.buttons()}
+        go, stay = buttons["Stop training"], buttons["Keep training"]
+        seen["stay"] = fill(stay)
+        focus(qtbot, go)  # focused, it becomes the box's default (autoDefault)
+        seen["go"], seen["stay after"] = fill(go), fill(stay)
+        stay.click()
+
+    QTimer.singleShot(0, look)
+    assert question.ask_box(None, "Stop training?", "Stop it?", "Stop training",
+                            "Keep training") == (False, False)
+    assert seen == {"stay": ACCENT, "go": seen["go"], "stay after": ACCENT}
+    assert seen["go"] != ACCENT
+
+
+def test_the_code_questions_safe_default_wears_the_accent(qtbot, styled_app):
+    box = CodeQuestion().make_box(None, CodeRefused("branchy.py:Net", "ab" * 32, "k", "hub"))
+    qtbot.addWidget(box)
+    box.show()
+    qtbot.waitExposed(box)
+    primary = [b.text() for b in box.buttons() if fill(b) == ACCENT]
+    assert primary == [DONT]
