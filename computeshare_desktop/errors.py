@@ -31,7 +31,8 @@ class ExitCode(IntEnum):
     PORT_IN_USE = 4, "port already in use"
     REFUSED = 5, "refused by the hub (wrong PIN, session full or finished, different model)"
     DATASET_OFFLINE = 6, "dataset not available offline"
-    HUB_STOPPED = 7, "the hub stopped the session before its end (it can resume it later)"
+    HUB_STOPPED = 7, ("the hub stopped the session before its end (join: it was not "
+                      "resumed within --come-back, 10 min by default)")
     REMOVED = 8, "the host removed this machine from the session (join: it cannot join it again)"
     INTERRUPTED = 130, "interrupted (Ctrl-C)"
 

@@ -85,8 +85,9 @@ class JoinOptions:
         "the hub and its workers together; default: say why at once)", flag="--wait",
         commands=JOIN, metavar="SECONDS")  # negative: 0
     come_back_s: float = option(
-        0.0, "after the host stops the session, wait this long for it to be resumed and "
-        "join it again without the PIN (default: end with exit code 7 at once)",
+        600.0, "after the host stops the session, wait up to this long for it to be "
+        "resumed and join it again without the PIN; not resumed by then, or Ctrl-C: exit "
+        "code 7 (default 600: 10 minutes; 0: exit at once)",
         flag="--come-back", commands=JOIN, metavar="SECONDS", ge=0,
         error="--come-back takes seconds (0: do not wait)")
     give_up_s: float = option(

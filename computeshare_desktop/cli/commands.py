@@ -242,7 +242,7 @@ def join(args: argparse.Namespace) -> int:
     if hasattr(signal, "SIGUSR1") and threading.current_thread() is threading.main_thread():
         # `kill -USR1 PID` pauses the worker (the hub gives its shard to others), or resumes it
         signal.signal(signal.SIGUSR1, lambda *_: service.toggle_pause())
-    try:  # --come-back: a session its host stops and resumes is joined again, no PIN
+    try:  # --come-back (10 min by default): a stopped session resumed is joined again, no PIN
         service = run_coming_back(service, lambda s: _run_until_done(s.start()),
                                   options.come_back_s, view.on,
                                   lambda line: print(line, file=sys.stderr, flush=True))
@@ -276,7 +276,7 @@ def demo(args: argparse.Namespace) -> int:
             env = {**os.environ, PIN_ENV: service.pin}
             cmd = [*this_command(), "join",
                    f"127.0.0.1:{tagged.event.port}", "--quiet", "--device", "cpu",
-                   "--threads", str(threads)]
+                   "--threads", str(threads), "--come-back", "0"]  # they end with the demo
             procs.extend(subprocess.Popen([*cmd, "--name", f"demo-{i + 1}"], env=env,
                                           stdout=subprocess.DEVNULL)
                          for i in range(args.workers))

@@ -68,26 +68,54 @@ def stopped_by_host(service: JoinService) -> bool:
     return service.error_code == "HUB_STOPPED"
 
 
+def waiting_for(seconds: float) -> str:
+    """``600`` as "10 min", ``90`` as "90 s"."""
+    return f"{seconds / 60:.0f} min" if seconds >= 120 and seconds % 60 == 0 \
+        else f"{seconds:.0f} s"
+
+
 def run_coming_back(first: JoinService, run: Callable[[JoinService], None], wait_s: float,
                     on_event: Callable[[Tagged], None] | None = None,
                     say: Callable[[str], None] = log.info) -> JoinService:
     """``run(first)`` (start it and wait for its end; it raises the worker's error); each time
     the host stops the session, wait up to ``wait_s`` (in all, from the first stop) for it to
-    be resumed and run a worker that joins it again. The last worker; the error of the last
-    stop when the session did not come back in time."""
-    service, deadline = first, None
+    be resumed and run a worker that joins it again (``join --come-back``). The last worker;
+    the error of the last stop when the session did not come back in time, or when Ctrl-C
+    ends the wait (KeyboardInterrupt, or a worker stopped before it joined)."""
+    service, deadline, stopped = first, None, None
     while True:
         try:
             run(service)
-            return service
+            if stopped is None or service.result is not None or service.error is not None:
+                return service
+            say("left the wait: the session was not resumed")  # Ctrl-C while it waited
+            raise stopped
+        except KeyboardInterrupt:
+            if stopped is None:
+                raise
+            say("left the wait: the session was not resumed")
+            raise stopped from None
         except ComputeShareError:
+            if stopped is not None and not stopped_by_host(service):
+                if service.error_code == "UNREACHABLE":  # the wait ran out
+                    say(f"the session was not resumed within {waiting_for(wait_s)}")
+                    raise stopped from None
+                raise
             if not stopped_by_host(service) or wait_s <= 0:
                 raise
+            assert service.error is not None
+            stopped = service.error
             if deadline is None:
                 deadline = time.monotonic() + wait_s
-                say(f"the host stopped the session: waiting up to {wait_s:.0f} s for it to "
-                    f"be resumed, to join again without the PIN")
+                at = "" if service.stopped_at is None else f" at round {service.stopped_at}"
+                say(f"the host stopped the session{at}; waiting up to {waiting_for(wait_s)} "
+                    f"for it to be resumed (Ctrl-C to leave; --come-back 0 to exit at once)")
+        try:
             again = come_back(service.plan, deadline - time.monotonic(), on_event, say=say)
-            if again is None:
-                raise
-            service = again
+        except KeyboardInterrupt:
+            say("left the wait: the session was not resumed")
+            raise stopped from None
+        if again is None:
+            say(f"the session was not resumed within {waiting_for(wait_s)}")
+            raise stopped
+        service = again

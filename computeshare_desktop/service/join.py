@@ -151,6 +151,7 @@ class JoinService(ServiceThread):
         self.result: WorkerResult | None = None
         self.error: ComputeShareError | None = None  # why the worker stopped early
         self.error_code: str | None = None
+        self.stopped_at: int | None = None  # the round its host stopped the session at
         self._on_exit = on_exit
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -308,6 +309,8 @@ class JoinService(ServiceThread):
                     raise
 
     def _on_worker_event(self, event: Event) -> None:
+        if isinstance(event, HubStopped):
+            self.stopped_at = event.version
         if isinstance(event, Joined) and self._session is not None:
             self._follow(self._session)
         self._post(event)

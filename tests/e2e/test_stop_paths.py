@@ -58,7 +58,7 @@ def rounds(out) -> int:
 def test_a_stopped_host_saves_its_model_and_its_worker_ends_within_2_s(tmp_path, sig):
     port = free_ports()
     hub = host(tmp_path, port, **OWN_GROUP)
-    worker = join(port)
+    worker = join(port, "--come-back", "0")  # the immediate exit (by default it waits)
     err = Lines(worker)
     try:
         wait_for(lambda: rounds(tmp_path) >= 20, 90, "20 rounds")

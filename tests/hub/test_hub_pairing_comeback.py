@@ -69,9 +69,9 @@ def test_a_stopped_worker_rejoins_the_resumed_session_without_the_pin(tmp_path, 
         worker.join(30)
 
 
-def test_join_comes_back_only_when_asked():
-    """``join --come-back SECONDS`` waits for a resumed session; without it, a stop still
-    ends ``join`` at once with exit code 7."""
+def test_join_comes_back_by_default():
+    """``join`` waits 10 minutes for a stopped session to be resumed (``--come-back
+    SECONDS``); ``--come-back 0`` ends it at once with exit code 7."""
     from computeshare_desktop.cli.commands import join_options
     from computeshare_desktop.cli.main import build_parser
 
@@ -79,4 +79,5 @@ def test_join_comes_back_only_when_asked():
         return join_options(build_parser().parse_args(["join", "127.0.0.1:7341", *flags])
                             ).come_back_s
 
-    assert parsed() == 0.0 and parsed("--come-back", "90") == 90.0
+    assert parsed() == 600.0 and parsed("--come-back", "90") == 90.0
+    assert parsed("--come-back", "0") == 0.0
