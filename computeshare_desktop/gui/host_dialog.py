@@ -31,6 +31,7 @@ from ..hub.presets import PRESETS, resolve
 from ..models.userfile import model_names
 from ..service.options import HostOptions
 from ..service.prepare import DataReport, needs_preparing
+from .busy import busy
 from .data_preview import DATA_FIELDS, DataPicker
 from .download_dialog import Downloader, run_download
 from .fields import Editor, editors
@@ -361,7 +362,7 @@ class HostDialog(QDialog):
         except ConfigError as exc:
             self._say(str(exc), "out_dir")
             return
-        if options.dataset in DATASETS and not is_available(options.dataset):
+        if options.dataset in DATASETS and not self._on_this_computer(options.dataset):
             self._say(f"{options.dataset} is not on this computer yet: click Download… (it "
                       f"needs the internet once), or choose {FALLBACK}, which is always "
                       "there", "dataset")
@@ -377,6 +378,15 @@ class HostDialog(QDialog):
                                         done=self._prepared)
             return
         super().accept()
+
+    def _on_this_computer(self, name: str) -> bool:
+        """Whether a built-in dataset is here: a quick look first (one that is not is said
+        at once), then loaded (torchvision and the files: seconds, kept for the session)
+        while Start reads "Preparing…" under a busy cursor."""
+        if needs_download(name):
+            return False
+        with busy(self.start_button, "Preparing…"):
+            return is_available(name)
 
     def _prepared(self, report: DataReport | None, error: BaseException | None) -> None:
         """Open the session once its data is in the cache; after Cancel or an error,
