@@ -151,9 +151,11 @@ class ProgressWindow(QMainWindow):
         if hub:
             cards.append(("workers", "Workers"))
         else:  # this machine's own share: its compute time and its gradients
-            cards[2:2] = [("compute", "Compute per gradient")]
+            cards[2:2] = [("compute", "Compute time")]  # short: the window needs < 1,024 px
             cards.append(("pushed", "Gradients pushed"))
         self.cards = {key: StatCard(name) for key, name in cards}
+        if not hub:
+            self.cards["compute"].setToolTip("How long this machine computes one gradient")
         self.cards["loss"].setToolTip("The last round's loss, as in metrics.jsonl (a worker: "
                                       "its last gradient's); the chart also draws it smoothed")
         self.charts = ChartsPanel(second="accuracy")  # a worker hears the hub's evaluations

@@ -167,3 +167,15 @@ def test_the_code_questions_safe_default_wears_the_accent(qtbot, styled_app):
     qtbot.waitExposed(box)
     primary = [b.text() for b in box.buttons() if fill(b) == ACCENT]
     assert primary == [DONT]
+
+
+def test_a_workers_window_needs_at_most_1024_px(qtbot, styled_app):
+    idle = SimpleNamespace(running=True, stopping=False, scope="fix-visual-test",  # a runner
+                           drain=list, stop=lambda: None, join=lambda timeout_s: True)
+    window = ProgressWindow(idle, ProgressState("worker", name="vm"), refresh_ms=10_000,
+                            title="Training for Elide", subtitle="Worker vm · hub 10.0.0.2:7341")
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    assert len(window.cards) == 8  # a worker's: its compute time and its gradients too
+    assert window.minimumSizeHint().width() <= 1024
