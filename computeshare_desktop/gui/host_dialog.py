@@ -29,7 +29,7 @@ from ..hub.config import MODE_OPTIONS, async_rounds
 from ..hub.outputs import OutputDir
 from ..hub.presets import PRESETS, resolve
 from ..models.userfile import model_names
-from ..service.options import HostOptions
+from ..service.options import HostOptions, hosted_options
 from ..service.prepare import DataReport, needs_preparing
 from .busy import busy
 from .data_preview import DATA_FIELDS, DataPicker
@@ -445,6 +445,9 @@ class HostDialog(QDialog):
             self.resume_note.setText(f"This folder holds a stopped session ({c['model']} on "
                                      f"{c['dataset']}, round {summary['version']:,} of "
                                      f"{c['rounds']:,}).")
+            for name, value in hosted_options(summary["host"]).items():  # Resume's own
+                if name in self.editors:  # its name, port, local worker: in their fields
+                    self.editors[name].set_value(value)
         _show_row(self.resume_row, resumable)
 
     def accept_resume(self) -> None:

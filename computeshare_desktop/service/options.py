@@ -86,7 +86,7 @@ class HostOptions(SessionOptions):
         if summary is None or not summary["resumable"]:
             raise ConfigError(f"{folder} holds no session that can be resumed")
         return cls(**_recipe(HubConfig.from_json(summary["config"])),
-                   **_hosted(summary["host"]), out_dir=str(folder), resume=True)
+                   **hosted_options(summary["host"]), out_dir=str(folder), resume=True)
 
     def overriding(self, **chosen: Any) -> "HostOptions":
         """These options with some of the preset's codec, top-k fraction and local steps
@@ -136,7 +136,7 @@ def _recipe(config: HubConfig) -> dict[str, Any]:
             "advanced": mode != (start.codec, start.topk, start.local_steps)}
 
 
-def _hosted(saved: dict[str, Any]) -> dict[str, Any]:
+def hosted_options(saved: dict[str, Any]) -> dict[str, Any]:
     """The HostOptions a session's session.json kept of how it was hosted (HostService
     .hosted; none in one written before), those of the right type."""
     kinds = {"name": str, "port": int, "train_here": bool, "advertise": bool,

@@ -13,7 +13,7 @@ pytest.importorskip("PySide6")
 from computeshare_desktop.gui.host_dialog import HostDialog  # noqa: E402
 from computeshare_desktop.hub.outputs import CHECKPOINT_FILE, OutputDir  # noqa: E402
 from computeshare_desktop.service.options import HostOptions  # noqa: E402
-from ui_helpers import click  # noqa: E402
+from ui_helpers import click, type_into  # noqa: E402
 
 
 def stopped_session(folder: Path, host: dict) -> str:
@@ -56,3 +56,22 @@ def test_the_host_dialog_refuses_an_output_folder_under_a_file_on_its_step(qtbot
     assert f"{afile} is a file, not a folder" in dialog.error.text()
     assert dialog.steps.current_step() == "who"
     assert not (afile.parent / "sub").exists()
+
+
+def test_the_host_dialog_shows_a_stopped_sessions_own_hosting_and_resumes_with_it(
+        qtbot, tmp_path):
+    folder = stopped_session(tmp_path / "lab", {"name": "Lab session", "port": 7171,
+                                                 "train_here": False})
+    dialog = HostDialog(HostOptions(out_dir=str(tmp_path / "new"), name="Mine", port=7000))
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    type_into(qtbot, dialog.out_dir, folder)
+    assert dialog.resume_button.isVisible()
+    assert (dialog.name.text(), dialog.port.value(), dialog.train_here.isChecked()) == (
+        "Lab session", 7171, False)
+    click(qtbot, dialog.resume_button)
+    options = dialog.options()
+    assert (options.name, options.port, options.train_here, options.optimizer) == (
+        "Lab session", 7171, False, "adamw")
+    assert options.resume and dialog.result() == 1
