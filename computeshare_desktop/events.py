@@ -52,8 +52,12 @@ class Event(msgspec.Struct, frozen=True):
 
 # ----------------------------------------------------------------- the hub's events
 class WorkerJoined(Event, frozen=True):
+    """``returning``: why this machine (its key) left before, back now under its earlier id
+    and counts ("paused": it resumed; "silent", "left"); "": it is new here."""
+
     kind: ClassVar[str] = "worker_joined"
     worker: WorkerInfo
+    returning: str = ""
 
 
 class WorkerReady(Event, frozen=True):

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from computeshare_desktop.cli.progress import RoundBar, WorkerView
+from computeshare_desktop.cli.progress import HubView, RoundBar, WorkerView
 from computeshare_desktop.events import Joined, Pushed
 from computeshare_desktop.service import Tagged
 
@@ -55,3 +55,20 @@ def test_a_worker_joining_under_way_counts_from_its_first_round() -> None:
     assert view.bar.bar.n == 76
     assert rate(view.bar) == pytest.approx(1.0)
     view.close()
+
+
+def test_the_host_says_a_paused_worker_resumed_and_the_worker_says_it_rejoins(capsys) -> None:
+    from computeshare_desktop.events import Resumed, WorkerInfo, WorkerJoined
+
+    hub = HubView(quiet=False, show_pin=False)
+    vm = WorkerInfo(1, "vm · CPU", "CPU", 0, key="k-vm")
+    for returning in ("", "paused", "silent"):
+        hub.on(Tagged("hub", WorkerJoined(vm, returning)))
+    hub.close()
+    worker = WorkerView(quiet=False)
+    worker.on(Tagged("worker", Resumed()))
+    worker.close()
+    err = capsys.readouterr().err
+    assert ("worker 1 (vm · CPU, CPU) joined" in err and "worker 1 (vm · CPU, CPU) resumed" in err
+            and "worker 1 (vm · CPU, CPU) rejoined" in err)
+    assert "resuming: joining the session again" in err

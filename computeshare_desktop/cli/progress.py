@@ -10,8 +10,8 @@ from typing import Any
 from tqdm import tqdm
 
 from ..events import (Advertising, Evaluated, Finished, Handlers, Joined, Listening, LogLine,
-                      ModelReceived, ModelRefused, ModeChanged, Pushed, RoundClosed, Stopped,
-                      WorkerInfo, WorkerJoined, WorkerLeft)
+                      ModelReceived, ModelRefused, ModeChanged, Pushed, Resumed, RoundClosed,
+                      Stopped, WorkerInfo, WorkerJoined, WorkerLeft)
 from ..service import Tagged
 
 
@@ -79,6 +79,9 @@ class RoundBar:
             self.bar.close()
 
 
+RETURNING = {"paused": "resumed"}  # a machine back under its id (WorkerJoined.returning)
+
+
 class HubView:
     """What ``host`` and ``demo`` show: the PIN and address, a bar, the result."""
 
@@ -91,7 +94,8 @@ class HubView:
                          .on(LogLine, lambda e: self.bar.write(e.text))
                          .on(RoundClosed, self._round).on(ModeChanged, self._mode)
                          .on(Evaluated, lambda e: self.bar.set(acc=f"{100 * e.accuracy:.1f}%"))
-                         .on(WorkerJoined, lambda e: self._worker(e.worker, "joined"))
+                         .on(WorkerJoined, lambda e: self._worker(e.worker, RETURNING.get(
+                             e.returning, "rejoined" if e.returning else "joined")))
                          .on(WorkerLeft, lambda e: self._worker(
                              e.worker, "paused" if e.reason == "paused" else "left"))
                          .on(ModelRefused, lambda e: self.bar.write(
@@ -159,6 +163,8 @@ class WorkerView:
         self.counting = False  # the first push after joining sets where the rate starts
         self.handlers = (Handlers().on(Joined, self._joined)
                          .on(ModelReceived, lambda e: self.bar.write(e.describe()))
+                         .on(Resumed, lambda e: self.bar.write(
+                             "resuming: joining the session again"))
                          .on(Pushed, self._pushed))
 
     def on(self, tagged: Tagged) -> None:

@@ -46,8 +46,11 @@ def worker_joined(s: ProgressFields, e: WorkerJoined, now: float) -> None:
     s._forget_earlier_row(w)
     s.workers[w.id] = WorkerRow(w.id, w.name, w.device, last_seen=now,
                                 state="loading data", key=w.key)
-    s._say(f"Worker {w.id} joined: {w.name} ({w.device}), shard {w.shard + 1} of "
-           f"{s.expected_workers or '?'}")
+    if e.returning == "paused":  # the same machine, its id and counts kept (hub/membership)
+        s._say(f"Worker {w.id} ({w.name}) resumed")
+        return
+    s._say(f"Worker {w.id} {'rejoined' if e.returning else 'joined'}: {w.name} ({w.device}), "
+           f"shard {w.shard + 1} of {s.expected_workers or '?'}")
 
 
 def worker_ready(s: ProgressFields, e: WorkerReady, now: float) -> None:

@@ -139,9 +139,11 @@ def paused(s: ProgressFields, e: Paused, now: float) -> None:
 
 
 def resumed(s: ProgressFields, e: Resumed, now: float) -> None:
-    """It resumes: it joins again (its Joined gives its row back, under a new id)."""
+    """It resumes: it joins again (its Joined gives its row back, under its id: the hub
+    knows this machine's key)."""
     s.paused = ""
     s.status = "Resuming: joining the session again"
+    s._say(s.status)
     row = _own_row(s)
     if row is not None and row.state == "paused":
         row.state = "joining"

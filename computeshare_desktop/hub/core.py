@@ -239,7 +239,8 @@ class HubCore:
             self._told.add(member.worker_id)
             return self._stopped_reply()
         if isinstance(msg, Bye):  # paused: it comes back later (its key pairs it)
-            self.members.remove(member.token, "paused" if msg.paused else "said goodbye")
+            self.members.remove(member.token, "paused" if msg.paused else "said goodbye",
+                                "paused" if msg.paused else "left")
             self._forget(member)
             self._event(WorkerLeft(member.info(), "paused" if msg.paused else "left"))
             self._maybe_close(now, out)
@@ -271,7 +272,7 @@ class HubCore:
         if member is None:
             raise RemoteProtocolError(RejectCode.SESSION_FULL,
                                       f"all {self.config.workers} shards are taken")
-        self._event(WorkerJoined(member.info()))
+        self._event(WorkerJoined(member.info(), member.returning))
         c, data = self.config, self.train_set.info
         return Welcome(
             session_id=self.session_id,

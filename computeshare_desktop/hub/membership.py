@@ -40,6 +40,7 @@ class Member:
     missed: int = 0  # rounds in a row that closed at their deadline without its push
     pushed_version: int = -1  # async: the version of its latest accepted update
     progress_at: float = 0.0  # async: when it last pushed an update (or became ready)
+    returning: str = ""  # why this machine (its key) left before: paused, silent... ("": new)
 
     def seen(self, now: float) -> None:
         """It sent a request now (heartbeats count)."""
@@ -79,6 +80,14 @@ class Member:
         self.missed = 0 if pushed else self.missed + 1
         return self.missed
 
+    def take_over(self, earlier: "Member", why: str) -> None:
+        """The same machine, back (after a pause, a lost connection): its earlier id and
+        counts, so the hub's table keeps one row whose Pushed counts all its gradients, as
+        the worker's own total does."""
+        self.worker_id, self.returning = earlier.worker_id, why
+        self.pushed, self.rejected = earlier.pushed, earlier.rejected
+        self.samples, self.compute_s = earlier.samples, earlier.compute_s
+
     def info(self) -> WorkerInfo:
         """What progress events say about this worker."""
         return WorkerInfo(self.worker_id, self.name, self.device, self.shard, self.pushed,
@@ -100,6 +109,9 @@ class Membership:
         # The shard each worker key (else name) last held: a worker that comes back gets it
         # again while it is free, so the samples it keeps in its cache are the ones it needs.
         self._held: dict[str, int] = dict(held or {})
+        # Machines (by key) that left and may come back, with why they left: a machine that
+        # comes back takes its earlier id and counts again (Member.take_over).
+        self._gone: dict[str, tuple[Member, str]] = {}
 
     def __len__(self) -> int:
         return len(self._by_token)
@@ -131,7 +143,11 @@ class Membership:
         self._held[who] = shard
         member = Member(self._next_id, token, self._unique(name, key), device, shard, now, now,
                         key=key)
-        self._next_id += 1
+        earlier = self._gone.pop(key, None) if key else None
+        if earlier is not None:
+            member.take_over(*earlier)
+        else:
+            self._next_id += 1
         self._by_token[token] = member
         log.info("worker %d (%s, %s) joined on shard %d", member.worker_id, name, device, shard)
         return member
@@ -156,9 +172,12 @@ class Membership:
         """The member holding ``token`` without marking it as seen."""
         return self._by_token.get(token)
 
-    def remove(self, token: str, reason: str) -> Member | None:
-        """Drop a member and free its shard."""
+    def remove(self, token: str, reason: str, why: str = "") -> Member | None:
+        """Drop a member and free its shard; ``why`` (paused, silent...): its key may come
+        back, under the same id (admit)."""
         member = self._by_token.pop(token, None)
+        if member is not None and why and member.key:
+            self._gone[member.key] = (member, why)
         if member is not None:
             log.info("worker %d (%s) left: %s; shard %d is free", member.worker_id,
                      member.name, reason, member.shard)
@@ -168,5 +187,5 @@ class Membership:
         """Remove and return the members silent for longer than the heartbeat timeout."""
         dead = [m for m in self._by_token.values() if now - m.last_seen > self.timeout]
         for member in dead:
-            self.remove(member.token, f"silent for {now - member.last_seen:.1f} s")
+            self.remove(member.token, f"silent for {now - member.last_seen:.1f} s", "silent")
         return dead

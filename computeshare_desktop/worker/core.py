@@ -502,7 +502,9 @@ class WorkerCore:
                 self._paused_for = self._pause
                 news.append(Emit(Paused(reason=self._pause)))
             return [*news, WaitUntil(now + PAUSE_POLL_S)]
-        log.warning("resuming: joining the session again")
+        # info: the views say it from Resumed, before the Joined that follows (a warning
+        # reached the window's log after it)
+        log.info("resuming: joining the session again")
         self._paused_for = self._full_since = None
         self._resumed = True
         return [Emit(Resumed()), *self._join(now)]
