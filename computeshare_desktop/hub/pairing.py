@@ -101,7 +101,7 @@ class PairingDesk:
         local = source in LOCAL_SOURCES
         wait = self.lockout_for(source).retry_after(now)
         if wait > 0:
-            raise RemoteProtocolError(RejectCode.LOCKED_OUT, f"retry in {wait:.0f} s")
+            raise RemoteProtocolError(RejectCode.LOCKED_OUT, f"retry in {math.ceil(wait)} s")
         self._expire(now)
         if isinstance(msg, PairStart):
             return self._start(msg, now, source, local)

@@ -32,3 +32,6 @@ def test_a_wrong_pin_is_one_line_and_a_lockout_says_how_long(caplog) -> None:
     assert len(lines) == free - 1 and "paused" not in " ".join(lines[:-1])
     assert lines[-1].endswith(f"({free} in a row); pairing paused for 1 s")
     assert not any("paused for 0 s" in line for line in lines)
+    # a try while paused is told how long, never "retry in 0 s"
+    locked = pair(hub, b"p1", T0 + 60 * free + 0.6, pin=WRONG)
+    assert reject_code(locked) is RejectCode.LOCKED_OUT and locked.detail == "retry in 1 s"
