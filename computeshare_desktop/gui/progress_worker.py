@@ -85,10 +85,13 @@ def pushed(s: ProgressFields, e: Pushed, now: float) -> None:
         row.state = "training"
 
 
+SILENT = "The hub is not answering: retrying…"
+
+
 def hub_silent(s: ProgressFields, e: HubSilent, now: float) -> None:
-    """Log the first of a run of unanswered requests, not each."""
-    if not s._silent:
-        s._say("The hub is not answering: retrying…")
+    """Say it in the status line: each retry is in the log once already, as the worker's
+    own line ("no answer from the hub; retrying in 0.5 s")."""
+    s.status = SILENT
     s._silent = True
 
 
