@@ -35,6 +35,7 @@ from ..selftest import self_test as run_self_test
 from ..service import (HostPlan, HostService, JoinPlan, JoinService, JoinTarget, Tagged,
                        remembers)
 from ..service.comeback import run_coming_back
+from ..service.join import removed_by
 from ..service.host import PIN_ENV
 from ..service.paired import forget_hub
 from ..service.options import AppConfig, HostOptions, worker_name
@@ -182,9 +183,13 @@ def _print_session(session, as_json: bool) -> None:
         print(describe(session), flush=True)
 
 
-def _worker_pin(given: str, required: bool = True) -> str:
+REMOVED_WHY = " (the host of this hub removed this machine from its session)"
+
+
+def _worker_pin(given: str, required: bool = True, why: str = "") -> str:
     """The PIN from ``--pin``, the environment or a prompt (kept out of ``ps``); not asked
-    for when the hub's key is remembered (``required`` false): it may not be needed."""
+    for when the hub's key is remembered (``required`` false): it may not be needed.
+    ``why``: the reason it is needed, said with the refusal."""
     pin = typed_pin(given or os.environ.get(PIN_ENV, ""))
     if not pin and not required:
         return ""
@@ -194,7 +199,7 @@ def _worker_pin(given: str, required: bool = True) -> str:
         except EOFError:
             pin = ""
     if not pin:
-        raise ConfigError(f"a PIN is needed: type it at the prompt, or set {PIN_ENV}")
+        raise ConfigError(f"a PIN is needed{why}: type it at the prompt, or set {PIN_ENV}")
     return pin
 
 
@@ -231,7 +236,8 @@ def join(args: argparse.Namespace) -> int:
     options = join_options(args)
     name = options.name or worker_name()
     target = _join_target(options, args)
-    pin = _worker_pin(options.pin, required=not remembers(target, name))
+    pin = _worker_pin(options.pin, required=not remembers(target, name),
+                      why=REMOVED_WHY if removed_by(target, name) else "")
     if options.threads > 0:
         torch.set_num_threads(options.threads)
     device = pick_device(options.device)

@@ -36,7 +36,8 @@ def test_join_exits_8_when_the_host_removes_the_machine(tmp_path, monkeypatch, c
         # its key was forgotten with the removal: without the PIN it is asked for the PIN
         no_pin = [a for a in argv if a not in ("--pin", PIN)]
         assert run_cli(no_pin) == ExitCode.USAGE
-        assert "a PIN is needed" in capsys.readouterr().err
+        assert "a PIN is needed (the host of this hub removed this machine from its " \
+            "session)" in capsys.readouterr().err  # and why
     finally:
         hub.close()
         thread.join(10)
