@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from helpers_net import RunningHub, WorkerThread, wait_for
 
-from computeshare_desktop.events import Joined, Paused, Pushed, Resumed, WorkerLeft
+from computeshare_desktop.events import (Joined, Paused, Pushed, Resumed, RoundClosed,
+                                         WorkerDone, WorkerJoined, WorkerLeft)
 
 
 @pytest.mark.slow  # ~12 s: the hub's set-up (~4 s) and 24 rounds at 0.1 s each
@@ -34,6 +35,15 @@ def test_a_real_worker_pauses_and_returns_without_the_pin(tmp_path) -> None:
             [Paused, Resumed]
         joined = [e for e in w2.events if isinstance(e, Joined)]
         assert len(joined) == 2 and joined[0].shard == joined[1].shard
+        # the same machine back: its id and its counts (the host's table and the worker's
+        # "N gradients pushed" count the same gradients)
+        assert joined[0].worker_id == joined[1].worker_id
+        assert [e.returning for e in hub.events if isinstance(e, WorkerJoined)
+                and e.worker.id == joined[0].worker_id] == ["", "paused"]
+        (done,) = [e for e in w2.events if isinstance(e, WorkerDone)]
+        last = [w for e in hub.events if isinstance(e, RoundClosed)
+                for w in e.workers if w.id == joined[0].worker_id][-1]
+        assert last.pushed == done.pushed > 0
         assert hub.session.server.version == 24
     finally:
         for worker in (w1, w2):
