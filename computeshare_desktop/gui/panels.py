@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QGuiApplication, QTextCursor
+from PySide6.QtCore import QSize, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QGuiApplication, QPainter, QPaintEvent, QResizeEvent, QTextCursor
 from PySide6.QtWidgets import (QDialog, QFrame, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit,
                                QPushButton, QVBoxLayout, QWidget)
 
@@ -15,6 +15,40 @@ from .formatting import percent
 from .progress_rows import FinalResult
 
 MAX_LOG_LINES = 2000
+
+
+class ElidingLabel(QLabel):
+    """A one-line label that asks for little width and, when squeezed, draws its text cut
+    with "…" and shows the whole text as its tool tip: a card's value never widens its window
+    ("987.6 MB / 1.2 GB" made a hub window need 1,071 px). ``text()`` stays the whole text."""
+
+    MIN_WIDTH = 64
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt's name)
+        hint = super().minimumSizeHint()
+        return QSize(min(hint.width(), self.MIN_WIDTH), hint.height())
+
+    def setText(self, text: str) -> None:  # noqa: N802 (Qt's name)
+        super().setText(text)
+        self._tip()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt's name)
+        super().resizeEvent(event)
+        self._tip()
+
+    def shown(self) -> str:
+        """The text as drawn: whole, or cut with "…" to the label's width."""
+        return self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight,
+                                             self.contentsRect().width())
+
+    def _tip(self) -> None:
+        self.setToolTip(self.text() if self.shown() != self.text() else "")
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 (Qt's name)
+        painter = QPainter(self)
+        self.style().drawItemText(painter, self.contentsRect(), int(self.alignment()),
+                                  self.palette(), self.isEnabled(), self.shown(),
+                                  self.foregroundRole())
 
 
 class StatCard(QFrame):
@@ -25,7 +59,7 @@ class StatCard(QFrame):
         self.setObjectName("StatCard")
         caption = QLabel(title)
         caption.setObjectName("StatTitle")
-        self.value = QLabel(value)
+        self.value = ElidingLabel(value)
         self.value.setObjectName("StatValue")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(14, 8, 14, 10)
