@@ -17,12 +17,6 @@ the clean weights bit for bit. A cut or a killed worker leaves rounds with one s
 the accuracy margin. 1500 rounds (about 20 s unloaded, 13 ms a round) keep those rounds
 (about 300 for each fault) under half of the run: at 300 rounds the whole session is shorter
 than the 10 s cut.
-
-The three sessions run side by side, each on its own LAN: the clean run and the cut-and-kill
-session start with the module (the latter driven from a thread), the slow-LAN-and-hub session
-in the first test, which then waits for the other two. Most of each faulty session is waiting
-out its faults (10 s of slow link or cut, 6 s until a dead peer is noticed, a process
-starting), time the others use: one after the other they took 93 s of CI's 2 cores.
 """
 
 from __future__ import annotations
@@ -32,7 +26,6 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -206,46 +199,6 @@ class Clean:
         return self._outcome
 
 
-class CutThenKill:
-    """The pulled-cable-then-killed-worker session, run to its end in a thread of its own."""
-
-    def __init__(self, folder: Path) -> None:
-        self.run: Run | None = None
-        self.back = 0  # rounds recorded once w1 was back and a round had both shards again
-        self.outcome: Outcome | None = None
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._drive, args=(folder,),
-                                       name="cut-then-kill", daemon=True)
-        self.thread.start()
-
-    def _drive(self, folder: Path) -> None:
-        """w1's cable pulled for 10 s (it comes back), then w2 killed with -9 and replaced by
-        a spare machine on its shard; the session then runs to its end."""
-        try:
-            with VirtualLan(["hub", "w1", "w2", "w3"]) as lan:
-                self.run = run = Run(lan, folder)
-                run.start()
-                run.wait_rounds(FAULT_AT)
-                lan.set_link("w1", up=False)
-                time.sleep(CUT_S)
-                lan.set_link("w1", up=True)
-                self.back = run.wait(
-                    lambda: len(lines_with(run.log("hub"), W1_JOINED)) == 2 and (
-                        rounds := run.rounds())[-1]["contributors"] == 2 and len(rounds),
-                    "w1 to be back")
-                run.kill("w2")
-                run.join("w3")  # a spare machine, paired with the PIN
-                self.outcome = run.finish()
-        except BaseException as exc:  # pytest.fail's too: raised again by the test
-            self.error = exc
-
-    def wait(self) -> CutThenKill:
-        """Once the session has ended, its processes with it."""
-        self.thread.join(timeout=2 * WAIT_S + 120)
-        assert not self.thread.is_alive(), "the cut-and-kill session did not end"
-        return self
-
-
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clean]:
     """The reference: the same session with nothing going wrong."""
@@ -255,33 +208,17 @@ def clean(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clean]:
         yield Clean(run)
 
 
-@pytest.fixture(scope="module")
-def cut_then_kill(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CutThenKill]:
-    """The cut-and-kill session, started with the module; a test that starts sessions of
-    its own waits for it before it ends (the leak check)."""
-    session = CutThenKill(tmp_path_factory.mktemp("cut"))
-    yield session
-    session.wait()
-
-
 def assert_close(outcome: Outcome, clean: Clean) -> None:
     reference = clean.outcome.accuracy
     assert abs(outcome.accuracy - reference) <= ACCURACY_PP, \
         f"final accuracy {outcome.accuracy:.2f}% vs {reference:.2f}% in the clean run"
 
 
-def test_a_slow_lan_then_a_killed_hub_leave_the_clean_weights(
-        clean: Clean, cut_then_kill: CutThenKill, tmp_path: Path) -> None:
+def test_a_slow_lan_then_a_killed_hub_leave_the_clean_weights(clean: Clean,
+                                                              tmp_path: Path) -> None:
     """Two faults that must each leave every round with both shards, one after the other in
     one session: the whole LAN at 1 Mbit/s for 10 s, then the hub killed with -9 and
     resumed from a checkpoint made after the slow spell (the same workers carry on)."""
-    try:
-        slow_then_killed_hub(clean, tmp_path)
-    finally:
-        cut_then_kill.wait()  # ran beside this one: over before this test is
-
-
-def slow_then_killed_hub(clean: Clean, tmp_path: Path) -> None:
     with VirtualLan(["hub", "w1", "w2"]) as lan:
         run = Run(lan, tmp_path)
         run.start()
@@ -323,16 +260,23 @@ def slow_then_killed_hub(clean: Clean, tmp_path: Path) -> None:
     assert_close(outcome, clean)
 
 
-def test_a_pulled_cable_then_a_killed_worker_cost_only_rounds(
-        clean: Clean, cut_then_kill: CutThenKill) -> None:
+def test_a_pulled_cable_then_a_killed_worker_cost_only_rounds(clean: Clean,
+                                                             tmp_path: Path) -> None:
     """Two faults that leave rounds with one shard, one after the other in one session: w1's
     cable pulled for 10 s (it comes back), then w2 killed with -9 and replaced by a spare
-    machine on its shard (CutThenKill, run beside the other sessions)."""
-    session = cut_then_kill.wait()
-    if session.error is not None:
-        raise session.error
-    run, back, outcome = session.run, session.back, session.outcome
-    assert run is not None and outcome is not None
+    machine on its shard."""
+    with VirtualLan(["hub", "w1", "w2", "w3"]) as lan:
+        run = Run(lan, tmp_path)
+        run.start()
+        run.wait_rounds(FAULT_AT)
+        lan.set_link("w1", up=False)
+        time.sleep(CUT_S)
+        lan.set_link("w1", up=True)
+        back = run.wait(lambda: len(lines_with(run.log("hub"), W1_JOINED)) == 2 and (
+            rounds := run.rounds())[-1]["contributors"] == 2 and len(rounds), "w1 to be back")
+        run.kill("w2")
+        run.join("w3")  # a spare machine, paired with the PIN
+        outcome = run.finish()
     hub = run.log("hub")
     alone = [r["version"] for r in outcome.rounds if r["contributors"] == 1]
     # The pulled cable: the rounds went on without w1, and it was back before the end.
