@@ -34,6 +34,14 @@ def human_bytes(count: float) -> str:
     return f"{value:.1f} TB"  # pragma: no cover
 
 
+def human_pair(first: float, second: float) -> str:
+    """Two byte counts for one card: ``16.8 / 14.9 MB`` when they share a unit, else
+    ``16.8 MB / 900.0 KB`` (a worker window's eight cards fit a 1,120 px window)."""
+    a, b = human_bytes(first), human_bytes(second)
+    unit_a, unit_b = a.rsplit(" ", 1)[1], b.rsplit(" ", 1)[1]
+    return f"{a.rsplit(' ', 1)[0]} / {b}" if unit_a == unit_b else f"{a} / {b}"
+
+
 def human_rate(bytes_per_s: float) -> str:
     """``2500000`` -> ``2.5 MB/s``."""
     return human_bytes(bytes_per_s) + "/s"

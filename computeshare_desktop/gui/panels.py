@@ -62,7 +62,7 @@ class StatCard(QFrame):
         self.value = ElidingLabel(value)
         self.value.setObjectName("StatValue")
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(14, 8, 14, 10)
+        layout.setContentsMargins(10, 8, 10, 10)
         layout.setSpacing(0)
         layout.addWidget(caption)
         layout.addWidget(self.value)
@@ -204,10 +204,12 @@ class LogPane(QPlainTextEdit):
             bar.setValue(bar.maximum())
 
 
-def row(*widgets: QWidget, spacing: int = 10) -> QHBoxLayout:
-    """A horizontal layout of ``widgets`` with equal stretch."""
+def row(*widgets: QWidget, spacing: int = 8) -> QHBoxLayout:
+    """A horizontal layout of ``widgets``, each as wide as its content asks when there is
+    room (a long value such as "25.6 MB / 3.2 MB" takes more than "93.20%"), the spare width
+    shared out evenly, and the widest squeezed first when there is not."""
     layout = QHBoxLayout()
     layout.setSpacing(spacing)
     for widget in widgets:
-        layout.addWidget(widget, 1)
+        layout.addWidget(widget)
     return layout

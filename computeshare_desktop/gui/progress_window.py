@@ -25,7 +25,7 @@ from .charts import ChartsPanel
 from .code_dialog import CodeQuestion
 from .confirm import StopQuestion
 from .kick_question import KickQuestion
-from .formatting import human_bytes, human_duration, human_rate, percent
+from .formatting import human_bytes, human_duration, human_pair, human_rate, percent
 from .pause_control import PauseControl
 from .panels import FinishCard, FolderDialog, LogPane, StatCard, row
 from .pin_card import PinCard
@@ -279,7 +279,7 @@ class ProgressWindow(QMainWindow):
         per_round = s.bytes_per_round()
         c["per_round"].set_value(human_bytes(int(per_round)) if per_round is not None else "—")
         c["busy"].set_value(f"{100 * s.busy:.0f}%" if s.busy is not None else "—")
-        c["traffic"].set_value(f"{human_bytes(s.bytes_sent)} / {human_bytes(s.bytes_received)}")
+        c["traffic"].set_value(human_pair(s.bytes_sent, s.bytes_received))
         c["bandwidth"].set_value(human_rate(s.bandwidth()))
         accuracy = s.latest_accuracy()
         c["accuracy"].set_value(percent(accuracy) if accuracy is not None else "—")

@@ -51,3 +51,30 @@ def test_a_squeezed_value_shows_its_whole_text_as_a_tip(qtbot, styled_app):
     card.resize(card.sizeHint().width() + 40, card.height())
     qtbot.waitUntil(lambda: card.value.toolTip() == "")
     assert card.value.shown() == LONG
+
+
+def test_two_byte_counts_of_one_unit_say_it_once():
+    from computeshare_desktop.gui.formatting import human_pair
+
+    assert human_pair(16_800_000, 14_900_000) == "16.8 / 14.9 MB"
+    assert human_pair(16_800_000, 900_000) == "16.8 MB / 900.0 KB"
+    assert human_pair(0, 0) == "0 / 0 B"
+
+
+def test_a_workers_eight_cards_show_whole_in_its_default_window(qtbot, styled_app):
+    idle = SimpleNamespace(running=True, stopping=False, scope="card-width-test",  # a runner
+                           drain=list, stop=lambda: None, join=lambda timeout_s: True)
+    window = ProgressWindow(idle, ProgressState("worker", name="vm", total_rounds=2000),
+                            refresh_ms=10_000, title="Training for Widths", subtitle="s")
+    qtbot.addWidget(window)
+    window.resize(1120, 680)  # the screenshots' worker window, on a 1280×720 screen
+    window.show()
+    qtbot.waitExposed(window)
+    figures = {"loss": "0.0054", "accuracy": "95.80%", "compute": "15 ms",
+               "per_round": "267.5 KB", "busy": "66%", "traffic": "16.8 / 14.9 MB",
+               "bandwidth": "4.3 MB/s", "pushed": "227"}
+    for key, text in figures.items():
+        window.cards[key].set_value(text)
+    qtbot.wait(50)
+    cut = [key for key, card in window.cards.items() if card.value.shown() != card.value.text()]
+    assert not cut, cut

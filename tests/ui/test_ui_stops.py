@@ -11,6 +11,7 @@ pytest.importorskip("pyqtgraph")
 
 from PySide6.QtCore import QTimer  # noqa: E402
 
+from computeshare_desktop.gui.formatting import human_pair  # noqa: E402
 from computeshare_desktop.protocol.ports import HubPorts  # noqa: E402
 from computeshare_desktop.service.options import HostOptions  # noqa: E402
 from helpers_net import PIN as HUB_PIN  # noqa: E402
@@ -163,7 +164,7 @@ def test_a_worker_window_shows_a_banner_within_2_s_when_the_hub_stops(
         # its traffic cards count its own channel's bytes (they read 0 B / 0 B, issue 20)
         qtbot.waitUntil(lambda: window.state.bandwidth() > 0, timeout=5_000)
         assert window.state.bytes_sent > 0 and window.state.bytes_received > 0
-        assert window.cards["traffic"].value.text() != "0 B / 0 B"
+        assert window.cards["traffic"].value.text() != human_pair(0, 0)
         hub.stop.set()
         stopped = time.monotonic()
         qtbot.waitUntil(lambda: window.banner.isVisible(), timeout=2_000)
