@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QSize, Qt, QTimer
 from PySide6.QtWidgets import (QFormLayout, QFrame, QHBoxLayout, QLabel, QScrollArea,
                                QSizePolicy, QTabWidget, QVBoxLayout, QWidget)
 
@@ -164,6 +164,17 @@ class Steps(QTabWidget):
             return
         self.show_step(step)
         self.scrolls[step].ensureWidgetVisible(widget, 10, 10)
+        # and once more when the page has grown by a message row just shown: the scroll
+        # area learns the page's new height from a posted event (in the app's style sheet,
+        # a two-line message stayed below the fold)
+        QTimer.singleShot(0, self, lambda: self._scroll_to(step, widget))
+
+    def _scroll_to(self, step: str, widget: QWidget) -> None:
+        try:
+            if widget.isVisible():
+                self.scrolls[step].ensureWidgetVisible(widget, 10, 10)
+        except RuntimeError:  # the widget is gone (its dialog closed)
+            pass
 
 
 def _spacing(page: QWidget) -> int:

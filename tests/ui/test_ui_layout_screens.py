@@ -33,6 +33,13 @@ AREA = LOGICAL.adjusted(0, 0, 0, -TASK_BAR)  # the available geometry, a task ba
 MOST_WIDTH = 1024  # the main and progress windows' minimum width, at most
 
 
+@pytest.fixture(autouse=True)
+def styled(styled_app):
+    """The app's own style sheet, as a person sees the dialog (its fonts make the dialog and
+    a message row larger than Qt's plain style: a message below the fold hid there)."""
+    return styled_app
+
+
 @pytest.fixture
 def empty_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("COMPUTESHARE_DATA_DIR", str(tmp_path / "datasets"))
