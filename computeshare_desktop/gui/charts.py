@@ -39,6 +39,7 @@ def round_axis_limit(version: int, total: int) -> int:
 
 
 AXIS_WIDTH = 64
+MIN_PLOT_HEIGHT = 110  # a plot shrinks with its panel (at 180 a 1280×720 window cut its axis)
 
 
 def _plot(title: str, y_label: str) -> pg.PlotWidget:
@@ -59,7 +60,7 @@ def _plot(title: str, y_label: str) -> pg.PlotWidget:
     item.setDownsampling(auto=True, mode="peak")  # a long run stays cheap to draw
     item.disableAutoRange()
     plot.setMouseEnabled(x=False, y=False)
-    plot.setMinimumHeight(180)
+    plot.setMinimumHeight(MIN_PLOT_HEIGHT)
     return plot
 
 
