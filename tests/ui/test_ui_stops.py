@@ -19,16 +19,20 @@ from helpers_net import RunningHub, free_ports  # noqa: E402
 from ui_helpers import click, join_by_address  # noqa: E402
 
 
-def answer(main_window, button: str, *, never_again: bool = False) -> list[str]:
-    """Answer the next stop question with ``button``; the list gets the question's text."""
+def answer_box(question, button: str, *, never_again: bool = False,
+               default: str | None = None) -> list[str]:
+    """Answer ``question``'s next box with ``button``; the list gets the box's text. With
+    ``default``, assert that it is the box's default and Escape button."""
     asked: list[str] = []
 
     def reply() -> None:
-        box = main_window.question.box
+        box = question.box
         if box is None:
             QTimer.singleShot(20, reply)
             return
         asked.append(box.text())
+        if default is not None:
+            assert box.defaultButton().text() == box.escapeButton().text() == default
         if never_again:
             box.checkBox().setChecked(True)
         next(b for b in box.buttons() if b.text() == button).click()
@@ -37,22 +41,15 @@ def answer(main_window, button: str, *, never_again: bool = False) -> list[str]:
     return asked
 
 
+def answer(main_window, button: str, *, never_again: bool = False) -> list[str]:
+    """Answer the next stop question with ``button``; the list gets the question's text."""
+    return answer_box(main_window.question, button, never_again=never_again)
+
+
 def answer_kick(window, button: str) -> list[str]:
     """Answer the next kick question of ``window`` with ``button``; the list gets its text
     (and asserts that the default button keeps the worker)."""
-    asked: list[str] = []
-
-    def reply() -> None:
-        box = window.kick_question.box
-        if box is None:
-            QTimer.singleShot(20, reply)
-            return
-        asked.append(box.text())
-        assert box.defaultButton().text() == box.escapeButton().text() == "Keep worker"
-        next(b for b in box.buttons() if b.text() == button).click()
-
-    QTimer.singleShot(20, reply)
-    return asked
+    return answer_box(window.kick_question, button, default="Keep worker")
 
 
 def test_stop_and_close_ask_first_and_a_stop_keeps_the_model(qtbot, main_window, tmp_path):
