@@ -16,6 +16,12 @@ from .eta import WINDOW_ROUNDS, RoundPace
 from .progress_rows import LIVE_STATES, FinalResult, WorkerRow
 
 SMOOTHING = 0.1  # weight of the newest loss in the smoothed curve (an EMA, as TensorBoard)
+
+
+def smooth_next(smooth: list[tuple[int, float]], value: float) -> float:
+    """The smoothed curve's next value after ``smooth`` for a new ``value`` (an EMA)."""
+    last = smooth[-1][1] if smooth else value
+    return last + SMOOTHING * (value - last)
 ETA_ROUNDS = WINDOW_ROUNDS  # the ETA uses the pace of the last this-many rounds
 
 
@@ -93,8 +99,7 @@ class ProgressFields:
             self.phase, self.started_at = "training", self.started_at or now
         self.version = version
         self.loss.append((version, loss))
-        last = self.loss_smooth[-1][1] if self.loss_smooth else loss
-        self.loss_smooth.append((version, last + SMOOTHING * (loss - last)))
+        self.loss_smooth.append((version, smooth_next(self.loss_smooth, loss)))
         self.pace.add(now, version, (wid for wid, row in self.workers.items()
                                      if row.state == "training"))
         if not self.stopping:

@@ -10,14 +10,13 @@ replays the rounds after its last checkpoint: their records are dropped on disk 
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..hub.outputs import METRICS_FILE
-from .progress_fields import SMOOTHING
+from ..hub.outputs import METRICS_FILE, metric_records
+from .progress_fields import smooth_next
 from .progress_state import ProgressState
 
 log = logging.getLogger(__name__)
@@ -46,24 +45,19 @@ def read_history(folder: str | Path) -> History:
     """The loss of each round and each test accuracy in ``folder``'s metrics.jsonl (a torn
     or foreign line is skipped; no file: nothing)."""
     history = History()
-    try:
-        with open(Path(folder) / METRICS_FILE, encoding="utf-8") as fh:
-            for line in fh:
-                _add(history, line)
-    except OSError:
-        pass
+    for record in metric_records(Path(folder)):
+        _add(history, record)
     return history
 
 
-def _add(history: History, line: str) -> None:
+def _add(history: History, record: dict[str, Any]) -> None:
     try:
-        record: Any = json.loads(line)
         kind, version = record.get("type"), int(record["version"])
         if kind == "round":
             history.loss.append((version, float(record["loss"])))
         elif kind == "eval":
             history.accuracy.append((version, float(record["accuracy"])))
-    except (ValueError, TypeError, KeyError, AttributeError):
+    except (ValueError, TypeError, KeyError):
         return
 
 
@@ -71,8 +65,7 @@ def smoothed(loss: Series) -> Series:
     """The loss curve's smoothed twin, as a live window computes it (an EMA)."""
     out: Series = []
     for version, value in loss:
-        last = out[-1][1] if out else value
-        out.append((version, last + SMOOTHING * (value - last)))
+        out.append((version, smooth_next(out, value)))
     return out
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import torch
 
@@ -27,6 +27,21 @@ CLASSES_FILE = "classes.json"  # the class names in output order, a JSON list
 FEATURES_FILE = "features.json"  # a table's feature columns in input order, a JSON list
 SNAPSHOT_DIR = "snapshots"
 
+
+def metric_records(folder: Path) -> Iterator[dict[str, Any]]:
+    """The records of ``folder``'s metrics.jsonl, in order: a line torn by a crash or that
+    holds no JSON object is skipped; no file, or one that cannot be read: none."""
+    try:
+        with open(folder / METRICS_FILE, encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(record, dict):
+                    yield record
+    except OSError:
+        return
 
 class OutputDir:
     """The folder of one session."""
@@ -59,18 +74,9 @@ class OutputDir:
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
         version, finished = 0, False
-        try:
-            with open(self.path / METRICS_FILE, encoding="utf-8") as fh:
-                for line in fh:
-                    try:
-                        record = json.loads(line)
-                    except ValueError:
-                        continue
-                    if isinstance(record, dict):
-                        version = max(version, int(record.get("version", 0)))
-                        finished = finished or bool(record.get("final"))
-        except OSError:
-            pass
+        for record in metric_records(self.path):
+            version = max(version, int(record.get("version", 0)))
+            finished = finished or bool(record.get("final"))
         return {"config": config, "version": version, "finished": finished,
                 "resumable": self.has_checkpoint() and not finished,
                 "model_saved": (self.path / MODEL_FILE).exists(),
