@@ -76,6 +76,8 @@ def open_dialog(qtbot, tmp_path, monkeypatch, **kwargs) -> HostDialog:
     qtbot.addWidget(dialog)
     dialog.show()
     qtbot.waitExposed(dialog)
+    dialog.activateWindow()  # the keyboard's window, as a dialog just opened is (under Xvfb
+    qtbot.waitUntil(dialog.isActiveWindow, timeout=5_000)  # a shown window may not be)
     return dialog
 
 
