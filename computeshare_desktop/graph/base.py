@@ -40,8 +40,11 @@ class GraphRefused(ComputeShareError):
 
     exit_code = ExitCode.REFUSED
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, where: str | None = None) -> None:
+        """``where``: the graph's node or tensor the refusal is about, when there is one
+        (the hub names its layer: ``export.explain``)."""
         self.reason = reason
+        self.where = where
         super().__init__(f"model graph refused: {reason}")
 
 

@@ -34,6 +34,7 @@ from computeshare_desktop.graph.base import (
     require_release,
 )
 from computeshare_desktop.graph.symbols import check_expression, is_symbol_name
+from computeshare_desktop.protocol.paths import path_problem
 
 # Names torch.fx's generated forward() reads as globals, or that Python gives a meaning.
 RESERVED = frozenset({"self", "torch", "device", "inf", "nan", "NoneType", "fx_pytree",
@@ -87,7 +88,7 @@ def check_program(program: bytes, *, hub_torch: str) -> CheckedProgram:
     _check_static_sizes(graph)
     _check_size_arguments(graph)
     for node in graph.nodes:
-        ops.check_target(node.target)
+        ops.check_target(node.target, where=_node_name(node))
         checked.ops[node.target.removeprefix(ops.ATEN_PREFIX)] += 1
     _check_uninitialised(graph)
     _check_signature(decoded, checked)
@@ -137,10 +138,17 @@ def _check_name(name: str) -> None:
 
 
 def _check_fqn(fqn: str) -> None:
-    """A module path's parts become attributes, never local names: no keyword, no dunder."""
-    for part in fqn.split("."):
-        if keyword.iskeyword(part) or part.startswith("__"):
-            raise GraphRefused(f"the module path {fqn!r} is not allowed")
+    """A module path's parts become attributes, never local names (``paths.py``)."""
+    problem = path_problem(fqn)
+    if problem is not None:
+        raise GraphRefused(f"the module path {fqn!r} is not allowed: {problem}")
+
+
+def _node_name(node: schema.Node) -> str | None:
+    """The node's name, or its first output's (the serializer names nodes by those)."""
+    if node.name is not None:
+        return node.name
+    return next((name for arg in node.outputs for name in _tensor_names(arg)), None)
 
 
 def _arguments(node: schema.Node) -> Iterator[schema.Argument]:
@@ -209,12 +217,17 @@ def _check_expressions(decoded: schema.ExportedProgram) -> None:
 
 
 def _check_static_sizes(graph: schema.Graph) -> None:
+    """Declared sizes are bounded. A view's storage offset and strides (a slice of an LSTM's
+    gates, a token selected in attention) are declared too; torch's deserializer reads
+    neither into memory (its fake tensors are empty_strided), so they need only be sane."""
     for name, meta in graph.tensor_values.items():
-        if meta.storage_offset.kind != "as_int" or meta.storage_offset.value != 0:
-            raise GraphRefused(f"tensor {name!r} has a storage offset")
+        declared = [meta.storage_offset, *meta.strides]
+        if any(s.kind == "as_int" and s.value < 0 for s in declared):
+            raise GraphRefused(f"tensor {name!r} declares a negative stride or offset",
+                               where=name)
         sizes = [s.value for s in meta.sizes if s.kind == "as_int"]
         if any(size < 0 for size in sizes) or math.prod(sizes) > MAX_STATIC_NUMEL:
-            raise GraphRefused(f"tensor {name!r} declares sizes {sizes}")
+            raise GraphRefused(f"tensor {name!r} declares sizes {sizes}", where=name)
 
 
 def _check_size_arguments(graph: schema.Graph) -> None:
@@ -230,7 +243,8 @@ def _check_size_arguments(graph: schema.Graph) -> None:
                 else [s.value for s in arg.value if s.kind == "as_int"] \
                 if arg.kind == "as_sym_ints" else []
             if math.prod(abs(i) for i in ints) > MAX_STATIC_NUMEL:
-                raise GraphRefused(f"{node.target} asks for {ints} elements")
+                raise GraphRefused(f"{node.target} asks for {ints} elements",
+                                   where=_node_name(node))
 
 
 def _check_uninitialised(graph: schema.Graph) -> None:
@@ -243,7 +257,8 @@ def _check_uninitialised(graph: schema.Graph) -> None:
         allowed = ops.overwritten_argument(node.target)
         for named in node.inputs:
             if named.name != allowed and fresh.intersection(_tensor_names(named.arg)):
-                raise GraphRefused(f"{node.target} reads uninitialised memory")
+                raise GraphRefused(f"{node.target} reads uninitialised memory",
+                                   where=_node_name(node))
     for arg in graph.outputs:
         if fresh.intersection(_tensor_names(arg)):
             raise GraphRefused("the graph returns uninitialised memory")

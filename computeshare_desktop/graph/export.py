@@ -15,7 +15,7 @@ import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stderr
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -60,6 +60,12 @@ class TrainingGraph:
     op_count: int
     fingerprint: str  # graph_fingerprint(program, trainable specs, state specs)
     mutated: tuple[str, ...] = ()  # the buffers the graph updates in training, in its order
+    # the layer each node came from ("rnn: nn.LSTM"), for the hub's messages; never shipped
+    layers: dict[str, str] = field(default_factory=dict)
+
+    def explain(self, refused: GraphRefused) -> str:
+        """A refusal of this graph for the person: the layer it concerns, then why."""
+        return explain(refused, self.layers)
 
     def summary(self) -> str:
         return (f"{len(self.trainable)} trainable tensors, {len(self.state)} other tensors, "
@@ -111,12 +117,12 @@ def export_training_graph(model: nn.Module, example: torch.Tensor) -> TrainingGr
         for name in frozen_norms(model):  # mode() puts them back with the rest
             model.get_submodule(name).eval()
         program = _exported(model, example)
+    layers = node_layers(program)
     data = _serialized(program)
     try:
         checked = check_program(data, hub_torch=torch.__version__)
     except GraphRefused as refused:
-        raise ConfigError(f"the model exports to a graph workers refuse: {refused.reason}") \
-            from None
+        raise ConfigError(refusal_text(explain(refused, layers))) from None
     trainable = tuple(n for n, p in model.named_parameters() if p.requires_grad)
     missing = set(trainable) - checked.parameters.keys()
     if missing:
@@ -134,7 +140,39 @@ def export_training_graph(model: nn.Module, example: torch.Tensor) -> TrainingGr
         fingerprint=graph_fingerprint(data, specs,
                                       [TensorSpec.of(n, t) for n, t in state.items()],
                                       aliases),
-        mutated=tuple(checked.mutated))
+        mutated=tuple(checked.mutated), layers=layers)
+
+
+def refusal_text(why: str) -> str:
+    """What the hub says of a model whose graph workers would refuse."""
+    return f"the model exports to a graph workers refuse: {why}"
+
+
+def node_layers(program: torch.export.ExportedProgram) -> dict[str, str]:
+    """Each node's innermost module as ``path: Type`` (``rnn: nn.LSTM``), from the
+    metadata export keeps (stripped before shipping)."""
+    layers = {}
+    for node in program.graph.nodes:
+        stack = [entry for entry in (node.meta.get("nn_module_stack") or {}).values()
+                 if isinstance(entry, tuple) and len(entry) == 2
+                 and not str(entry[0]).startswith("_empty")]
+        if stack:
+            path, kind = stack[-1]
+            layers[node.name] = f"{path or 'the model'}: {_type_name(kind)}"
+    return layers
+
+
+def _type_name(kind: object) -> str:
+    """``torch.nn.modules.rnn.LSTM`` -> ``nn.LSTM``; a class of the user's by its name."""
+    text = kind if isinstance(kind, str) else getattr(kind, "__qualname__", str(kind))
+    name = text.rsplit(".", 1)[-1]
+    return f"nn.{name}" if text.startswith("torch.nn.") else name
+
+
+def explain(refused: GraphRefused, layers: dict[str, str]) -> str:
+    """A refusal with the layer it concerns in front (``rnn: nn.LSTM: ...``), when known."""
+    layer = layers.get(refused.where or "")
+    return refused.reason if layer is None else f"layer {layer}: {refused.reason}"
 
 
 def _aliases(model: nn.Module, names: set[str]) -> dict[str, str]:

@@ -107,8 +107,8 @@ ALLOWED = frozenset(
     | SYMBOLIC | {GETITEM})
 
 
-def check_target(target: str) -> None:
-    """Refuse a node target that is not on the allow-list, naming it.
+def check_target(target: str, where: str | None = None) -> None:
+    """Refuse a node target that is not on the allow-list, naming it (``where``: the node).
 
     Raises:
         GraphRefused: the target is not allowed (its text is quoted, shortened).
@@ -118,7 +118,7 @@ def check_target(target: str) -> None:
         why = EXCLUDED.get(target.removeprefix(ATEN_PREFIX)) \
             if target.startswith(ATEN_PREFIX) else None
         raise GraphRefused(f"operation {shown!r} is not allowed"
-                           + (f" ({why})" if why else ""))
+                           + (f" ({why})" if why else ""), where=where)
 
 
 def is_uninitialised(target: str) -> bool:

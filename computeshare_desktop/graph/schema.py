@@ -20,12 +20,11 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from computeshare_desktop.graph import base
+from computeshare_desktop.protocol.paths import TensorPath
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 Name = Annotated[str, Meta(pattern=rf"\A{_IDENT}\Z", max_length=base.MAX_NAME_CHARS)]
-# a module path: identifiers, or indices of a Sequential, joined by dots
-FQN = Annotated[str, Meta(pattern=rf"\A(?:{_IDENT}|[0-9]+)(?:\.(?:{_IDENT}|[0-9]+))*\Z",
-                          max_length=base.MAX_NAME_CHARS)]
+FQN = TensorPath  # a parameter's or buffer's path in the module: the manifest's rule
 Text = Annotated[str, Meta(max_length=256, pattern="\\A[^\\ud800-\\udfff]*\\Z")]
 Int = Annotated[int, Meta(ge=-(2**63), le=2**63 - 1)]
 Float = float | Literal["Infinity", "-Infinity", "NaN"]  # how the serializer spells those

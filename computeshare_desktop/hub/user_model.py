@@ -29,7 +29,9 @@ from torch import nn
 
 from ..data import ArrayDataset, DatasetInfo, DownloadProgress, normalize
 from ..errors import ConfigError
-from ..graph import TrainingGraph, export_training_graph, torch_release
+from ..graph import GraphRefused, TrainingGraph, export_training_graph, torch_release
+from ..graph.contract import accept_parts
+from ..graph.export import refusal_text
 from ..models import (ModelSpec, SpecKind, build_model_from_spec, fingerprint, freeze_except,
                       load_starting_weights, parameter_count, parse_model_spec,
                       parse_prefixes)
@@ -186,10 +188,25 @@ def ship_model(model: nn.Module, config: HubConfig, train_set: ArrayDataset) -> 
         return offer_code(model, spec, train_set, error)
     stats = running_stats(graph, model)
     shipped = ShippedGraph.of(graph, spec.label, stats)
+    accept_own(shipped, graph, spec)
     log.info("model %s exported as a graph for workers in %.1f s (torch %s): %s; %d running "
              "statistics travel with each round", spec.label, time.perf_counter() - began,
              torch_release(), graph.summary(), len(stats))
     return SessionModel(spec, model, graph.fingerprint, shipped)
+
+
+def accept_own(shipped: ShippedGraph, graph: TrainingGraph, spec: ModelSpec) -> None:
+    """The workers' own contract (``graph.accept_parts``), run here on the very bytes
+    they will fetch, before any port opens: what a worker would refuse is refused now.
+
+    Raises:
+        ConfigError: the refusal, naming the layer where it can.
+    """
+    try:
+        accept_parts(shipped.parts, hub_torch=torch.__version__,
+                     fingerprint=graph.fingerprint)
+    except GraphRefused as refused:
+        raise refusal(ConfigError(refusal_text(graph.explain(refused))), spec) from None
 
 
 def offer_code(model: nn.Module, spec: ModelSpec, train_set: ArrayDataset,

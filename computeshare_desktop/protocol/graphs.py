@@ -35,6 +35,7 @@ import torch
 from ..errors import RemoteProtocolError
 from .codes import RejectCode
 from .messages import Int, Str
+from .paths import TensorPath, path_problem
 from .tensors import DTYPES, MAX_DIMS, frame_to_tensor, tensor_to_frame
 
 MAX_MANIFEST_BYTES = 8 * 2**20  # ~100 bytes an entry: tens of thousands of tensors
@@ -43,8 +44,7 @@ MAX_STATE_BYTES = 2**34  # frozen weights of the largest models people fine-tune
 MAX_TENSORS = 50_000
 MAX_NAME_CHARS = 200
 
-Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME_CHARS,
-                                   pattern=r"\A[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*\Z")]
+Name = TensorPath  # a tensor's path in the module (``0.weight``): paths.py's one rule
 DType = Literal["uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
                 "float64", "bool"]
 Shape = Annotated[list[Annotated[int, msgspec.Meta(ge=0, le=2**31)]],
@@ -137,6 +137,10 @@ def decode_manifest(data: bytes | memoryview) -> Manifest:
 
 def _check(m: Manifest) -> None:
     names = [e.name for e in m.state]
+    for name in (*names, *m.trainable, *m.aliases, *m.aliases.values()):
+        problem = path_problem(name)
+        if problem is not None:
+            raise RemoteProtocolError(RejectCode.MALFORMED, f"tensor name {name!r}: {problem}")
     state = {e.name: e for e in m.state}
     if len(set(names)) != len(names) or len(set(m.trainable)) != len(m.trainable) \
             or state.keys() & set(m.trainable):

@@ -29,7 +29,8 @@ from ..data.info import table_info
 from ..devices import precision_for
 from ..errors import RejectedError
 from ..evaluation import batch_loss
-from ..graph import GraphModel, GraphRefused, load_training_graph
+from ..graph import GraphModel, GraphRefused
+from ..graph.contract import accept_parts
 from ..graph.inference import FixedMode
 from ..models import adopt, build_model, fingerprint, flatten, gradients, split, trainable
 from ..protocol import RejectCode
@@ -145,21 +146,9 @@ class GraphFactory:
     def check(self, welcome: Welcome, graph: ReceivedGraph | None = None) -> None:
         if graph is None:
             raise GraphRefused("the hub sent no graph for its model")
-        m = graph.manifest
-        model = load_training_graph(graph.program, m.trainable, graph.state,
-                                    hub_torch=welcome.torch, aliases=m.aliases,
-                                    device=self.device)
-        if model.fingerprint != welcome.fingerprint or model.op_count != m.op_count:
-            raise GraphRefused("the graph rebuilt here is not the one the hub announced "
-                               "(its fingerprint or op count differs)")
-        buffers = dict(model.module.named_buffers())
-        stats = []
-        for name in m.stats:
-            buffer = buffers.get(name)
-            if buffer is None or buffer.dtype != torch.float32:
-                raise GraphRefused(f"the running statistic {name!r} is no float32 buffer "
-                                   f"of the graph")
-            stats.append(buffer)
+        accepted = accept_parts(graph.parts, hub_torch=welcome.torch,
+                                fingerprint=welcome.fingerprint, device=self.device)
+        model, stats = accepted.model, accepted.stats
         self._checked = (welcome, model, stats)
 
     def build(self, welcome: Welcome, images: torch.Tensor,

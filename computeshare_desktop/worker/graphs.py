@@ -19,9 +19,9 @@ import torch
 
 from ..errors import RejectedError, RemoteProtocolError
 from ..graph import GraphRefused
+from ..graph.contract import read_manifest
 from ..protocol import RejectCode
-from ..protocol.graphs import (MAX_MANIFEST_BYTES, MAX_PROGRAM_BYTES, Manifest,
-                               decode_manifest, program_sha256, state_tensors)
+from ..protocol.graphs import MAX_MANIFEST_BYTES, MAX_PROGRAM_BYTES, Manifest, state_tensors
 from ..protocol.messages import GraphData, GraphGet, GraphPart, Welcome
 from ..protocol.wire import Frame
 
@@ -31,11 +31,23 @@ PARTS: tuple[GraphPart, ...] = ("manifest", "program", "state")
 
 @dataclass(frozen=True, eq=False)
 class ReceivedGraph:
-    """The hub's graph as it arrived, not yet checked: the compute's factory checks it."""
+    """The hub's graph as it arrived, not yet checked: the compute's factory checks it
+    (``graph.accept_parts``, the hub's own check)."""
 
-    manifest: Manifest
-    program: bytes
-    state: dict[str, torch.Tensor]
+    manifest: Manifest  # decoded already: it bounds the other parts' downloads
+    parts: dict[str, bytes]  # GraphPart -> its bytes, as served
+
+    @property
+    def program(self) -> bytes:
+        return self.parts["program"]
+
+    @property
+    def state(self) -> dict[str, torch.Tensor]:
+        """The state part decoded (a model offered as code copies these in)."""
+        try:
+            return state_tensors(self.parts.get("state", b""), self.manifest)
+        except RemoteProtocolError as exc:
+            raise GraphRefused(f"the graph's state: {exc.detail}") from None
 
 
 class GraphDownload:
@@ -47,8 +59,7 @@ class GraphDownload:
         self._data = bytearray()
         self._total: int | None = None  # the part's size, from its first reply
         self.manifest: Manifest | None = None
-        self._program = b""
-        self._state: dict[str, torch.Tensor] = {}
+        self._parts: dict[str, bytes] = {}
 
     def request(self) -> GraphGet | None:
         """The next range to ask for; None once every part is here."""
@@ -77,7 +88,7 @@ class GraphDownload:
     def result(self) -> ReceivedGraph:
         """The whole graph (once ``request`` returns None)."""
         assert self.manifest is not None and self._part >= len(PARTS)
-        return ReceivedGraph(self.manifest, self._program, self._state)
+        return ReceivedGraph(self.manifest, self._parts)
 
     def _expected(self) -> int | None:
         """The current part's size as the manifest says (None: not known yet)."""
@@ -87,22 +98,9 @@ class GraphDownload:
                 "state": self.manifest.state_bytes}[PARTS[self._part]]
 
     def _finish_part(self, part: GraphPart, data: bytes) -> None:
-        try:
-            if part == "manifest":
-                self.manifest = decode_manifest(data)
-                if self.manifest.fingerprint != self.welcome.fingerprint:
-                    raise GraphRefused("the graph's manifest does not match the hub's "
-                                       "fingerprint")
-            elif part == "program":
-                assert self.manifest is not None
-                if program_sha256(data) != self.manifest.program_sha256:
-                    raise GraphRefused("the program's sha256 is not the manifest's")
-                self._program = data
-            else:
-                assert self.manifest is not None
-                self._state = state_tensors(data, self.manifest)
-        except RemoteProtocolError as exc:
-            raise GraphRefused(f"the graph's {part}: {exc.detail}") from None
+        if part == "manifest":
+            self.manifest = read_manifest(data, self.welcome.fingerprint)
+        self._parts[part] = data
 
 
 def _cap(part: GraphPart) -> int:
