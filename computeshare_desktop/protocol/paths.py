@@ -3,11 +3,12 @@ manifest and the graph. Pure.
 
 PyTorch allows almost any text as a module's name but ``.`` (its separator) and the empty
 string: ``nn.Sequential`` numbers its layers (``0.weight``), an ``nn.ModuleDict`` takes any key
-(``conv-in``, ``Head``, ``block1-0`` in torchvision's RegNet). Both sides accept all of that,
-and refuse only what could escape where a name goes: torch.fx writes a part that is not an
-identifier into the generated ``forward`` as ``getattr(self, "part")``, so quotes and
-backslashes could end the string; path separators and control characters could reach a
-file name or a log line; Python folds look-alike letters in identifiers (NFKC: ``ﬁ`` reads
+(``conv-in``, ``Head``, ``block1-0`` in torchvision's RegNet). Both sides accept the names
+models use (letters and digits of any script, ``_ - + : @``) and refuse what could escape
+where a name goes: torch.fx writes a part that is not an identifier into the generated
+``forward`` as ``getattr(self, "part")``, so quotes and backslashes could end the string;
+path separators, spaces and control characters could reach a file name or a log line;
+other punctuation is refused because no model we know of uses it. Python folds look-alike letters in identifiers (NFKC: ``ﬁ`` reads
 as ``fi``), so a name must be its own normal form; a dunder or a keyword would reach an
 attribute Python gives a meaning, or fail to compile.
 """
