@@ -34,6 +34,8 @@ class ExitCode(IntEnum):
     HUB_STOPPED = 7, ("the hub stopped the session before its end (join: it was not "
                       "resumed within --come-back, 10 min by default)")
     REMOVED = 8, "the host removed this machine from the session (join: it cannot join it again)"
+    MODEL_REFUSED = 9, ("host: every worker that came refused the model, and no other came "
+                        "within 60 s")
     INTERRUPTED = 130, "interrupted (Ctrl-C)"
 
 
@@ -118,3 +120,10 @@ class HubStoppedError(ComputeShareError):
     """The hub's user stopped the session before its end (it can be resumed)."""
 
     exit_code = ExitCode.HUB_STOPPED
+
+
+class AllRefusedError(ComputeShareError):
+    """Every worker that came refused the session's model and nobody else came in time: a
+    host on the command line ends (the model and a checkpoint are saved, as on a stop)."""
+
+    exit_code = ExitCode.MODEL_REFUSED

@@ -77,11 +77,40 @@ class WorkerLeft(Event, frozen=True):
 
 class ModelRefused(Event, frozen=True):
     """A worker refused the session's model (its graph failed the worker's checks) or was
-    refused it (another torch release than the hub's); ``reason`` says which, in words."""
+    refused it (another torch release than the hub's); ``reason`` says which, in words: the
+    layer it concerns where the hub knows it, why, and the way out."""
 
     kind: ClassVar[str] = "model_refused"
     name: str  # the worker's name
     reason: str
+
+
+class AllRefused(Event, frozen=True):
+    """No worker is left and each of the ``workers`` machines that came refused the model
+    (or was refused it); the last was ``name``, saying ``reason``. The hub waits on: if
+    nobody else comes within ``grace_s``, RefusedWaitOver follows (``host`` then ends)."""
+
+    kind: ClassVar[str] = "all_refused"
+    workers: int
+    name: str
+    reason: str
+    grace_s: float
+
+    def who(self) -> str:
+        """The machines that came, for people: "the one worker that came", "all 3 …"."""
+        return ("the one worker that came" if self.workers == 1
+                else f"all {self.workers} workers that came")
+
+
+class RefusedWaitOver(Event, frozen=True):
+    """Every worker refused the model and nobody else came (to pair or join) for
+    ``waited_s`` since: the command line ends the session (ExitCode.MODEL_REFUSED)."""
+
+    kind: ClassVar[str] = "refused_wait_over"
+    workers: int
+    name: str  # the last to refuse, and why
+    reason: str
+    waited_s: float
 
 
 class StateChanged(Event, frozen=True):
@@ -378,9 +407,9 @@ class Ended(Event, frozen=True):
 
 
 HUB_EVENTS: tuple[type[Event], ...] = (
-    WorkerJoined, WorkerReady, WorkerLeft, ModelRefused, StateChanged, RoundClosed,
-    ModeChanged, Evaluated, Rejected, PairingRefused, Finished, Stopped, DiskError, PinChanged,
-    HubStopped)
+    WorkerJoined, WorkerReady, WorkerLeft, ModelRefused, AllRefused, RefusedWaitOver,
+    StateChanged, RoundClosed, ModeChanged, Evaluated, Rejected, PairingRefused, Finished,
+    Stopped, DiskError, PinChanged, HubStopped)
 WORKER_EVENTS: tuple[type[Event], ...] = (
     PairedWith, Joined, ModelReceived, ShardReceived, Pushed, HubSilent, HubLost, HubBack,
     HubStopped, PairingWait, SessionFull, Rejoining, Resync, Paused, Resumed, WorkerDone)

@@ -107,5 +107,5 @@ def graph_hub(spec: str, **overrides: Any) -> tuple[HubCore, SessionModel]:
     server.track(shipped.stat_buffers(), shipped.counters())
     hub = HubCore(config, pin=PIN, session_id=SESSION_ID, hub_key=HUB_KEY, train_set=data,
                   server=server, fingerprint=shipped.fingerprint, allowlist=Allowlist(),
-                  graph=shipped.graph)
+                  graph=shipped.graph, describe=shipped.refusal)
     return hub, shipped

@@ -129,7 +129,7 @@ def _host_plan(args: argparse.Namespace) -> HostPlan:
                     pin=options.pin, port=options.port, bind=app.bind,
                     interfaces=tuple(_interfaces(args) or ()) or None,
                     advertise=options.advertise, name=options.name,
-                    tensorboard=options.tensorboard)
+                    tensorboard=options.tensorboard, end_when_refused=True)
 
 
 def host(args: argparse.Namespace) -> int:

@@ -9,9 +9,10 @@ from typing import Any
 
 from tqdm import tqdm
 
-from ..events import (Advertising, Evaluated, Finished, Handlers, Joined, Listening, LogLine,
-                      ModelReceived, ModelRefused, ModeChanged, Pushed, Resumed, RoundClosed,
-                      Stopped, WorkerInfo, WorkerJoined, WorkerLeft)
+from ..errors import ExitCode
+from ..events import (AllRefused, Advertising, Evaluated, Finished, Handlers, Joined, Listening,
+                      LogLine, ModelReceived, ModelRefused, ModeChanged, Pushed, Resumed,
+                      RoundClosed, Stopped, WorkerInfo, WorkerJoined, WorkerLeft)
 from ..service import Tagged
 
 
@@ -79,6 +80,21 @@ class RoundBar:
             self.bar.close()
 
 
+RULE = "!" * 78  # sets the lines that say nobody can train the model apart from the others
+
+
+def all_refused_text(e: AllRefused) -> str:
+    """What ``host`` says when every worker refused the model: who, why, and what follows."""
+    code = ExitCode.MODEL_REFUSED
+    return (f"{RULE}\n"
+            f"!! NO WORKER CAN TRAIN THIS MODEL: {e.who()} refused it, and "
+            f"none is left.\n"
+            f"!! The last, {e.name}: {e.reason}\n"
+            f"!! Waiting {e.grace_s:.0f} s for another worker; then host ends (exit code "
+            f"{code.value}). Ctrl-C stops it now.\n"
+            f"{RULE}")
+
+
 RETURNING = {"paused": "resumed"}  # a machine back under its id (WorkerJoined.returning)
 
 
@@ -99,7 +115,8 @@ class HubView:
                          .on(WorkerLeft, lambda e: self._worker(
                              e.worker, "paused" if e.reason == "paused" else "left"))
                          .on(ModelRefused, lambda e: self.bar.write(
-                             f"worker {e.name} refused the model: {e.reason}"))
+                             f"worker {e.name} cannot train the model: {e.reason}"))
+                         .on(AllRefused, self._all_refused)
                          .on(Finished, self._finished).on(Stopped, self._stopped))
 
     def on(self, tagged: Tagged) -> None:
@@ -138,6 +155,10 @@ class HubView:
     def _worker(self, w: WorkerInfo, verb: str) -> None:
         if not self.quiet:
             self.bar.write(f"worker {w.id} ({w.name}, {w.device}) {verb}")
+
+    def _all_refused(self, e: AllRefused) -> None:
+        """Said even with --quiet, set apart from the lines around it: nobody trains."""
+        self.bar.write(all_refused_text(e))
 
     def _finished(self, e: Finished) -> None:
         self.bar.close()

@@ -67,6 +67,7 @@ class ProgressFields:
         self._silent = False
         self._all_done = False  # the hub said every round is done
         self.banner: tuple[str, str] | None = None  # (level, text) shown above everything
+        self.refusal_banner = False  # the banner says a worker refused the model
         self.stopping = False  # Stop (or Leave) was asked: the session winds down
         self.paused = ""  # on a worker: why it is paused (worker.pause.pause_text); "": not
 
@@ -93,6 +94,7 @@ class ProgressFields:
     def _alert(self, text: str | None, level: str = "warning") -> None:
         """The banner at the top of the window (None hides it)."""
         self.banner = None if text is None else (level, text)
+        self.refusal_banner = False  # a refusal's handler says so after
 
     def _progress(self, version: int, loss: float, now: float) -> None:
         if self.phase in ("starting", "waiting"):

@@ -7,25 +7,29 @@ They read and write the fields of a ``ProgressFields`` and its helpers (``_say``
 
 from __future__ import annotations
 
-from ..events import (Advertising, DiskError, Ended, Evaluated, Failed, Finished, Joined,
-                      Listening, LogLine, ModelRefused, ModeChanged, PairingRefused, Rejected,
-                      RoundClosed,
-                      StateChanged, Stopped, WorkerJoined, WorkerLeft, WorkerReady)
+from ..events import (AllRefused, Advertising, DiskError, Ended, Evaluated, Failed, Finished,
+                      Joined, Listening, LogLine, ModelRefused, ModeChanged, PairingRefused,
+                      Rejected, RoundClosed, StateChanged, Stopped, WorkerJoined, WorkerLeft,
+                      WorkerReady)
 from ..hub.rejects import ROUTINE
 from .formatting import percent
 from .progress_fields import ProgressFields
 from .progress_rows import LIVE_STATES, FinalResult, WorkerRow
 
 ROUTINE_CODES = frozenset(code.value for code in ROUTINE)
-LEAVE_REASONS = {"left": "left the session", "silent": "stopped answering",
+# WorkerLeft's reasons in words, for its row and the log: the window shows no raw state name
+LEAVE_REASONS = {"left": "left the session", "paused": "paused", "silent": "stopped answering",
                  "kicked": "removed", "arch_mismatch": "builds a different model",
-                 "stuck": "missed several rounds: its shard was freed"}
+                 "stuck": "missed several rounds: its shard was freed",
+                 "model_refused": "refused the model"}
+WAITING = "Waiting for workers to join"
+SAID_ELSEWHERE = ("model_refused",)  # its ModelRefused follows, with the reason: one log line
 
 
 def listening(s: ProgressFields, e: Listening, now: float) -> None:
     """The hub is up: where workers reach it, and it waits for them."""
     s.port, s.out_dir, s.addresses = e.port, e.out_dir, list(e.addresses)
-    s.phase, s.status = "waiting", "Waiting for workers to join"
+    s.phase, s.status = "waiting", WAITING
     s._say(f"Hub listening on {e.bind}:{e.port} (events {e.pub_port}, "
            f"pairing {e.pair_port}); hub key {e.hub_key}")
 
@@ -46,6 +50,10 @@ def worker_joined(s: ProgressFields, e: WorkerJoined, now: float) -> None:
     s._forget_earlier_row(w)
     s.workers[w.id] = WorkerRow(w.id, w.name, w.device, last_seen=now,
                                 state="loading data", key=w.key)
+    if s.refusal_banner:  # someone came after the refusals: they are no longer the news
+        s._alert(None)
+        if s.phase == "waiting":
+            s.status = WAITING
     if e.returning == "paused":  # the same machine, its id and counts kept (hub/membership)
         s._say(f"Worker {w.id} ({w.name}) resumed")
         return
@@ -65,12 +73,12 @@ def worker_ready(s: ProgressFields, e: WorkerReady, now: float) -> None:
 def worker_left(s: ProgressFields, e: WorkerLeft, now: float) -> None:
     """The worker's row says why it left; a goodbye after the last round is "done"."""
     w, reason = e.worker, e.reason
-    why = LEAVE_REASONS.get(reason, reason)
+    why = LEAVE_REASONS.get(reason, "left the session")
     finished = reason == "left" and s._all_done  # its goodbye after the last round
     row = s.workers.get(w.id)
     if row is not None:
         row.state = "done" if finished else "left" if reason == "left" else why
-    if not finished:
+    if not finished and reason not in SAID_ELSEWHERE:
         s._say(f"Worker {w.id} ({w.name}) {why}")
 
 
@@ -131,8 +139,20 @@ def rejected(s: ProgressFields, e: Rejected, now: float) -> None:
 
 
 def model_refused(s: ProgressFields, e: ModelRefused, now: float) -> None:
-    """Log a worker that refused the model (or was refused it), and why."""
-    s._say(f"Worker {e.name} refused the model: {e.reason}")
+    """A worker that refused the model (or was refused it), and why: a banner and the log."""
+    text = f"Worker {e.name} cannot train this model: {e.reason}"
+    s._say(text)
+    s._alert(text, "warning")
+    s.refusal_banner = True
+
+
+def all_refused(s: ProgressFields, e: AllRefused, now: float) -> None:
+    """Nobody left can train the model: an error banner; the session waits on (Stop ends)."""
+    s._alert(f"No worker can train this model: {e.who()} refused it. The last, {e.name}: "
+             f"{e.reason}. The session waits for another worker; Stop ends it.", "error")
+    s.refusal_banner = True
+    s.status = "Every worker refused the model: waiting for another"
+    s._say(f"No worker can train this model: {e.who()} refused it, and none is left")
 
 
 def pairing_refused(s: ProgressFields, e: PairingRefused, now: float) -> None:

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..events import (Advertising, CodeRefused, DeviceChosen, DiskError, Ended, Evaluated,
-                      Event, Failed, Finished, HubBack, HubLost, HubSilent, HubStopped, Joined,
-                      Listening, LogLine, ModelReceived, ModelRefused, ModeChanged, PairedWith,
-                      PairingRefused, PairingWait, Paused, Pushed,
+from ..events import (AllRefused, Advertising, CodeRefused, DeviceChosen, DiskError, Ended,
+                      Evaluated, Event, Failed, Finished, HubBack, HubLost, HubSilent,
+                      HubStopped, Joined, Listening, LogLine, ModelReceived, ModelRefused,
+                      ModeChanged, PairedWith, PairingRefused, PairingWait, Paused, Pushed,
                       Rejected, Resumed, Rejoining, RoundClosed, SessionFull, ShardReceived,
                       StateChanged, Stopped, WorkerDone, WorkerJoined, WorkerLeft,
                       WorkerReady)
@@ -204,6 +204,7 @@ HANDLERS: dict[tuple[str, type[Event]], Handler] = {
     ("hub", Rejected): hub.rejected,
     ("hub", PairingRefused): hub.pairing_refused,
     ("hub", ModelRefused): hub.model_refused,
+    ("hub", AllRefused): hub.all_refused,
     ("hub", Finished): hub.finished,
     ("hub", Stopped): hub.stopped,
     ("hub", DiskError): hub.disk_error,

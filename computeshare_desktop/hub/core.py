@@ -7,14 +7,16 @@ a new version is published or their wait runs out, which is why replies can come
 
 A model shipped as a graph (``graph``) is served in parts after the Welcome (GRAPH_GET, by
 byte ranges); such a session admits only workers on the hub's torch release, and a worker
-that refuses the graph says why (GRAPH_REFUSED), which is logged and reported.
+that refuses the graph says why (GRAPH_REFUSED), which is logged and reported in the hub's
+words (``describe``: the layer, why, the way out). When every machine that came refused the
+model and none is left, the host is told (hub/refusals.py).
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..codec import CODECS, get_codec
 from ..data import ArrayDataset
@@ -36,6 +38,7 @@ from .augment import session_augment
 from .membership import Member, Membership
 from .pairing import PairingDesk
 from .probe import PROBE_MAX_BYTES, ProbeDesk
+from .refusals import REFUSED_GRACE_S, RefusalWatch
 from .rejects import RejectLog
 from .rounds import Round, Task
 from .schedule import Schedule
@@ -73,12 +76,17 @@ class HubCore:
                  allowlist: Allowlist | None = None,
                  cursors: dict[int, int] | None = None,
                  held: dict[str, int] | None = None,
-                 graph: ShippedGraph | None = None) -> None:
+                 graph: ShippedGraph | None = None,
+                 describe: Callable[[str, str], str] | None = None) -> None:
         """``fingerprint``: what workers must match (the graph's for a ``graph``, which
         workers then fetch; None: a built-in they build by name); ``cursors`` and ``held``:
-        each shard's stream position and the shard each worker held, from a checkpoint."""
+        each shard's stream position and the shard each worker held, from a checkpoint;
+        ``describe``: a worker's refusal (its reason, the graph node it names) in words for
+        the host (SessionModel.refusal; None: the worker's reason as it is)."""
         self.config = config
         self.graph = graph
+        self._describe = describe or (lambda reason, where: reason)
+        self.refusals = RefusalWatch(REFUSED_GRACE_S)
         self.session_id = session_id
         self.server = server
         self.fingerprint = fingerprint
@@ -141,6 +149,7 @@ class HubCore:
                             expect=TO_PAIRING | PROBES)
             if isinstance(msg, Probe):  # a network check asks to probe (hub/probe.py)
                 return [Reply(peer, encode(self.probes.grant(msg, now, source), [b""]))]
+            self.refusals.came(now)  # someone pairs: after refusals, the wait goes on
             reply: tuple[Any, ...] = (self.pairing.handle(msg, now, source),)
         except RemoteProtocolError as exc:
             lockout = self.pairing.lockout_for(source)
@@ -183,6 +192,7 @@ class HubCore:
             self._free_stuck(self.schedule.idle(now, self._ready()))
         self._maybe_start(now, out)
         self._maybe_close(now, out)
+        self._events += self.refusals.tick(now, len(self.members))
         self._reject_log.flush(now, self.server.version)  # refusals held for the summary
         for peer, parked in list(self._parked.items()):
             if parked.expires <= now:
@@ -265,13 +275,15 @@ class HubCore:
             raise RemoteProtocolError(RejectCode.HUB_STOPPED, "the host stopped the session")
         if self.done:
             raise RemoteProtocolError(RejectCode.SESSION_DONE, "training has finished")
+        self.refusals.came(now)
         if self.graph is not None:
-            self._check_torch(msg)
+            self._check_torch(msg, peer_key, now)
         token = auth.new_token()
         member = self.members.admit(token, msg.name, msg.device, now, key=peer_key)
         if member is None:
             raise RemoteProtocolError(RejectCode.SESSION_FULL,
                                       f"all {self.config.workers} shards are taken")
+        self.refusals.admitted(peer_key)
         self._event(WorkerJoined(member.info(), member.returning))
         c, data = self.config, self.train_set.info
         return Welcome(
@@ -289,7 +301,7 @@ class HubCore:
             num_classes=data.num_classes, **wire_shape(data),
             augment=list(self.augment), updates=c.updates, aggregation=c.aggregation)
 
-    def _check_torch(self, msg: Join) -> None:
+    def _check_torch(self, msg: Join, peer_key: str, now: float) -> None:
         """A graph's format changes between torch releases: the worker's must be ours."""
         ours = torch_release()
         try:
@@ -301,7 +313,7 @@ class HubCore:
         detail = (f"the hub runs torch {ours} and this worker torch {theirs}: a model shipped "
                   f"as a graph needs the same release on both; install torch {ours} here")
         log.warning("[hub v%d] worker %s refused: %s", self.server.version, msg.name, detail)
-        self._event(ModelRefused(msg.name, detail))
+        self._refused(peer_key, msg.name, detail, now)
         raise RemoteProtocolError(RejectCode.TORCH_MISMATCH, detail)
 
     def _graph_part(self, msg: GraphGet) -> tuple[Any, ...]:
@@ -319,14 +331,24 @@ class HubCore:
     def _graph_refused(self, member: Member, msg: GraphRefusal, now: float,
                        out: list[Reply]) -> tuple[Any, ...]:
         """The worker refuses the graph and leaves: its shard is free at once."""
+        reason = self._describe(msg.reason, msg.where)
         log.warning("[hub v%d] worker %d (%s) refused the model: %s", self.server.version,
-                    member.worker_id, member.name, msg.reason)
+                    member.worker_id, member.name, reason)
         self.members.remove(member.token, "refused the model")
         self._forget(member)
         self._event(WorkerLeft(member.info(), "model_refused"))
-        self._event(ModelRefused(member.name, msg.reason))
+        self._refused(member.key, member.name, reason, now)
         self._maybe_close(now, out)
         return (Ack(self.server.version),)
+
+    def _refused(self, key: str, name: str, reason: str, now: float) -> None:
+        """Report a refusal of the model, and whether any worker is left to train it."""
+        self._event(ModelRefused(name, reason))
+        for event in self.refusals.refusal(key, name, reason, now, len(self.members)):
+            log.warning("[hub v%d] every worker that came (%d) refused the model, and none "
+                        "is left: waiting %.0f s for another", self.server.version,
+                        len(self.refusals.refused), self.refusals.grace_s)
+            self._event(event)
 
     def _pull(self, peer: bytes, member: Member, msg: Pull, now: float,
               out: list[Reply]) -> tuple[Any, ...] | None:

@@ -137,7 +137,8 @@ class HubSession:
         self.core = HubCore(config, pin=pin, session_id=self.session_id, hub_key=hub_key,
                             train_set=train_set, server=self.server,
                             fingerprint=self.model.fingerprint, allowlist=allowlist,
-                            cursors=cursors, held=held, graph=self.model.graph)
+                            cursors=cursors, held=held, graph=self.model.graph,
+                            describe=self.model.refusal)
         if self.core.augment:  # a choice said to the host, not only in the log file
             self._emit(LogLine(augment_line(self.core.augment)))
         self.out.write_session({"config": config.to_json(), "session_id": self.session_id,

@@ -22,16 +22,17 @@ import copy
 import dataclasses
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
+from .. import __version__
 from ..data import ArrayDataset, DatasetInfo, DownloadProgress, normalize
 from ..errors import ConfigError
 from ..graph import GraphRefused, TrainingGraph, export_training_graph, torch_release
 from ..graph.contract import accept_parts
-from ..graph.export import refusal_text
+from ..graph.export import explain, refusal_text
 from ..models import (ModelSpec, SpecKind, build_model_from_spec, fingerprint, freeze_except,
                       load_starting_weights, parameter_count, parse_model_spec,
                       parse_prefixes)
@@ -39,7 +40,7 @@ from ..pacing import Throttle
 from ..protocol.graphs import (Manifest, encode_manifest, entry, program_sha256,
                                state_blob)
 from ..protocol.messages import ComputeKind, GraphPart
-from .code_offer import code_parts, refusal
+from .code_offer import HINT, code_parts, refusal
 from .config import HubConfig
 
 log = logging.getLogger(__name__)
@@ -84,6 +85,8 @@ class SessionModel:
     module: nn.Module  # the user's module (a program's, for a .pt2): what the hub trains
     fingerprint: str  # what workers must match: the registry's, or the graph's
     graph: ShippedGraph | None  # None: a built-in that workers build by name
+    # each node of the graph to its layer ("rnn: nn.LSTM"), for the host's words: never shipped
+    layers: dict[str, str] = field(default_factory=dict)
 
     @property
     def compute(self) -> ComputeKind:
@@ -97,6 +100,23 @@ class SessionModel:
     @property
     def label(self) -> str:
         return self.spec.label
+
+    def refusal(self, reason: str, where: str = "") -> str:
+        """A worker's refusal of this model in the host's words: the layer it concerns
+        (``where``, a node of the graph, when it names one), why, and the way out."""
+        return f"{explain(GraphRefused(reason, where or None), self.layers)}; {self.way_out()}"
+
+    def way_out(self) -> str:
+        """What the host can do about a worker that refuses this model."""
+        if self.offers_code:
+            assert self.graph is not None
+            sha = self.graph.manifest.program_sha256
+            return (f"that machine runs the file once its person approves its sha256 (the app "
+                    f"asks; or join --trust-code {sha})")
+        fix = (f"this hub's own check accepts the graph, so that machine differs: run "
+               f"ComputeShare {__version__} there, as here, or join it with --device cpu")
+        file_model = self.spec.path is not None and self.spec.path.suffix == ".py"
+        return f"{fix}; {HINT}" if file_model else fix
 
     def stat_buffers(self) -> list[torch.Tensor]:
         """The module's buffers that travel as running statistics, in the manifest's order
@@ -192,7 +212,7 @@ def ship_model(model: nn.Module, config: HubConfig, train_set: ArrayDataset) -> 
     log.info("model %s exported as a graph for workers in %.1f s (torch %s): %s; %d running "
              "statistics travel with each round", spec.label, time.perf_counter() - began,
              torch_release(), graph.summary(), len(stats))
-    return SessionModel(spec, model, graph.fingerprint, shipped)
+    return SessionModel(spec, model, graph.fingerprint, shipped, graph.layers)
 
 
 def accept_own(shipped: ShippedGraph, graph: TrainingGraph, spec: ModelSpec) -> None:

@@ -217,6 +217,9 @@ class GraphRefusal(Message, frozen=True):
     TYPE: ClassVar[MsgType] = MsgType.GRAPH_REFUSED
     token: Str
     reason: Str
+    # The graph's node (or tensor) it concerns, GraphRefused.where: the hub, which kept each
+    # node's layer (workers get none), names it ("rnn: nn.LSTM"). "": none, or an older worker.
+    where: Str = ""
 
 
 class Shard(Message, frozen=True):

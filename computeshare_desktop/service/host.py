@@ -8,7 +8,9 @@ key the hub allows before it starts: it joins without pairing, so no flood of th
 port can keep the host's own machine from training. The hub thread builds the session,
 binds the sockets, serves until training is done or ``stop()`` is asked, saves the model
 and a checkpoint if it was stopped early, then withdraws the advert and closes every
-socket itself: ZeroMQ sockets never change threads.
+socket itself: ZeroMQ sockets never change threads. When every worker refused the model
+and nobody else came in time, a plan that ``end_when_refused`` (the command line's) stops
+the session as a stop does and ends with AllRefusedError; the app's window waits on.
 
 Views subscribe to its events (``Tagged``: ``source`` is "hub" or "local") through a
 callback run on the service's threads, or drain them from ``events``.
@@ -26,8 +28,8 @@ from ..data.folders import dataset_label
 from ..discovery import DiscoveryError
 from ..discovery.advertiser import advertised_addresses
 from ..discovery.hub_advert import HubAdvertising
-from ..errors import ComputeShareError, PortInUseError
-from ..events import Advertising, Ended, Event, Failed, Listening, LogLine
+from ..errors import AllRefusedError, ComputeShareError, PortInUseError
+from ..events import Advertising, Ended, Event, Failed, Listening, LogLine, RefusedWaitOver
 from ..hub import HubResult, HubSession
 from ..protocol.auth import check_pin, new_pin
 from ..protocol.pake import key_fingerprint
@@ -263,4 +265,16 @@ class HostService(ServiceThread):
 
     def _on_hub_event(self, event: Event) -> None:
         self._post(event)
+        if isinstance(event, RefusedWaitOver) and self.plan.end_when_refused:
+            self._end_refused(event)
+
+    def _end_refused(self, e: RefusedWaitOver) -> None:
+        """Nobody can train the model: stop (the model and a checkpoint are kept) and end
+        with the error that says so (on the hub thread, from its own event)."""
+        log.warning("every worker refused the model and nobody else came for %.0f s: "
+                    "stopping", e.waited_s)
+        self.error = AllRefusedError(
+            f"every worker that came ({e.workers}) refused the model and nobody else came "
+            f"within {e.waited_s:.0f} s; the last, {e.name}: {e.reason}")
+        self.stop()
 

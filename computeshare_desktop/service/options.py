@@ -163,6 +163,9 @@ class HostPlan:
     tensorboard: bool = default(HostOptions, "tensorboard", "host")  # event files too
     linger_s: float = 5.0  # after the last round, how long to wait for workers to hear it
     given: Given | None = None  # a model and data handed from Python (api.host), not built
+    # every worker refused the model and nobody else came in time (RefusedWaitOver): end the
+    # session with AllRefusedError (the command line); False: wait on (the app's window)
+    end_when_refused: bool = False
 
 
 def check_output_folder(path: Path, resume: bool) -> Path:

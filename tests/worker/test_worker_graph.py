@@ -98,13 +98,15 @@ def test_a_graph_with_a_forbidden_op_is_refused_and_the_hub_is_told(spec) -> Non
     error = peer.finish.error
     assert isinstance(error, GraphRefused) and "_foobar" in error.reason
     told = [m for m in peer.messages() if isinstance(m, GraphRefusal)]
+    assert error.where  # the node it concerns, which the worker knows by name only
     assert told == [GraphRefusal(token=peer.core.token or told[0].token,
-                                 reason=error.reason[:256])]
+                                 reason=error.reason[:256], where=error.where)]
     assert not any(isinstance(m, Shard) for m in peer.messages())  # nothing downloaded after
     events = hub.drain_events()
     assert [e.reason for e in events if isinstance(e, WorkerLeft)] == ["model_refused"]
-    assert [e for e in events if isinstance(e, ModelRefused)] == [
-        ModelRefused("w1", error.reason[:256])]
+    refused = [e for e in events if isinstance(e, ModelRefused)]
+    assert [e.name for e in refused] == ["w1"]  # the hub names the layer the worker could not
+    assert refused[0].reason.startswith(f"layer stem.0: nn.Conv2d: {error.reason[:256]}; ")
     assert len(hub.members) == 0
 
 
