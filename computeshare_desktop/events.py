@@ -103,14 +103,14 @@ class AllRefused(Event, frozen=True):
 
 
 class RefusedWaitOver(Event, frozen=True):
-    """Every worker refused the model and nobody else came (to pair or join) for
-    ``waited_s`` since: the command line ends the session (ExitCode.MODEL_REFUSED)."""
+    """Every worker refused the model and nobody else came (to pair or join) within
+    ``grace_s`` since: the command line ends the session (ExitCode.MODEL_REFUSED)."""
 
     kind: ClassVar[str] = "refused_wait_over"
     workers: int
     name: str  # the last to refuse, and why
     reason: str
-    waited_s: float
+    grace_s: float
 
 
 class StateChanged(Event, frozen=True):

@@ -346,8 +346,7 @@ class HubCore:
         self._event(ModelRefused(name, reason))
         for event in self.refusals.refusal(key, name, reason, now, len(self.members)):
             log.warning("[hub v%d] every worker that came (%d) refused the model, and none "
-                        "is left: waiting %.0f s for another", self.server.version,
-                        len(self.refusals.refused), self.refusals.grace_s)
+                        "is left", self.server.version, len(self.refusals.refused))
             self._event(event)
 
     def _pull(self, peer: bytes, member: Member, msg: Pull, now: float,

@@ -60,4 +60,4 @@ class RefusalWatch:
             self.since = None
             return []
         self.over = True
-        return [RefusedWaitOver(len(self.refused), *self.last, now - self.since)]
+        return [RefusedWaitOver(len(self.refused), *self.last, self.grace_s)]

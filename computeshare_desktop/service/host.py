@@ -271,10 +271,10 @@ class HostService(ServiceThread):
     def _end_refused(self, e: RefusedWaitOver) -> None:
         """Nobody can train the model: stop (the model and a checkpoint are kept) and end
         with the error that says so (on the hub thread, from its own event)."""
-        log.warning("every worker refused the model and nobody else came for %.0f s: "
-                    "stopping", e.waited_s)
+        log.warning("every worker refused the model and nobody else came within %.0f s: "
+                    "stopping", e.grace_s)
         self.error = AllRefusedError(
             f"every worker that came ({e.workers}) refused the model and nobody else came "
-            f"within {e.waited_s:.0f} s; the last, {e.name}: {e.reason}")
+            f"within {e.grace_s:.0f} s; the last, {e.name}: {e.reason}")
         self.stop()
 
