@@ -46,6 +46,7 @@ class CodeNotApproved(GraphRefused):
 
     def __init__(self, model: str, sha256: str, hub_key: str, trusted: str = "") -> None:
         self.model, self.sha256, self.hub_key, self.trusted = model, sha256, hub_key, trusted
+        self.where = None  # the code as a whole, no node of a graph
         if trusted:
             self.reason = (f"the hub offers its model as Python code ({model}) with sha256 "
                            f"{sha256}, not the {trusted} this worker was told to trust")

@@ -518,12 +518,10 @@ class WorkerCore:
         if self.welcome is not None and self.hub_key is not None and self.hub_stopped is None:
             self.phase = Phase.BYE
             token = self.welcome.token
-            # (a refusal that sets up its own message, CodeNotApproved, has no ``where``)
-            where = getattr(error, "where", None) or ""
-            farewell = (GraphRefusal(token=token, reason=error.reason[:MAX_STR_CHARS],
-                                     where=where[:MAX_STR_CHARS])
-                        if isinstance(error, GraphRefused) else Bye(token=token))
+            farewell: GraphRefusal | Bye = Bye(token=token)
             if isinstance(error, GraphRefused):
+                farewell = GraphRefusal(token=token, reason=error.reason[:MAX_STR_CHARS],
+                                        where=(error.where or "")[:MAX_STR_CHARS])
                 log.warning("refusing the hub's model: %s", error.reason)
             return [Goodbye(Send.of(farewell, BYE_TIMEOUT_S, self.hub_key))]
         return self._finish(now)
