@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import sysconfig
 import threading
 import time
 from collections import deque
@@ -41,6 +42,7 @@ from .hub import Given
 from .hub.config import MODE_OPTIONS, SessionOptions
 from .hub.user_model import prepare_model
 from .models import parse_model_spec
+from .models.specs import GIVEN_PREFIX
 from .schema import default, defaults, options as schema_options
 from .service import AppConfig, HostPlan, HostService, Tagged
 from .service.options import HostOptions, default_output_folder
@@ -312,15 +314,28 @@ def _model(model: nn.Module | str) -> tuple[nn.Module | None, str]:
 
 
 def module_spec(model: nn.Module) -> str:
-    """``FILE.py:Class`` of a module's class: what session.json and workers call it (its
-    source file where Python knows one, else its module's name)."""
+    """What session.json and workers call a module: ``FILE.py:Class`` when the user's own
+    file defines its class, else ``python:Class`` (torch's ``nn.Sequential``, a class of
+    an installed package or typed at a prompt: a file no one can build it from alone)."""
     cls = type(model)
     try:
         source = inspect.getsourcefile(cls)
     except TypeError:  # a class without a file (built in C, or typed at a prompt)
         source = None
-    path = source if source and source.endswith(".py") else f"{cls.__module__}.py"
-    return f"{path}:{cls.__name__}"
+    if not source or not source.endswith(".py") or _installed(Path(source)) \
+            or not Path(source).is_file():
+        return f"{GIVEN_PREFIX}{cls.__name__}"
+    return f"{source}:{cls.__name__}"
+
+
+def _installed(source: Path) -> bool:
+    """Whether a source file belongs to Python or to an installed package (torch's
+    containers, torchvision's models), not to the user."""
+    paths = sysconfig.get_paths()
+    roots = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")
+             if key in paths}
+    resolved = source.resolve()
+    return any(resolved.is_relative_to(Path(root).resolve()) for root in roots)
 
 
 def _dataset_name(train: MapDataset | str, test: MapDataset | str | None, name: str) -> str:

@@ -143,6 +143,7 @@ _INFOS: dict[str, DatasetInfo] = {
 }
 
 DATASETS: tuple[str, ...] = tuple(_INFOS)
+PYTHON_PREFIX = "python:"  # the name of data given from Python (``mapped.python_name``)
 
 
 def dataset_info(name: str) -> DatasetInfo:
@@ -150,6 +151,10 @@ def dataset_info(name: str) -> DatasetInfo:
     try:
         return _INFOS[name]
     except KeyError:
+        if name.startswith(PYTHON_PREFIX):
+            raise ConfigError(f"{name} is data that was handed to host() from Python, which "
+                              f"was never on disk: name the data with --dataset (a folder "
+                              f"of images, a table, a built-in dataset)") from None
         raise ConfigError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}") from None
 
 

@@ -21,10 +21,10 @@ import torch
 from ..errors import ConfigError
 from .arrays import ArrayDataset
 from .folders import is_folder_spec
-from .info import DATASETS, DatasetInfo, table_info
+from .info import DATASETS, PYTHON_PREFIX, DatasetInfo, table_info
 from .tables import is_table_spec
 
-PREFIX = "python:"  # a session's dataset name when its data came from Python
+PREFIX = PYTHON_PREFIX  # a session's dataset name when its data came from Python
 MIN_STD = 1e-3  # a channel that never changes is scaled as if it varied this much
 DIGITS = 6  # mean and std are rounded so: the hub and its workers normalise alike
 MAX_NAME = 64

@@ -5,7 +5,10 @@ A spec is one of
 - a built-in name (``simplenet``, ``mlp``, ``resnet18``: ``registry.MODELS``);
 - ``torchvision:ARCH``, an image classifier of ``torchvision.models`` (``vision.py``);
 - ``PATH.py:NAME``, a module class or function in the user's Python file (``userfile.py``);
-- ``PATH.pt2``, a program saved with ``torch.export.save`` (``program.py``).
+- ``PATH.pt2``, a program saved with ``torch.export.save`` (``program.py``);
+- ``python:NAME``, a module handed to ``host()`` from Python whose class no file of the
+  user's defines (a bare ``nn.Sequential``, a class typed at a prompt): what session.json
+  and workers call it. Nothing can build it again from that name.
 
 Parsing reads the text only (and torchvision's list of names); files are opened when the
 model is built. Building runs the user's code: only the hub does it.
@@ -29,6 +32,7 @@ from computeshare_desktop.models.registry import MODELS, build_model, build_seed
 from computeshare_desktop.models.userfile import build_from_file
 
 FORMS = "a built-in name ({}), torchvision:ARCH, PATH.py:NAME or PATH.pt2"
+GIVEN_PREFIX = "python:"  # a module handed to host(), as data given from Python is named
 
 
 class SpecKind(enum.Enum):
@@ -38,6 +42,7 @@ class SpecKind(enum.Enum):
     TORCHVISION = "torchvision"  # an image classifier of torchvision.models
     FILE = "file"  # a class or function in the user's Python file
     PROGRAM = "program"  # a torch.export program the user saved
+    GIVEN = "given"  # a module handed to host() from Python, that no file of theirs builds
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +66,8 @@ class ModelSpec:
                 return f"{self.path}:{self.name}"
             case SpecKind.PROGRAM:
                 return str(self.path)
+            case SpecKind.GIVEN:
+                return GIVEN_PREFIX + self.name
 
     @property
     def label(self) -> str:
@@ -90,6 +97,8 @@ def parse_model_spec(text: str) -> ModelSpec:
         if not arch:
             raise ConfigError("torchvision: needs an architecture, e.g. torchvision:resnet50")
         return ModelSpec(SpecKind.TORCHVISION, vision.check_arch(arch.lower()))
+    if spec.startswith(GIVEN_PREFIX) and spec[len(GIVEN_PREFIX):].isidentifier():
+        return ModelSpec(SpecKind.GIVEN, spec[len(GIVEN_PREFIX):])
     if spec.lower().endswith(".pt2"):
         return ModelSpec(SpecKind.PROGRAM, "", Path(spec).expanduser())
     if spec.lower().endswith(".py"):
@@ -125,7 +134,7 @@ def build_model_from_spec(spec: ModelSpec, info: DatasetInfo, *,
     Raises:
         ConfigError: as each kind's builder says, and as the output check says; for a
             torchvision architecture that refuses the data's image size, a message that
-            names it and suggests --image-size.
+            names it and suggests --image-size; a GIVEN spec (nothing builds it).
     """
     match spec.kind:
         case SpecKind.BUILTIN:
@@ -141,5 +150,10 @@ def build_model_from_spec(spec: ModelSpec, info: DatasetInfo, *,
         case SpecKind.PROGRAM:
             assert spec.path is not None
             model = load_program(spec.path, sample_shape(info))
+        case SpecKind.GIVEN:
+            raise ConfigError(
+                f"{spec.text} is a module that was handed to host() from Python: nothing "
+                f"can build it again from that name. Load trained_model.pth into your own "
+                f"{spec.name}, use trained_model.pt2, or give --model PATH.py:NAME")
     check_model_outputs(model, info)
     return model
