@@ -18,11 +18,13 @@ import torch
 
 from computeshare_desktop.errors import ComputeShareError, ExitCode
 from computeshare_desktop.models.flat import FINGERPRINT_HEX_CHARS
+from computeshare_desktop.protocol.graphs import MAX_PROGRAM_BYTES as MAX_PROGRAM_BYTES
 
 # Caps that keep a hostile graph from exhausting memory before it is even checked. A
 # torchvision ResNet-50 in train mode, decomposed and stripped of metadata, is ~0.4 MB and
-# ~450 nodes; ViT-B/16 ~1,100 nodes. These leave a wide margin.
-MAX_PROGRAM_BYTES = 16 * 2**20
+# ~450 nodes; ViT-B/16 ~1,100 nodes. These leave a wide margin. The program's own cap,
+# MAX_PROGRAM_BYTES, is the manifest's (protocol.graphs): one limit, checked before the
+# download and again here.
 MAX_NODES = 20_000
 MAX_TENSORS = 50_000  # entries in the graph's tensor_values
 MAX_STATE_TENSORS = 10_000  # parameters, buffers and constants
@@ -32,6 +34,11 @@ MAX_DIMS = 16
 MAX_LIST_ITEMS = 4_096  # an int list, a tensor list (torch.cat's inputs)
 MAX_STATIC_NUMEL = 2**31  # any tensor the graph declares with a fixed shape
 MAX_INT = 2**62  # any int in the graph (slice ends are 2**63 - 1: see checks.SLICE_END)
+# Shape expressions (symbols.py): a real export has a few dozen distinct ones (a GRU over
+# 28 steps: 85) and no Max, Min or FloorDiv, each of which costs sympy ~10 ms.
+MAX_EXPRESSIONS = 1_024  # distinct expressions in one graph
+MAX_BRANCHING = 32  # Max, Min and FloorDiv in them, all together
+MIN_BATCH = 2  # the batch's least size (the hub exports so: a batch of 1 would be fixed)
 
 
 class GraphRefused(ComputeShareError):
@@ -48,15 +55,22 @@ class GraphRefused(ComputeShareError):
         super().__init__(f"model graph refused: {reason}")
 
 
-_RELEASE = re.compile(r"\A(\d{1,4})\.(\d{1,4})\.(\d{1,4})")
+# A torch version as torch writes it (PEP 440): a release, then at most a pre-release
+# (``2.6.0a0``, ``2.5.0rc1``), a post or dev part (``2.6.0.dev20241001``) and a local tag
+# (``+cu130``, ``+cpu``, ``+git1a2b3c4``, NVIDIA's ``+e000cf0.nv24.10``), and nothing else.
+_RELEASE = re.compile(r"\A(\d{1,4})\.(\d{1,4})\.(\d{1,4})(?:(?:a|b|rc)\d{1,8})?"
+                      r"(?:\.post\d{1,8})?(?:\.dev\d{1,10})?"
+                      r"(?:\+[A-Za-z0-9]{1,40}(?:\.[A-Za-z0-9]{1,40}){0,8})?\Z")
+MAX_VERSION_CHARS = 64
 
 
 def release(version: str) -> str:
     """``major.minor.patch`` of a torch version string: local tags (``+cu130``, ``+cpu``)
-    and pre-release suffixes are dropped. ``GraphRefused`` when it has no such prefix."""
-    match = _RELEASE.match(version[:64])
+    and pre-release suffixes are dropped. ``GraphRefused`` when it is not a whole version
+    (``2.14.1abc`` is not)."""
+    match = _RELEASE.match(version) if len(version) <= MAX_VERSION_CHARS else None
     if match is None:
-        raise GraphRefused(f"unreadable torch version {version[:64]!r}")
+        raise GraphRefused(f"unreadable torch version {version[:MAX_VERSION_CHARS]!r}")
     return ".".join(str(int(part)) for part in match.groups())
 
 

@@ -28,12 +28,15 @@ import msgspec
 
 from computeshare_desktop.graph import ops, schema
 from computeshare_desktop.graph.base import (
+    MAX_BRANCHING,
+    MAX_EXPRESSIONS,
     MAX_PROGRAM_BYTES,
     MAX_STATIC_NUMEL,
+    MIN_BATCH,
     GraphRefused,
     require_release,
 )
-from computeshare_desktop.graph.symbols import check_expression, is_symbol_name
+from computeshare_desktop.graph.symbols import Expression, check_expression, is_symbol_name
 from computeshare_desktop.protocol.paths import path_problem
 
 # Names torch.fx's generated forward() reads as globals, or that Python gives a meaning.
@@ -61,6 +64,7 @@ class CheckedProgram:
     constants: dict[str, Meta] = field(default_factory=dict)
     ops: Counter[str] = field(default_factory=Counter)
     mutated: list[str] = field(default_factory=list)  # buffers it updates in training
+    batch: str = ""  # the batch's symbol (``s77``): the one dynamic size
 
     @property
     def op_count(self) -> int:
@@ -84,7 +88,7 @@ def check_program(program: bytes, *, hub_torch: str) -> CheckedProgram:
     checked = CheckedProgram(decoded)
     graph = decoded.graph_module.graph
     _check_names(decoded)
-    _check_expressions(decoded)
+    _check_expressions(decoded, checked)
     _check_static_sizes(graph)
     _check_size_arguments(graph)
     for node in graph.nodes:
@@ -101,6 +105,8 @@ def _decode(program: bytes | bytearray | memoryview, kind: type[_T]) -> _T:
     except msgspec.DecodeError as err:  # ValidationError is one too
         raise GraphRefused(f"the graph does not fit the accepted schema: {str(err)[:300]}") \
             from None
+    except RecursionError:  # a field skipped unread still nests: [[[[...]]]] 10^5 deep
+        raise GraphRefused("the graph's JSON nests too deeply") from None
 
 
 def _check_versions(decoded: schema.ExportedProgram) -> None:
@@ -204,16 +210,47 @@ def _sym_ints(graph: schema.Graph) -> Iterator[schema.SymInt]:
         yield meta.storage_offset
 
 
-def _check_expressions(decoded: schema.ExportedProgram) -> None:
-    ranges = decoded.range_constraints
-    for symbol, bounds in ranges.items():
+def _check_expressions(decoded: schema.ExportedProgram, checked: CheckedProgram) -> None:
+    """Every expression in the grammar, naming the batch alone; each distinct one is parsed
+    once (here and in torch's loader: ``rebuild.py``), so its count is what costs."""
+    for symbol, bounds in decoded.range_constraints.items():
         if not is_symbol_name(symbol) or bounds.min_val is None or bounds.min_val < 0:
             raise GraphRefused(f"the range of {symbol!r} is not a size's")
+    checked.batch = _batch_symbol(decoded)
+    seen: dict[str, Expression] = {}
     for value in _sym_ints(decoded.graph_module.graph):
-        if value.kind == "as_expr":
-            unknown = check_expression(value.value.expr_str) - ranges.keys()
-            if unknown:
-                raise GraphRefused(f"shape symbols without a range: {sorted(unknown)}")
+        if value.kind == "as_expr" and value.value.expr_str not in seen:
+            text = value.value.expr_str
+            seen[text] = expression = check_expression(text)
+            if expression.symbols - {checked.batch}:
+                raise GraphRefused(f"shape expression names a size other than the batch "
+                                   f"({checked.batch}): {sorted(expression.symbols)}")
+    if len(seen) > MAX_EXPRESSIONS:
+        raise GraphRefused(f"the graph has {len(seen)} distinct shape expressions, over the "
+                           f"cap of {MAX_EXPRESSIONS}")
+    branching = sum(e.branching for e in seen.values())
+    if branching > MAX_BRANCHING:
+        raise GraphRefused(f"the graph's shape expressions use Max, Min or FloorDiv "
+                           f"{branching} times, over the cap of {MAX_BRANCHING}")
+
+
+def _batch_symbol(decoded: schema.ExportedProgram) -> str:
+    """The one dynamic size a hub exports: the input's first, the batch, from MIN_BATCH up.
+    (A range may name a symbol the graph no longer uses: torch's export leaves some.)"""
+    graph = decoded.graph_module.graph
+    inputs = [_spec_name(s) for s in decoded.graph_module.signature.input_specs
+              if s.kind == "user_input"]
+    meta = graph.tensor_values.get(inputs[0]) if len(inputs) == 1 else None
+    first = meta.sizes[0] if meta is not None and meta.sizes else None
+    if first is None or first.kind != "as_expr":
+        raise GraphRefused("the graph's input has no dynamic batch size")
+    expression = check_expression(first.value.expr_str)
+    (symbol,) = expression.symbols if len(expression.symbols) == 1 else ("",)
+    bounds = decoded.range_constraints.get(symbol)
+    if expression.operators or bounds is None or bounds.min_val != MIN_BATCH \
+            or not (bounds.max_val is None or bounds.max_val >= MIN_BATCH):
+        raise GraphRefused(f"the graph's batch size is not a symbol from {MIN_BATCH} up")
+    return symbol
 
 
 def _check_static_sizes(graph: schema.Graph) -> None:
@@ -234,17 +271,51 @@ def _check_size_arguments(graph: schema.Graph) -> None:
     """The sizes an op is told to allocate (full, empty, repeat, arange ...) are what torch
     allocates, whatever the graph declares for the result: cap their static part."""
     for node in graph.nodes:
-        sized = ops.size_argument(node.target)
-        for named in node.inputs:
-            if named.name != sized:
-                continue
-            arg = named.arg
-            ints = [arg.value] if arg.kind == "as_int" else arg.value if arg.kind == "as_ints" \
-                else [s.value for s in arg.value if s.kind == "as_int"] \
-                if arg.kind == "as_sym_ints" else []
-            if math.prod(abs(i) for i in ints) > MAX_STATIC_NUMEL:
-                raise GraphRefused(f"{node.target} asks for {ints} elements",
-                                   where=_node_name(node))
+        if node.target == ops.ATEN_PREFIX + "arange.start_step":
+            numel = _arange_numel(node)
+        else:
+            numel = math.prod(abs(i) for i in _size_ints(node))
+        if numel > MAX_STATIC_NUMEL:
+            raise GraphRefused(f"{node.target} asks for {numel:.0f} elements",
+                               where=_node_name(node))
+
+
+def _size_ints(node: schema.Node) -> list[int]:
+    """The static ints of the argument that says how many elements ``node`` allocates."""
+    sized = ops.size_argument(node.target)
+    arg = next((named.arg for named in node.inputs if named.name == sized), None)
+    if arg is None:
+        return []
+    if arg.kind == "as_int":
+        return [arg.value]
+    if arg.kind == "as_ints":
+        return list(arg.value)
+    if arg.kind == "as_sym_ints":
+        return [s.value for s in arg.value if s.kind == "as_int"]
+    return []
+
+
+def _arange_numel(node: schema.Node) -> float:
+    """How many elements ``arange(start, end, step)`` makes, from whichever of them are
+    numbers (a float end or a negative start counts as much as an int one); 0 when one is
+    a symbol (the shape checks bound those at the batch sizes they try)."""
+    values: dict[str, float] = {"step": 1.0}
+    for named in node.inputs:
+        arg = named.arg
+        if named.name not in ("start", "end", "step"):
+            continue
+        value = arg.value
+        if arg.kind == "as_sym_int":
+            if value.kind == "as_name":
+                return 0.0
+            value = value.value
+        elif arg.kind not in ("as_int", "as_float") or isinstance(value, str):
+            return math.inf  # "NaN", "Infinity" or no number at all
+        values[named.name] = float(value)
+    if not all(math.isfinite(v) for v in values.values()) or values["step"] == 0 \
+            or "start" not in values or "end" not in values:
+        return math.inf
+    return max(0.0, math.ceil((values["end"] - values["start"]) / values["step"]))
 
 
 def _check_uninitialised(graph: schema.Graph) -> None:
@@ -278,6 +349,17 @@ def _meta(graph: schema.Graph, name: str) -> Meta:
     return Meta(tuple(s.value for s in meta.sizes), meta.dtype)
 
 
+def _check_batch_input(graph: schema.Graph, name: str, batch: str) -> None:
+    """The input is a batch: its first size the batch's symbol, every other size fixed
+    (what the shape checks of ``shapes.py`` take as the worker's input)."""
+    meta = graph.tensor_values.get(name)
+    sizes = [] if meta is None else meta.sizes
+    first = sizes[0].value.expr_str if sizes and sizes[0].kind == "as_expr" else ""
+    if not first or check_expression(first) != Expression(frozenset({batch}), 0, 0) \
+            or any(size.kind != "as_int" for size in sizes[1:]):
+        raise GraphRefused("the graph's input is not a batch of fixed-size samples")
+
+
 def _tensor_only(args: list[schema.Argument], what: str) -> list[str]:
     if any(a.kind != "as_tensor" for a in args):
         raise GraphRefused(f"the graph's {what} must all be tensors")
@@ -298,6 +380,7 @@ def _check_signature(decoded: schema.ExportedProgram, checked: CheckedProgram) -
         raise GraphRefused("the graph must take exactly one tensor")
     for spec in signature.input_specs:
         if spec.kind == "user_input":
+            _check_batch_input(graph, _spec_name(spec), checked.batch)
             continue
         target, meta = _target(spec), _meta(graph, spec.value.arg.name)
         if target in checked.parameters or target in checked.buffers \

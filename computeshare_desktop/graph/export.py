@@ -23,6 +23,7 @@ from torch import nn
 
 from computeshare_desktop.errors import ConfigError
 from computeshare_desktop.graph.base import (
+    MIN_BATCH,
     GraphRefused,
     TensorSpec,
     graph_fingerprint,
@@ -32,7 +33,6 @@ from computeshare_desktop.graph.checks import check_program
 
 log = logging.getLogger(__name__)
 
-MIN_BATCH = 2  # an example batch of 1 would fix the batch dimension to 1
 
 _HINTS = (  # (words in torch's message, what to do)
     (("data-dependent", "data dependent", "GuardOnDataDependent"),

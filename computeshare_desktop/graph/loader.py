@@ -1,24 +1,29 @@
 """The worker's side: a checked graph and raw tensors become a module that trains.
 
-``load_training_graph`` runs every check of ``checks.py`` first; only a graph that passes
-reaches torch, and then only as the Structs that were validated (re-encoded, never the
-peer's bytes), through ``ExportedProgramDeserializer`` with in-memory tensors and no
-example inputs, and ``.module(check_guards=False)``. Neither ``torch.load``,
+``load_training_graph`` runs every check of ``checks.py`` first, and bounds what it will
+allocate (the trainable parameters, by what the hub will send); only a graph that passes
+reaches torch, and then only as the Structs that were validated (converted, never the
+peer's bytes), through torch's graph deserializer with in-memory tensors and no example
+inputs (``rebuild.py``). The rebuilt graph then runs on meta tensors with the worker's
+rules (``shapes.py``) before ``.module(check_guards=False)`` makes the module that trains,
+whose guarded ops check those rules again at each call. Neither ``torch.load``,
 ``torch.export.load`` nor pickle is called on this path.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import msgspec
 import torch
 from torch import nn
 
+from computeshare_desktop.codec.base import MAX_NUMEL
+from computeshare_desktop.graph import rebuild, shapes
 from computeshare_desktop.graph.base import GraphRefused, TensorSpec, graph_fingerprint
 from computeshare_desktop.graph.checks import CheckedProgram, Meta, check_program
 from computeshare_desktop.models import flat
@@ -77,7 +82,8 @@ class GraphModel:
 def load_training_graph(program: bytes, trainable: Sequence[str],
                         state: Mapping[str, torch.Tensor], *, hub_torch: str,
                         aliases: Mapping[str, str] | None = None,
-                        device: str | torch.device = "cpu") -> GraphModel:
+                        device: str | torch.device = "cpu",
+                        trainable_numel: int | None = None) -> GraphModel:
     """Check and rebuild a hub's training graph.
 
     Args:
@@ -89,6 +95,9 @@ def load_training_graph(program: bytes, trainable: Sequence[str],
         hub_torch: the torch version the hub reported.
         aliases: tied tensors, a second name -> the name in ``trainable`` or ``state``.
         device: where the module runs (the graph's device arguments follow it).
+        trainable_numel: the values the hub's flat vector will hold (its manifest's), which
+            the trainable parameters must add up to; any number is capped by the most a
+            model frame carries (``codec.MAX_NUMEL``).
 
     Raises:
         GraphRefused: the graph or the tensors were refused, or torch could not rebuild
@@ -97,6 +106,7 @@ def load_training_graph(program: bytes, trainable: Sequence[str],
     aliases = dict(aliases or {})
     checked = check_program(program, hub_torch=hub_torch)
     _check_state(checked, trainable, state, aliases)
+    _check_trainable_size(checked, trainable, trainable_numel)
     tensors: dict[str, torch.Tensor] = {
         name: nn.Parameter(_value(name, meta, state), requires_grad=name in trainable)
         for name, meta in checked.parameters.items() if name not in aliases}
@@ -140,6 +150,18 @@ def _check_state(checked: CheckedProgram, trainable: Sequence[str],
         _check_tensor(name, tensor, metas[name])
 
 
+def _check_trainable_size(checked: CheckedProgram, trainable: Sequence[str],
+                          declared: int | None) -> None:
+    """The trainable parameters start as zeros made here, at the size the graph declares:
+    before any is made, their total must be what the hub will send (every other tensor
+    arrived already, at its declared size: ``_check_state``)."""
+    numel = sum(math.prod(checked.parameters[name].shape) for name in trainable)
+    if numel > MAX_NUMEL or (declared is not None and numel != declared):
+        limit = f"the hub sends {declared:,}" if declared is not None else \
+            f"a model frame carries at most {MAX_NUMEL:,}"
+        raise GraphRefused(f"the graph declares {numel:,} trainable values; {limit}")
+
+
 def _check_tensor(name: str, tensor: object, meta: Meta) -> None:
     if type(tensor) not in (torch.Tensor, nn.Parameter):
         raise GraphRefused(f"tensor {name!r} is a {type(tensor).__name__}, not a plain tensor")
@@ -170,21 +192,21 @@ def _value(name: str, meta: Meta, state: Mapping[str, torch.Tensor]) -> torch.Te
 
 def _rebuild(checked: CheckedProgram, state_dict: dict[str, torch.Tensor],
              constants: dict[str, torch.Tensor], device: str | torch.device) -> nn.Module:
-    from torch._export.serde import schema as torch_schema
-    from torch._export.serde.serialize import ExportedProgramDeserializer, _dict_to_dataclass
-
     try:
-        # the validated Structs, re-encoded: nothing the checks did not read goes further
-        tree = msgspec.to_builtins(checked.program)
-        serialized = _dict_to_dataclass(torch_schema.ExportedProgram, tree)
+        # the validated Structs, converted: nothing the checks did not read goes further
+        serialized = rebuild.torch_schema_program(checked.program)
         with _REBUILDING, _torch_notes_to_debug():
-            program = ExportedProgramDeserializer().deserialize(serialized, state_dict,
-                                                                constants, None)
+            program = rebuild.deserialize(serialized, state_dict, constants)
+        shapes.check_shapes(program)  # before any op runs for real
         if torch.device(device).type != "cpu":
             from torch.export.passes import move_to_device_pass
 
             program = move_to_device_pass(program, torch.device(device))
-        return program.module(check_guards=False)
+        module = program.module(check_guards=False)
+        shapes.install_guards(module)  # the rules again, at every call
+        return module
+    except GraphRefused:
+        raise
     except Exception as err:  # torch raises many kinds; the hub gets one line
         first = (str(err).strip().splitlines() or [""])[0][:200]
         raise GraphRefused(f"torch could not rebuild the checked graph: "

@@ -10,10 +10,20 @@ that form for the integer arithmetic of dynamic shapes and nothing looser::
                 "integer" among them, none twice
     integer  := "Integer" "(" ["-"] <digits> ")"
     nary     := ("Add" | "Mul" | "Max" | "Min") "(" expr ("," expr)+ ")"
+                a Mul has at most one operand that is not an Integer
     floordiv := "FloorDiv" "(" expr "," expr ")"
 
-A hand-written tokenizer and recursive-descent parser, bounded in length and depth; any other
+with at most ``MAX_OPERATORS`` operators (nary and floordiv) in one expression. A
+hand-written tokenizer and recursive-descent parser, bounded in length and depth; any other
 character, word or shape is refused.
+
+The bounds are what keeps sympy's work small: torch's deserializer re-parses every
+sub-expression, and sympy expands products of sums and compares the operands of Max and
+Min, so ``Mul`` of 10 ``Add`` s of distinct symbols ran for over 90 s and ``Max`` of 75
+symbols for 10 s. A product with one non-constant factor stays linear in the symbols; a
+real export needs at most two operators per expression (``Add(Mul(Integer(2016), s77),
+Integer(32))``). The graph's own rules (``checks.py``) allow only the batch symbol and cap
+the operators of the whole graph.
 """
 
 from __future__ import annotations
@@ -25,8 +35,20 @@ from computeshare_desktop.graph.base import MAX_EXPR_CHARS, GraphRefused
 
 FLAGS = frozenset({"positive", "integer", "nonnegative"})
 NARY = frozenset({"Add", "Mul", "Max", "Min"})
+# sympy compares the operands of these (assumption queries): ~10 ms each in torch's loader
+BRANCHING = frozenset({"Max", "Min", "FloorDiv"})
 MAX_DEPTH = 32
+MAX_OPERATORS = 8  # in one expression
 MAX_INT_DIGITS = 19  # int64
+
+
+@dataclass(frozen=True, slots=True)
+class Expression:
+    """What one checked expression names and costs."""
+
+    symbols: frozenset[str]
+    operators: int  # Add, Mul, Max, Min and FloorDiv, each occurrence
+    branching: int  # Max, Min and FloorDiv among them
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +103,8 @@ class _Parser:
         self.tokens = list(_tokens(text))
         self.at = 0
         self.symbols: set[str] = set()
+        self.operators = 0
+        self.branching = 0
 
     def fail(self, what: str) -> GraphRefused:
         return GraphRefused(f"shape expression: {what} in {self.text[:80]!r}")
@@ -94,7 +118,8 @@ class _Parser:
     def peek(self, kind: str) -> bool:
         return self.at < len(self.tokens) and self.tokens[self.at].kind == kind
 
-    def expr(self, depth: int) -> None:
+    def expr(self, depth: int) -> str:
+        """Parse one expression; return its head (``Symbol``, ``Integer``, ``Add`` ...)."""
         if depth > MAX_DEPTH:
             raise self.fail("nesting too deep")
         head = self.take("word").text
@@ -106,17 +131,25 @@ class _Parser:
             if len(digits.lstrip("-")) > MAX_INT_DIGITS:
                 raise self.fail("integer too long")
         elif head in NARY or head == "FloorDiv":
-            self.expr(depth + 1)
-            count = 1
-            while self.peek(","):
-                self.take(",")
-                self.expr(depth + 1)
-                count += 1
-            if count < 2 or (head == "FloorDiv" and count != 2):
-                raise self.fail(f"{head} with {count} operands")
+            self.operator(head, depth)
         else:
             raise self.fail(f"{head!r} is not an allowed function")
         self.take(")")
+        return head
+
+    def operator(self, head: str, depth: int) -> None:
+        self.operators += 1
+        self.branching += head in BRANCHING
+        if self.operators > MAX_OPERATORS:
+            raise self.fail(f"more than {MAX_OPERATORS} operators")
+        heads = [self.expr(depth + 1)]
+        while self.peek(","):
+            self.take(",")
+            heads.append(self.expr(depth + 1))
+        if len(heads) < 2 or (head == "FloorDiv" and len(heads) != 2):
+            raise self.fail(f"{head} with {len(heads)} operands")
+        if head == "Mul" and sum(h != "Integer" for h in heads) > 1:
+            raise self.fail("a product of two non-constant factors")
 
     def symbol(self) -> None:
         self.symbols.add(self.take("str").text)
@@ -132,8 +165,8 @@ class _Parser:
             raise self.fail("a symbol that is not an integer")
 
 
-def check_expression(text: str) -> frozenset[str]:
-    """Parse one shape expression with the grammar above; return the symbols it names.
+def check_expression(text: str) -> Expression:
+    """Parse one shape expression with the grammar above; say what it names and costs.
 
     Raises:
         GraphRefused: anything outside the grammar (nothing is evaluated).
@@ -144,4 +177,4 @@ def check_expression(text: str) -> frozenset[str]:
     parser.expr(0)
     if parser.at != len(parser.tokens):
         raise parser.fail("trailing text")
-    return frozenset(parser.symbols)
+    return Expression(frozenset(parser.symbols), parser.operators, parser.branching)

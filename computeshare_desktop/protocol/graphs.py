@@ -39,7 +39,9 @@ from .paths import TensorPath, path_problem
 from .tensors import DTYPES, MAX_DIMS, frame_to_tensor, tensor_to_frame
 
 MAX_MANIFEST_BYTES = 8 * 2**20  # ~100 bytes an entry: tens of thousands of tensors
-MAX_PROGRAM_BYTES = 64 * 2**20  # the graph checks cap it further (graph.base)
+# One limit for the program, here and in the graph's checks (graph.base): a manifest
+# declaring more is refused before the download starts.
+MAX_PROGRAM_BYTES = 16 * 2**20
 MAX_STATE_BYTES = 2**34  # frozen weights of the largest models people fine-tune here
 MAX_TENSORS = 50_000
 MAX_NAME_CHARS = 200
@@ -131,6 +133,9 @@ def decode_manifest(data: bytes | memoryview) -> Manifest:
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         why = str(exc)[:160].encode("ascii", "backslashreplace").decode("ascii")
         raise RemoteProtocolError(RejectCode.MALFORMED, f"bad graph manifest: {why}") from None
+    except RecursionError:  # nesting msgspec walks without a type to stop it
+        raise RemoteProtocolError(RejectCode.MALFORMED,
+                                  "bad graph manifest: it nests too deeply") from None
     _check(manifest)
     return manifest
 

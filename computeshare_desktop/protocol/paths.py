@@ -8,9 +8,9 @@ models use (letters and digits of any script, ``_ - + : @``) and refuse what cou
 where a name goes: torch.fx writes a part that is not an identifier into the generated
 ``forward`` as ``getattr(self, "part")``, so quotes and backslashes could end the string;
 path separators, spaces and control characters could reach a file name or a log line;
-other punctuation is refused because no model we know of uses it. Python folds look-alike letters in identifiers (NFKC: ``ﬁ`` reads
-as ``fi``), so a name must be its own normal form; a dunder or a keyword would reach an
-attribute Python gives a meaning, or fail to compile.
+other punctuation is refused because no model we know of uses it. Python folds look-alike
+letters in identifiers (NFKC: ``ﬁ`` reads as ``fi``), so a name must be its own normal form;
+a dunder or a keyword would reach an attribute Python gives a meaning, or fail to compile.
 """
 
 from __future__ import annotations

@@ -55,6 +55,7 @@ _GUARDED = [  # (owner, attribute): calls that run or unpickle a peer's data
     (pickle, "loads"), (pickle, "load"), (torch, "load"), (torch.export, "load"),
     (sympy, "sympify"), (torch_serialize.sympy, "sympify"),
     (torch_serialize.ExportedProgramDeserializer, "deserialize"),
+    (torch_serialize.GraphModuleDeserializer, "deserialize"),
 ]
 
 

@@ -7,7 +7,7 @@ import sympy
 from torch.utils._sympy.functions import FloorDiv
 
 from computeshare_desktop.graph import GraphRefused
-from computeshare_desktop.graph.symbols import check_expression, is_symbol_name
+from computeshare_desktop.graph.symbols import Expression, check_expression, is_symbol_name
 
 S = "Symbol('s77', positive=True, integer=True)"
 
@@ -22,16 +22,37 @@ S = "Symbol('s77', positive=True, integer=True)"
     ("Integer(-9223372036854775808)", set()),
 ])
 def test_the_forms_the_serializer_writes_are_accepted(text, symbols):
-    assert check_expression(text) == symbols
+    assert check_expression(text).symbols == symbols
 
 
 def test_whatever_srepr_writes_for_size_arithmetic_is_accepted():
     """The grammar follows sympy's own printer, not a guess of it."""
     s = sympy.Symbol("s77", positive=True, integer=True)
     t = sympy.Symbol("s5", positive=True, integer=True)
-    for expr in (s, 2 * s, s + 1, s - t, 16 * s * t, FloorDiv(s, 2), sympy.Max(s, t),
-                 sympy.Min(2 * s, t + 3), FloorDiv(s * t, 4) + 1):
-        assert {str(x) for x in expr.free_symbols} == check_expression(sympy.srepr(expr))
+    for expr in (s, 2 * s, s + 1, s - t, 16 * s + t, FloorDiv(s, 2), sympy.Max(s, t),
+                 sympy.Min(2 * s, t + 3), FloorDiv(16 * s, 4) + 1, 2 * (s + 1) * 3):
+        assert {str(x) for x in expr.free_symbols} == \
+            check_expression(sympy.srepr(expr)).symbols
+
+
+def test_an_expression_counts_its_operators():
+    assert check_expression(f"Add(Mul(Integer(2016), {S}), Integer(32))") == \
+        Expression(frozenset({"s77"}), 2, 0)
+    assert check_expression(f"Max(FloorDiv({S}, Integer(2)), Integer(1))").branching == 2
+
+
+@pytest.mark.parametrize("text, why", [
+    # 585 characters: torch's loader ran for over 90 s (sympy expands the product)
+    ("Mul(" + ", ".join(f"Add(Symbol('s{2 * i}', integer=True), Symbol('s{2 * i + 1}', "
+                        f"integer=True))" for i in range(10)) + ")", "operators"),
+    ("Mul(" + ", ".join([f"Add({S}, Integer(1))"] * 2) + ")", "two non-constant"),
+    (f"Mul({S}, {S})", "two non-constant"),
+    ("Max(" + ", ".join(f"Add({S}, Integer({i}))" for i in range(9)) + ")", "operators"),
+    ("Mul(" + ", ".join([S] * 40) + ")", "two non-constant"),
+])
+def test_expressions_that_make_sympy_work_for_minutes_are_refused(text, why):
+    with pytest.raises(GraphRefused, match=why):
+        check_expression(text)
 
 
 @pytest.mark.parametrize("text", [
