@@ -9,6 +9,7 @@ session opens, never a surprise on each worker.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -20,6 +21,8 @@ from computeshare_desktop.graph.loader import GraphModel, load_training_graph
 from computeshare_desktop.protocol.graphs import (Manifest, decode_manifest, program_sha256,
                                                   state_tensors)
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True, eq=False)
 class AcceptedGraph:
@@ -30,7 +33,7 @@ class AcceptedGraph:
     stats: list[torch.Tensor]  # the manifest's ``stats`` buffers of the rebuilt module
 
 
-def read_manifest(data: bytes | memoryview, fingerprint: str) -> Manifest:
+def read_manifest(data: bytes | bytearray | memoryview, fingerprint: str) -> Manifest:
     """The manifest part, decoded strictly, for the session whose fingerprint it must carry.
 
     Raises:
@@ -45,8 +48,8 @@ def read_manifest(data: bytes | memoryview, fingerprint: str) -> Manifest:
     return manifest
 
 
-def accept_parts(parts: Mapping[str, bytes | memoryview], *, hub_torch: str, fingerprint: str,
-                 device: str | torch.device = "cpu") -> AcceptedGraph:
+def accept_parts(parts: Mapping[str, bytes | bytearray | memoryview], *, hub_torch: str,
+                 fingerprint: str, device: str | torch.device = "cpu") -> AcceptedGraph:
     """Check the three parts of a shipped graph and rebuild the module that trains.
 
     Args:
@@ -57,8 +60,25 @@ def accept_parts(parts: Mapping[str, bytes | memoryview], *, hub_torch: str, fin
         device: where the rebuilt module runs.
 
     Raises:
-        GraphRefused: the first thing refused, as one line; nothing of the graph ran.
+        GraphRefused: the first thing refused, as one line; nothing of the graph ran. Any
+            other failure on the way (nesting too deep for Python, memory torch could not
+            get, an overflow in torch) is a refusal too, naming it: the hub must hear
+            GRAPH_REFUSED with a reason, never a worker that just leaves.
     """
+    try:
+        return _accept_parts(parts, hub_torch=hub_torch, fingerprint=fingerprint,
+                             device=device)
+    except GraphRefused:
+        raise
+    except Exception as err:  # RecursionError, MemoryError, torch's RuntimeErrors ...
+        log.debug("checking the hub's graph failed", exc_info=True)
+        first = (str(err).strip().splitlines() or [""])[0][:200]
+        raise GraphRefused(f"the graph could not be checked: {type(err).__name__}: "
+                           f"{first}") from None
+
+
+def _accept_parts(parts: Mapping[str, bytes | bytearray | memoryview], *, hub_torch: str,
+                  fingerprint: str, device: str | torch.device) -> AcceptedGraph:
     manifest = read_manifest(parts["manifest"], fingerprint)
     program = bytes(parts["program"])
     if program_sha256(program) != manifest.program_sha256:
@@ -77,7 +97,8 @@ def accept_graph(manifest: Manifest, program: bytes, state: Mapping[str, torch.T
     """``accept_parts`` once the parts are decoded: the graph checked and rebuilt, matched
     against the manifest (fingerprint, op count, running statistics)."""
     model = load_training_graph(program, manifest.trainable, state, hub_torch=hub_torch,
-                                aliases=manifest.aliases, device=device)
+                                aliases=manifest.aliases, device=device,
+                                trainable_numel=manifest.trainable_numel)
     if model.fingerprint != fingerprint or model.op_count != manifest.op_count:
         raise GraphRefused("the graph rebuilt here is not the one the hub announced "
                            "(its fingerprint or op count differs)")

@@ -60,6 +60,7 @@ class TrainingGraph:
     op_count: int
     fingerprint: str  # graph_fingerprint(program, trainable specs, state specs)
     mutated: tuple[str, ...] = ()  # the buffers the graph updates in training, in its order
+    trainable_numel: int = 0  # values in the flat vector: the trainable parameters'
     # the layer each node came from ("rnn: nn.LSTM"), for the hub's messages; never shipped
     layers: dict[str, str] = field(default_factory=dict)
 
@@ -140,7 +141,8 @@ def export_training_graph(model: nn.Module, example: torch.Tensor) -> TrainingGr
         fingerprint=graph_fingerprint(data, specs,
                                       [TensorSpec.of(n, t) for n, t in state.items()],
                                       aliases),
-        mutated=tuple(checked.mutated), layers=layers)
+        mutated=tuple(checked.mutated), layers=layers,
+        trainable_numel=sum(tensors[name].numel() for name in trainable))
 
 
 def refusal_text(why: str) -> str:

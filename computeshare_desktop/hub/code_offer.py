@@ -65,7 +65,8 @@ def code_parts(model: nn.Module, spec: ModelSpec, info: DatasetInfo
     manifest = Manifest(
         model=spec.label[:200], trainable=trainable, aliases={}, state=state, stats=stats,
         program_bytes=len(source), program_sha256=sha, state_bytes=len(blob), op_count=0,
-        fingerprint=code_fingerprint(sha, fingerprint(model), trainable), code=code)
+        fingerprint=code_fingerprint(sha, fingerprint(model), trainable), code=code,
+        trainable_numel=sum(p.numel() for p in model.parameters() if p.requires_grad))
     return manifest, {"manifest": encode_manifest(manifest), "program": source,
                       "state": blob}
 

@@ -65,7 +65,8 @@ class ShippedGraph:
             model=label[:200], trainable=list(graph.trainable), aliases=dict(graph.aliases),
             state=state, stats=stats, program_bytes=len(graph.program),
             program_sha256=program_sha256(graph.program), state_bytes=len(blob),
-            op_count=graph.op_count, fingerprint=graph.fingerprint)
+            op_count=graph.op_count, fingerprint=graph.fingerprint,
+            trainable_numel=graph.trainable_numel)
         return cls(manifest, {"manifest": encode_manifest(manifest),
                               "program": graph.program, "state": blob})
 

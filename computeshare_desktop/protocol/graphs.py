@@ -45,6 +45,7 @@ MAX_PROGRAM_BYTES = 16 * 2**20
 MAX_STATE_BYTES = 2**34  # frozen weights of the largest models people fine-tune here
 MAX_TENSORS = 50_000
 MAX_NAME_CHARS = 200
+MAX_TRAINABLE_NUMEL = 2**28  # the most values a model frame carries (codec.base.MAX_NUMEL)
 
 Name = TensorPath  # a tensor's path in the module (``0.weight``): paths.py's one rule
 DType = Literal["uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
@@ -106,6 +107,9 @@ class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     op_count: Int
     fingerprint: Str
     code: CodeSpec | None = None  # a model offered as code: ``program`` is its source
+    # Values in the flat vector every MODEL frame carries (the trainable parameters'): a
+    # worker allocates them only once the graph declares exactly so many (graph.contract).
+    trainable_numel: Annotated[int, msgspec.Meta(ge=0, le=MAX_TRAINABLE_NUMEL)] = 0
 
     def stats_numel(self) -> int:
         """Values in a statistics frame (float32 each)."""
@@ -118,7 +122,7 @@ def encode_manifest(manifest: Manifest) -> bytes:
     return msgspec.json.encode(manifest)
 
 
-def decode_manifest(data: bytes | memoryview) -> Manifest:
+def decode_manifest(data: bytes | bytearray | memoryview) -> Manifest:
     """Decode and check a manifest.
 
     Raises:
@@ -174,8 +178,11 @@ def state_blob(entries: Sequence[TensorEntry], tensors: Mapping[str, torch.Tenso
     return b"".join(tensor_to_frame(tensors[e.name]) for e in entries)
 
 
-def state_tensors(blob: bytes | memoryview, manifest: Manifest) -> dict[str, torch.Tensor]:
-    """The ``state`` part back as tensors, each checked against its entry.
+def state_tensors(blob: bytes | bytearray | memoryview,
+                  manifest: Manifest) -> dict[str, torch.Tensor]:
+    """The ``state`` part back as tensors, each checked against its entry: views of a
+    writable ``blob`` where they can be (so a state is held once while it is decoded; write
+    to them only if the blob is yours), copies of a read-only one.
 
     Raises:
         RemoteProtocolError: BAD_SHAPE when the sizes disagree.
@@ -188,7 +195,7 @@ def state_tensors(blob: bytes | memoryview, manifest: Manifest) -> dict[str, tor
     for entry in manifest.state:
         size = entry.nbytes
         out[entry.name] = frame_to_tensor(view[offset:offset + size], entry.dtype, entry.shape,
-                                          size)
+                                          size, share=True)
         offset += size
     return out
 

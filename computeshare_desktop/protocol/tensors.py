@@ -48,9 +48,11 @@ def _name(dtype: torch.dtype) -> str:
     raise ValueError(f"unsupported dtype {dtype}")
 
 
-def frame_to_tensor(frame: bytes | memoryview, dtype: str, shape: Sequence[int],
-                    max_bytes: int) -> torch.Tensor:
-    """Decode one frame into a new tensor of ``dtype`` and ``shape``.
+def frame_to_tensor(frame: bytes | bytearray | memoryview, dtype: str, shape: Sequence[int],
+                    max_bytes: int, *, share: bool = False) -> torch.Tensor:
+    """Decode one frame into a tensor of ``dtype`` and ``shape``: a new one, or with
+    ``share`` a view of the frame's own memory where it can be (a writable, aligned frame of
+    a dtype other than bool), so a large part is never held twice while it is decoded.
 
     Raises:
         RemoteProtocolError: BAD_SHAPE when the sizes disagree, TOO_LARGE over ``max_bytes``.
@@ -70,7 +72,9 @@ def frame_to_tensor(frame: bytes | memoryview, dtype: str, shape: Sequence[int],
     except ValueError:
         # An empty shape such as (0, 2**62, 2**62) needs no bytes, yet numpy cannot build it.
         raise RemoteProtocolError(RejectCode.BAD_SHAPE, f"bad shape {list(shape)}") from None
-    tensor = torch.from_numpy(array.copy())
+    # a read-only frame (bytes) is copied: torch warns of, and must never write to, its memory
+    shared = share and array.flags.writeable and array.flags.aligned
+    tensor = torch.from_numpy(array if shared else array.copy())
     if dtype == "bfloat16":
         return tensor.view(torch.bfloat16)
     return tensor != 0 if dtype == "bool" else tensor

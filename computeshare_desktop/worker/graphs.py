@@ -35,11 +35,11 @@ class ReceivedGraph:
     (``graph.accept_parts``, the hub's own check)."""
 
     manifest: Manifest  # decoded already: it bounds the other parts' downloads
-    parts: dict[str, bytes]  # GraphPart -> its bytes, as served
+    parts: dict[str, bytearray]  # GraphPart -> its bytes, as served (each one buffer)
 
     @property
     def program(self) -> bytes:
-        return self.parts["program"]
+        return bytes(self.parts["program"])
 
     @property
     def state(self) -> dict[str, torch.Tensor]:
@@ -56,10 +56,13 @@ class GraphDownload:
     def __init__(self, welcome: Welcome) -> None:
         self.welcome = welcome
         self._part = 0  # index in PARTS
+        # The part being fetched: one buffer of its whole size, made on its first reply and
+        # filled in place, then kept as it is (the state is decoded as views of it), so a
+        # part is never held twice: no growing bytearray, no bytes() copy of it.
         self._data = bytearray()
-        self._total: int | None = None  # the part's size, from its first reply
+        self._filled = 0  # bytes of _data received
         self.manifest: Manifest | None = None
-        self._parts: dict[str, bytes] = {}
+        self._parts: dict[str, bytearray] = {}
 
     def request(self) -> GraphGet | None:
         """The next range to ask for; None once every part is here."""
@@ -68,22 +71,24 @@ class GraphDownload:
         if self._part >= len(PARTS):
             return None
         return GraphGet(token=self.welcome.token, part=PARTS[self._part],
-                        offset=len(self._data))
+                        offset=self._filled)
 
     def take(self, msg: GraphData, body: list[Frame]) -> None:
         """Keep a range. RejectedError(MALFORMED) when it is not the one asked for;
         GraphRefused when a finished part does not fit the manifest."""
         part, chunk = PARTS[self._part], body[0]
-        total = self._expected() if self._total is None else self._total
-        if msg.part != part or msg.offset != len(self._data) or not chunk \
+        total = self._expected() if not self._filled else len(self._data)
+        if msg.part != part or msg.offset != self._filled or not chunk \
                 or (total is not None and msg.total != total) \
-                or msg.total > _cap(part) or len(self._data) + len(chunk) > msg.total:
+                or msg.total > _cap(part) or self._filled + len(chunk) > msg.total:
             raise RejectedError(RejectCode.MALFORMED, f"unexpected {part} range from the hub")
-        self._total = msg.total
-        self._data += chunk
-        if len(self._data) == msg.total:
-            self._finish_part(part, bytes(self._data))
-            self._part, self._data, self._total = self._part + 1, bytearray(), None
+        if not self._filled:
+            self._data = bytearray(msg.total)  # its size is the manifest's, or capped
+        self._data[self._filled:self._filled + len(chunk)] = chunk
+        self._filled += len(chunk)
+        if self._filled == msg.total:
+            self._finish_part(part, self._data)
+            self._part, self._data, self._filled = self._part + 1, bytearray(), 0
 
     def result(self) -> ReceivedGraph:
         """The whole graph (once ``request`` returns None)."""
@@ -97,7 +102,7 @@ class GraphDownload:
         return {"program": self.manifest.program_bytes,
                 "state": self.manifest.state_bytes}[PARTS[self._part]]
 
-    def _finish_part(self, part: GraphPart, data: bytes) -> None:
+    def _finish_part(self, part: GraphPart, data: bytearray) -> None:
         if part == "manifest":
             self.manifest = read_manifest(data, self.welcome.fingerprint)
         self._parts[part] = data
