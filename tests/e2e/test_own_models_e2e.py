@@ -228,8 +228,8 @@ def across_two_joins(tmp: Path, env: dict[str, str], *args: str, rounds: int,
 
 
 def joins(port: int, env: dict[str, str]) -> list[subprocess.Popen[str]]:
-    return [cli("join", f"127.0.0.1:{port}", "--device", "cpu", "--quiet", "--wait", "90",
-                "--threads", "1", "--name", f"w{i}", env=env) for i in range(2)]
+    return [cli("join", f"127.0.0.1:{port}", "--device", "cpu", "--quiet", "-v", "--wait",
+                "90", "--threads", "1", "--name", f"w{i}", env=env) for i in range(2)]
 
 
 def finish(hub: subprocess.Popen[str] | None, workers: list[subprocess.Popen[str]],
@@ -291,6 +291,21 @@ def scores_alone(session: Session, spec: str, folder: Path, classes: int,
     return alone["accuracy"]
 
 
+def computeshare(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``computeshare ARGS`` to its end (evaluate, predict)."""
+    proc = cli(*args, env=env)
+    out, err = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def evaluated(env: dict[str, str], model_file: Path) -> float:
+    """``computeshare evaluate --json`` of a saved model: the session's data, from the
+    session.json beside it."""
+    done = computeshare(env, "evaluate", "--json", str(model_file))
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["accuracy"]
+
+
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """Private folders for the processes and for this test's own reads (the same cache)."""
@@ -320,6 +335,15 @@ def test_a_bare_sequential_cnn_trains_on_an_image_folder_across_two_joins(tmp_pa
         graph_checked(err, "own_models.py:small_cnn")
     assert session.accuracy > 0.6, "it did not learn (chance: 10%)"
     scores_alone(session, str(folder), tmp_path, len(SHAPES), test_fraction=0.25)
+    # evaluate builds small_cnn again for the .pth (its keys 0.weight ... 7.bias)
+    for saved in ("trained_model.pth", "trained_model.pt2"):
+        assert evaluated(env, session.out / saved) == pytest.approx(session.accuracy)
+    ring = sorted((folder / "ring").iterdir())[0]
+    done = computeshare(env, "predict", "--json", str(session.out / "trained_model.pt2"),
+                        str(ring))
+    assert done.returncode == 0, done.stderr
+    top = json.loads(done.stdout)["top"]
+    assert len(top) == 3 and {t["class"] for t in top} <= set(SHAPES)
 
 
 def test_a_bare_sequential_mlp_trains_on_a_csv_table_across_two_joins(tmp_path, env, models):
@@ -333,7 +357,6 @@ def test_a_bare_sequential_mlp_trains_on_a_csv_table_across_two_joins(tmp_path, 
     scores_alone(session, str(table), tmp_path, 4, label="kind")
 
 
-
 # ----------------------------------------------------------------- host(nn.Sequential(...))
 def from_python(tmp: Path, model: torch.nn.Module, train: str, rounds: int,
                 **options: Any) -> tuple[Any, list[str]]:
@@ -344,15 +367,21 @@ def from_python(tmp: Path, model: torch.nn.Module, train: str, rounds: int,
     run = host(model, train=train, rounds=rounds, workers=2, port=0, bind="127.0.0.1",
                advertise=False, quiet=True, pin=PIN, preset="lan", balance=False, seed=SEED,
                eval_every=0, out_dir=tmp / "session", **options)
-    workers = [cli("join", run.address, "--device", "cpu", "--quiet", "--wait", "90",
+    workers = [cli("join", run.address, "--device", "cpu", "--quiet", "-v", "--wait", "90",
                    "--threads", "1", "--name", f"w{i}", env={"COMPUTESHARE_PIN": PIN})
                for i in range(2)]
     try:
         result = run.wait(150)
+    except TimeoutError:
+        result = None
     finally:
-        _, _, joined = finish(None, workers, 60)
         run.stop()  # a failure: nothing left running
-    assert [w.returncode for w in workers] == [0, 0], [e[-2000:] for _, e in joined]
+        _, _, joined = finish(None, workers, 60)
+    if result is None:
+        done = [r for r in metrics(tmp / "session") if r["type"] == "round"]
+        raise AssertionError(f"the session still ran after 150 s, at round {len(done)}; "
+                             f"the joins said: {[e[-3000:] for _, e in joined]}")
+    assert [w.returncode for w in workers] == [0, 0], [e[-3000:] for _, e in joined]
     return result, [e for _, e in joined]
 
 
@@ -389,6 +418,10 @@ def test_host_a_bare_sequential_from_python_on_an_image_folder_with_two_joins(tm
     session = Session(result.out_dir, final[0]["accuracy"], final[0]["test_loss"], [], errs, 0)
     assert session.accuracy == pytest.approx(result.metrics.accuracy)
     scores_alone(session, str(folder), tmp_path, len(SHAPES), test_fraction=0.25)
+    assert evaluated(env, result.out_dir / "trained_model.pt2") == pytest.approx(
+        session.accuracy)
+    done = computeshare(env, "evaluate", str(result.out_dir / "trained_model.pth"))
+    assert done.returncode == 2 and "handed to host() from Python" in done.stderr, done.stderr
 
 
 def test_host_a_bare_sequential_from_python_on_a_csv_table_with_two_joins(tmp_path, env):
