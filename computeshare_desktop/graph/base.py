@@ -37,6 +37,7 @@ MAX_INT = 2**62  # any int in the graph (slice ends are 2**63 - 1: see checks.SL
 # Shape expressions (symbols.py): a real export has a few dozen distinct ones (a GRU over
 # 28 steps: 85) and no Max, Min or FloorDiv, each of which costs sympy ~10 ms.
 MAX_EXPRESSIONS = 1_024  # distinct expressions in one graph
+MAX_GRAPH_OPERATORS = 1_024  # Add, Mul, Max, Min and FloorDiv in them, all together (that GRU: 138)
 MAX_BRANCHING = 32  # Max, Min and FloorDiv in them, all together
 MIN_BATCH = 2  # the batch's least size (the hub exports so: a batch of 1 would be fixed)
 

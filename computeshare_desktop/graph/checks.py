@@ -30,6 +30,7 @@ from computeshare_desktop.graph import ops, schema
 from computeshare_desktop.graph.base import (
     MAX_BRANCHING,
     MAX_EXPRESSIONS,
+    MAX_GRAPH_OPERATORS,
     MAX_PROGRAM_BYTES,
     MAX_STATIC_NUMEL,
     MIN_BATCH,
@@ -228,6 +229,10 @@ def _check_expressions(decoded: schema.ExportedProgram, checked: CheckedProgram)
     if len(seen) > MAX_EXPRESSIONS:
         raise GraphRefused(f"the graph has {len(seen)} distinct shape expressions, over the "
                            f"cap of {MAX_EXPRESSIONS}")
+    operators = sum(e.operators for e in seen.values())
+    if operators > MAX_GRAPH_OPERATORS:
+        raise GraphRefused(f"the graph's shape expressions have {operators} operators, over "
+                           f"the cap of {MAX_GRAPH_OPERATORS}")
     branching = sum(e.branching for e in seen.values())
     if branching > MAX_BRANCHING:
         raise GraphRefused(f"the graph's shape expressions use Max, Min or FloorDiv "
@@ -263,7 +268,9 @@ def _check_static_sizes(graph: schema.Graph) -> None:
             raise GraphRefused(f"tensor {name!r} declares a negative stride or offset",
                                where=name)
         sizes = [s.value for s in meta.sizes if s.kind == "as_int"]
-        if any(size < 0 for size in sizes) or math.prod(sizes) > MAX_STATIC_NUMEL:
+        # each size too: [0, 2**62, 2**62] holds nothing, yet overflows torch's strides
+        if any(not 0 <= size <= MAX_STATIC_NUMEL for size in sizes) \
+                or math.prod(sizes) > MAX_STATIC_NUMEL:
             raise GraphRefused(f"tensor {name!r} declares sizes {sizes}", where=name)
 
 

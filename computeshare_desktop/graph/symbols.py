@@ -13,7 +13,8 @@ that form for the integer arithmetic of dynamic shapes and nothing looser::
                 a Mul has at most one operand that is not an Integer
     floordiv := "FloorDiv" "(" expr "," expr ")"
 
-with at most ``MAX_OPERATORS`` operators (nary and floordiv) in one expression. A
+with at most ``MAX_OPERATORS`` operators (nary and floordiv) in one expression, each of at
+most ``MAX_OPERANDS`` operands. A
 hand-written tokenizer and recursive-descent parser, bounded in length and depth; any other
 character, word or shape is refused.
 
@@ -39,6 +40,7 @@ NARY = frozenset({"Add", "Mul", "Max", "Min"})
 BRANCHING = frozenset({"Max", "Min", "FloorDiv"})
 MAX_DEPTH = 32
 MAX_OPERATORS = 8  # in one expression
+MAX_OPERANDS = 8  # of one operator (a real export writes 2)
 MAX_INT_DIGITS = 19  # int64
 
 
@@ -146,6 +148,8 @@ class _Parser:
         while self.peek(","):
             self.take(",")
             heads.append(self.expr(depth + 1))
+            if len(heads) > MAX_OPERANDS:
+                raise self.fail(f"{head} with more than {MAX_OPERANDS} operands")
         if len(heads) < 2 or (head == "FloorDiv" and len(heads) != 2):
             raise self.fail(f"{head} with {len(heads)} operands")
         if head == "Mul" and sum(h != "Integer" for h in heads) > 1:
