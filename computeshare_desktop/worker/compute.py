@@ -136,8 +136,10 @@ class BuiltinFactory:
 
 
 class GraphFactory:
-    """A model the hub ships as a graph: checked and rebuilt here (``load_training_graph``:
-    an allow-list of ops, a strict schema, no pickle, no code), on one device."""
+    """A model the hub ships as a graph: checked and rebuilt here by the hub's own contract
+    (``graph.accept_parts``: an allow-list of ops, a strict schema, no pickle, no code,
+    every shape checked with this worker's rules before anything runs, memory bounded by
+    the manifest), on one device. Any failure is a GraphRefused the hub hears."""
 
     def __init__(self, device: torch.device) -> None:
         self.device = device
