@@ -5,9 +5,10 @@
 program takes raw inputs (images: float32 N×C×H×W in [0, 1]) and returns logits, for any
 batch size. Train or eval mode is fixed at export; a ``.pt2`` the user gave in train mode
 has no module to switch, so ``eval_module_from_program`` rewrites its graph instead: every
-op with a ``train``/``training`` flag (dropout, batch norm) gets ``False``. Randomness left
-after that (stochastic depth written in Python, say) cannot be switched off from the graph,
-and is refused rather than shipped in a program meant for evaluation.
+op with a ``train``/``training`` flag (dropout, batch norm) gets ``False``, and attention's
+own dropout rate (``dropout_p``: nn.MultiheadAttention, nn.TransformerEncoder) gets 0.
+Randomness left after that (stochastic depth written in Python, say) cannot be switched off
+from the graph, and is refused rather than shipped in a program meant for evaluation.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from computeshare_desktop.graph.export import export_failure, mode
 
 _FLAGS = ("train", "training")
 _STATS = "running_mean"  # batch norm without running statistics uses the batch's anyway
+_RATE = "dropout_p"  # attention's own dropout (scaled_dot_product_attention and kin)
 
 
 class Normalized(nn.Module):
@@ -149,19 +151,37 @@ def _argument(node: torch.fx.Node, index: int) -> object:
     return node.args[index] if index < len(node.args) else node.kwargs.get(name)
 
 
+def _rate_index(node: torch.fx.Node) -> int | None:
+    """Where an op takes a dropout rate of its own (attention's ``dropout_p``)."""
+    arguments = node.target._schema.arguments  # type: ignore[union-attr]
+    return next((i for i, a in enumerate(arguments) if a.name == _RATE
+                 and isinstance(a.type, torch.FloatType)), None)
+
+
 def _to_eval(node: torch.fx.Node) -> None:
-    index = _flag_index(node)
+    index, rate = _flag_index(node), _rate_index(node)
+    if rate is not None:  # MultiheadAttention's dropout, inside the fused attention op
+        _set(node, rate, 0.0)
     if index is None:
         return
     names = [a.name for a in node.target._schema.arguments]  # type: ignore[union-attr]
     if _STATS in names and _argument(node, names.index(_STATS)) is None:
         return
+    _set(node, index, False)
+
+
+def _set(node: torch.fx.Node, index: int, value: bool | float) -> None:
+    """Argument ``index`` of ``node`` set to ``value``, where it is given (positionally or
+    by name) or else by name."""
+    name = node.target._schema.arguments[index].name  # type: ignore[union-attr]
     if index < len(node.args):
-        node.args = (*node.args[:index], False, *node.args[index + 1:])
+        node.args = (*node.args[:index], value, *node.args[index + 1:])
     else:
-        node.kwargs = {**node.kwargs, names[index]: False}
+        node.kwargs = {**node.kwargs, name: value}
 
 
 def _switched_off(node: torch.fx.Node) -> bool:
-    index = _flag_index(node)
+    index, rate = _flag_index(node), _rate_index(node)
+    if rate is not None:
+        return _argument(node, rate) in (None, 0.0)  # None: not given, its default 0
     return index is not None and _argument(node, index) is False

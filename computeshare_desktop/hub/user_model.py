@@ -30,6 +30,7 @@ from torch import nn
 from .. import __version__
 from ..data import ArrayDataset, DatasetInfo, DownloadProgress, normalize
 from ..errors import ConfigError
+from ..evaluation import eval_ready
 from ..graph import GraphRefused, TrainingGraph, export_training_graph, torch_release
 from ..graph.contract import accept_parts
 from ..graph.export import explain, refusal_text
@@ -191,11 +192,13 @@ def ship_model(model: nn.Module, config: HubConfig, train_set: ArrayDataset) -> 
 
     Raises:
         ConfigError: the model does not export to a graph workers accept (the export's
-            first lines and a hint; for a file model, the hint names ``--offer-code``).
+            first lines and a hint; for a file model, the hint names ``--offer-code``), or
+            it is a program that cannot be switched to eval mode (``check_evaluable``).
     """
     spec = parse_model_spec(config.model)
     if spec.kind is SpecKind.BUILTIN and not config.train_only:
         return SessionModel(spec, model, fingerprint(model), None)
+    check_evaluable(model)
     if len(train_set) < EXAMPLE_BATCH:
         raise ConfigError(f"the training set has {len(train_set)} sample(s); a graph is "
                           f"exported with {EXAMPLE_BATCH}")
@@ -214,6 +217,19 @@ def ship_model(model: nn.Module, config: HubConfig, train_set: ArrayDataset) -> 
              "statistics travel with each round", spec.label, time.perf_counter() - began,
              torch_release(), graph.summary(), len(stats))
     return SessionModel(spec, model, graph.fingerprint, shipped, graph.layers)
+
+
+def check_evaluable(model: nn.Module) -> None:
+    """What the hub evaluates, and saves as trained_model.pt2, must reach eval mode: for a
+    program's module (a ``.pt2``, whose mode is fixed) its graph switched to inference on a
+    copy now, so a program that cannot be is refused before the session opens rather than
+    at its first evaluation, after the training.
+
+    Raises:
+        ConfigError: the graph draws random numbers other than dropout's.
+    """
+    if isinstance(model, torch.fx.GraphModule):
+        eval_ready(copy.deepcopy(model))
 
 
 def accept_own(shipped: ShippedGraph, graph: TrainingGraph, spec: ModelSpec) -> None:

@@ -211,7 +211,7 @@ def across_two_joins(tmp: Path, env: dict[str, str], *args: str, rounds: int,
     hub = cli("host", *args, "--workers", "2", "--rounds", str(rounds), "--preset", "lan",
               "--no-balance", "--seed", str(SEED), "--eval-every", "0", "--bind",
               "127.0.0.1", "--port", str(port), "--no-advertise", "--out", str(out),
-              "--quiet", env=env)
+              "--quiet", "-v", env=env)
     workers = joins(port, env)
     hub_out, hub_err, joined = finish(hub, workers, timeout_s)
     said = "\n".join(f"{p.args[3]} exit {p.returncode}: {err[-2000:]}" for p, err in zip(
@@ -505,7 +505,8 @@ def test_pytorch_examples_lstm_without_dropout_matches_a_plain_loop_round_for_ro
     rounds = 200
     session = across_two_joins(tmp_path, env, "--model", f"{models}:still_row_lstm",
                                "--dataset", "mnist-sample", "--batch-size", str(RNN_BATCH),
-                               "--lr", str(RNN_LR), "--schedule", "cosine", rounds=rounds)
+                               "--lr", str(RNN_LR), "--schedule", "cosine", rounds=rounds,
+                               timeout_s=200)
     for err in session.worker_err:
         graph_checked(err, "own_models.py:still_row_lstm")
     losses: list[float] = []
