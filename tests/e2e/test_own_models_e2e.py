@@ -442,21 +442,19 @@ def test_host_a_bare_sequential_from_python_on_a_csv_table_with_two_joins(tmp_pa
 RNN_BATCH, RNN_LR = 32, 0.05  # per worker; --lr (the hub steps at 0.1 on 64 samples)
 
 
-def plain_loop(spec: str, rounds: int, *, per_worker_bn: bool, dropout_seed: int = 1,
-               losses: list[float] | None = None) -> tuple[float, float]:
+def plain_loop(spec: str, rounds: int, losses: list[float]) -> tuple[float, float]:
     """``spec`` trained alone on mnist-sample with the hub's recipe: its initial weights
-    (the hub's builder and seed), each round's two worker batches in one step of SGD with
-    the hub's momentum at the rate it steps with (``--lr`` × 64 / 32, times the cosine
-    schedule's factor of that version). ``per_worker_bn``: each batch's half goes through
-    the model on its own (BatchNorm normalizes each worker's 32 samples, as on the
-    workers) and the running statistics become the mean of the two halves' (the hub's
-    combination). ``losses`` collects each step's training loss. (test accuracy, loss)"""
+    (the hub's builder and seed); each round, the two workers' batches of 32 through the
+    model one after the other (BatchNorm normalizes each worker's own samples, as on the
+    workers), their mean loss back-propagated and the running statistics set to the mean
+    of the two batches' (the hub's combination); one step of SGD with the hub's momentum
+    at the rate it steps with (``--lr`` × 64 / 32, times the cosine schedule's factor of
+    that version). ``losses`` gets each step's training loss. (test accuracy, loss)"""
     from computeshare_desktop.data import load_dataset
-    from computeshare_desktop.evaluation import batch_loss, evaluate
+    from computeshare_desktop.evaluation import evaluate
     from computeshare_desktop.hub.config import HubConfig
     from computeshare_desktop.hub.lr_schedule import LrSchedule
     from computeshare_desktop.hub.user_model import build_hub_model
-    from computeshare_desktop.sampling import shard_indices, stream_positions
 
     train, test = load_dataset("mnist-sample", "train"), load_dataset("mnist-sample", "test")
     config = HubConfig(model=spec, dataset="mnist-sample", seed=SEED, schedule="cosine",
@@ -464,33 +462,42 @@ def plain_loop(spec: str, rounds: int, *, per_worker_bn: bool, dropout_seed: int
     net = build_hub_model(config, train.info)
     schedule = LrSchedule(config.schedule, config.warmup, config.rounds)
     opt = torch.optim.SGD(net.parameters(), lr=RNN_LR, momentum=config.momentum)
-    shards = [shard_indices(len(train), 2, s, SEED) for s in range(2)]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as each join computes; two threads on a busy machine: 30x
+    try:
+        net.train()
+        for step in range(rounds):
+            for group in opt.param_groups:
+                group["lr"] = RNN_LR * 2 * schedule.factor(step)
+            losses.append(_step(net, opt, train, step))
+    finally:
+        torch.set_num_threads(threads)
+    return evaluate(net, test)
+
+
+def _step(net: torch.nn.Module, opt: torch.optim.Optimizer, train: Any, step: int) -> float:
+    """One of plain_loop's steps, as two workers take it; its training loss."""
+    from computeshare_desktop.evaluation import batch_loss
+    from computeshare_desktop.sampling import shard_indices, stream_positions
+
     stats = [b for name, b in net.named_buffers() if name.endswith(("running_mean",
                                                                     "running_var"))]
-    torch.manual_seed(dropout_seed)  # the workers' masks are their own: these are others
-    net.train()
-    for step in range(rounds):
-        for group in opt.param_groups:
-            group["lr"] = RNN_LR * 2 * schedule.factor(step)
-        halves = [shard[stream_positions(len(shard), SEED, s, step * RNN_BATCH, RNN_BATCH)]
-                  for s, shard in enumerate(shards)]
-        opt.zero_grad()
-        parts = halves if per_worker_bn else [torch.cat(halves)]
-        start, ends, total = [b.clone() for b in stats], [], 0.0
-        for idx in parts:
-            for b, s0 in zip(stats, start, strict=True):
-                b.copy_(s0)
-            loss = batch_loss(net, train.images[idx], train.labels[idx], train.info)
-            (loss / len(parts)).backward()
-            total += loss.item() / len(parts)
-            ends.append([b.clone() for b in stats])
-        with torch.no_grad():
-            for k, b in enumerate(stats):
-                b.copy_(sum(end[k] for end in ends) / len(ends))
-        opt.step()
-        if losses is not None:
-            losses.append(total)
-    return evaluate(net, test)
+    start, ends, total = [b.clone() for b in stats], [], 0.0
+    opt.zero_grad()
+    for s in range(2):
+        shard = shard_indices(len(train), 2, s, SEED)
+        idx = shard[stream_positions(len(shard), SEED, s, step * RNN_BATCH, RNN_BATCH)]
+        for b, s0 in zip(stats, start, strict=True):
+            b.copy_(s0)
+        loss = batch_loss(net, train.images[idx], train.labels[idx], train.info) / 2
+        loss.backward()
+        total += loss.item()
+        ends.append([b.clone() for b in stats])
+    with torch.no_grad():
+        for k, b in enumerate(stats):
+            b.copy_((ends[0][k] + ends[1][k]) / 2)
+    opt.step()
+    return total
 
 
 def test_pytorch_examples_lstm_without_dropout_matches_a_plain_loop_round_for_round(
@@ -510,8 +517,7 @@ def test_pytorch_examples_lstm_without_dropout_matches_a_plain_loop_round_for_ro
     for err in session.worker_err:
         graph_checked(err, "own_models.py:still_row_lstm")
     losses: list[float] = []
-    accuracy, loss = plain_loop(f"{models}:still_row_lstm", rounds, per_worker_bn=True,
-                                losses=losses)
+    accuracy, loss = plain_loop(f"{models}:still_row_lstm", rounds, losses)
     hub = [r["loss"] for r in session.rounds]
     assert len(hub) == rounds and [r["samples"] for r in session.rounds] == [64] * rounds
     assert hub[:20] == pytest.approx(losses[:20], abs=1e-4)
