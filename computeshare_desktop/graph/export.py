@@ -13,6 +13,7 @@ import io
 import json
 import logging
 import sys
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stderr
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ import torch
 from torch import nn
 
 from computeshare_desktop.errors import ConfigError
+from computeshare_desktop.graph import tracing
 from computeshare_desktop.graph.base import (
     MIN_BATCH,
     GraphRefused,
@@ -30,6 +32,7 @@ from computeshare_desktop.graph.base import (
     torch_release,
 )
 from computeshare_desktop.graph.checks import check_program
+from computeshare_desktop.protocol.graphs import MAX_TRAINABLE_NUMEL
 
 log = logging.getLogger(__name__)
 
@@ -114,11 +117,17 @@ def export_training_graph(model: nn.Module, example: torch.Tensor) -> TrainingGr
             message has the export error's first lines and a hint.
     """
     _check_inputs(model, example)
+    _check_trainable_size(model)
     with mode(model, True):
         for name in frozen_norms(model):  # mode() puts them back with the rest
             model.get_submodule(name).eval()
         program = _exported(model, example)
     layers = node_layers(program)
+    sized = tracing.data_dependent(program)
+    if sized is not None:
+        layer = layers.get(sized.name)
+        raise ConfigError(refusal_text((f"layer {layer}: " if layer else "")
+                                       + tracing.data_dependent_text(sized)))
     data = _serialized(program)
     try:
         checked = check_program(data, hub_torch=torch.__version__)
@@ -201,30 +210,57 @@ def _check_inputs(model: nn.Module, example: torch.Tensor) -> None:
         raise ConfigError(f"export the model from the CPU (found {sorted(devices)})")
 
 
+def _check_trainable_size(model: nn.Module) -> None:
+    """Refuse, before the minutes an export of it takes, a model with more values to train
+    than a model frame carries (the manifest's cap, which workers apply too)."""
+    count = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    if count > MAX_TRAINABLE_NUMEL:
+        raise ConfigError(f"the model has {count:,} values to train, more than the "
+                          f"{MAX_TRAINABLE_NUMEL:,} a model frame carries: train part of "
+                          f"it (--train-only PREFIX, its head for example) or choose a "
+                          f"smaller model")
+
+
 def _exported(model: nn.Module, example: torch.Tensor) -> torch.export.ExportedProgram:
     batch = torch.export.Dim("batch", min=MIN_BATCH)
     printed = io.StringIO()  # a failing export prints its partial graph (torch's print)
     try:
-        with redirect_stderr(printed):
-            program = torch.export.export(model, (example,), dynamic_shapes=({0: batch},))
-        program = program.run_decompositions()
+        with redirect_stderr(printed), _rnn_internals_quiet(), tracing.rnn_dropout_kept():
+            with tracing.custom_functions_refused(model):
+                program = torch.export.export(model, (example,), dynamic_shapes=({0: batch},))
+            tracing.detach_no_grad_outputs(program)
+            program = program.run_decompositions(tracing.decompositions())
+    except ConfigError:
+        raise
     except Exception as err:  # torch raises many kinds; each becomes one clear error
         log.debug("what torch printed while the export failed:\n%s", printed.getvalue())
-        raise ConfigError(export_failure(err)) from err
+        layer = tracing.innermost_layer(tracing.traceback_frames(err), model)
+        raise ConfigError(export_failure(err, layer)) from err
     if printed.getvalue():  # not ours to swallow when the export worked
         sys.stderr.write(printed.getvalue())
     _clone_running_stats(program)
     return program
 
 
-def export_failure(err: BaseException) -> str:
-    """The export error's first lines and a hint, for the person who chose the model."""
+def export_failure(err: BaseException, layer: str | None = None) -> str:
+    """The export error's first lines and a hint, for the person who chose the model
+    (``layer``: the module whose forward failed, ``rnn: nn.LSTM``, when known)."""
     text = str(err).strip() or type(err).__name__
     lines = [line for line in text.splitlines() if line.strip()][:4]
     hint = next((advice for words, advice in _HINTS if any(w in text for w in words)),
                 "simplify forward to tensor operations on its one input")
-    return ("the model cannot be exported as a graph for workers: "
+    where = f"layer {layer}: " if layer else ""
+    return ("the model cannot be exported as a graph for workers: " + where
             + type(err).__name__ + ": " + "\n  ".join(lines) + f"\n  hint: {hint}")
+
+
+@contextmanager
+def _rnn_internals_quiet() -> Iterator[None]:
+    """torch warns that an RNN's ``_flat_weights`` were "assigned during export": its
+    own layer's doing, nothing the person can change."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"The tensor attributes .*_flat_weights")
+        yield
 
 
 def _clone_running_stats(program: torch.export.ExportedProgram) -> None:

@@ -89,6 +89,14 @@ EXTRA_ATEN = {
     "_native_batch_norm_legit_functional.default":
         "BatchNorm in training, functionalized (returns the new running statistics)",
     "bernoulli.p": "Dropout(inplace=True) and stochastic depth draw their mask with it",
+    "detach.default": "x.detach() and a torch.no_grad() block's outputs (graph/tracing.py): "
+                      "a view of its one tensor that takes no gradient; no other argument",
+    # Kept as kernels, not decomposed (graph/tracing.KERNELS): each is elementwise over its
+    # one tensor into a new one of its size, with no other argument.
+    "silu.default": "nn.SiLU (EfficientNet, RegNetY's blocks); its decomposition differs "
+                    "in the last bits",
+    "hardswish.default": "nn.Hardswish (MobileNetV3)",
+    "hardsigmoid.default": "nn.Hardsigmoid (MobileNetV3's squeeze-excitation)",
 }
 
 # Ops whose output is uninitialised memory (two of them core, taken out of CORE_ATEN), and
