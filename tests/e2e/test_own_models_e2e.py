@@ -529,13 +529,13 @@ def test_pytorch_examples_lstm_without_dropout_matches_a_plain_loop_round_for_ro
 
 
 # ----------------------------------------------------------------- attention, torchvision
-def short_run(tmp: Path, env: dict[str, str], model: str, label: str, rounds: int,
-              *options: str) -> Session:
+def short_run(tmp: Path, env: dict[str, str], model: str, label: str,
+              rounds: int) -> Session:
     """A short session on mnist-sample (AdamW: it learns in few rounds) whose training
     loss falls, and whose trained_model.pt2 scores the hub's accuracy alone."""
     session = across_two_joins(tmp, env, "--model", model, "--dataset", "mnist-sample",
                                "--batch-size", "32", "--optimizer", "adamw", "--lr", "0.003",
-                               *options, rounds=rounds, timeout_s=240)
+                               rounds=rounds, timeout_s=240)
     for err in session.worker_err:
         graph_checked(err, label)
     losses = [r["loss"] for r in session.rounds]
