@@ -41,8 +41,9 @@ BATCH = 2  # samples in the compared step (the export's example batch is 2 as we
 TIMEOUT_S = 900  # one model, build to comparison
 POLL_S = 0.5  # how often the memory of the running models is read
 # A model's weights exist about four times at once (the original, its gradients, the
-# worker's copy and its gradients, or the hub's check's copy), beside ~1 GB of torch.
-COPIES, BASE_GB = 4, 1.0
+# worker's copy and its gradients, or the hub's check's copy), beside ~1 GB of torch;
+# twice for one the hub refuses for its size before exporting (built, then checked).
+COPIES, REFUSED_COPIES, BASE_GB = 4, 2, 1.0
 # A refusal a person can act on: it names the layer ("layer features.3: nn.Conv2d: ..."),
 # or it is the whole model's size, and says how to train part of it.
 ACTIONABLE = re.compile(r"layer [^:\n]+: [^:\n]+: |values to train, more than .*--train-only")
@@ -140,12 +141,15 @@ def estimate_gb(arch: str) -> float:
     """The memory ``arch``'s process will need, from torchvision's parameter count."""
     import torchvision.models
 
+    from computeshare_desktop.protocol.graphs import MAX_TRAINABLE_NUMEL
+
     try:
         weights = list(torchvision.models.get_model_weights(arch))
     except ValueError:  # not torchvision's: its own process will say so
         weights = []
     params = weights[0].meta["num_params"] if weights else 50_000_000
-    return BASE_GB + COPIES * 4 * params / 1e9
+    copies = REFUSED_COPIES if params > MAX_TRAINABLE_NUMEL else COPIES
+    return BASE_GB + copies * 4 * params / 1e9
 
 
 def run_all(archs: Sequence[str], jobs: int, memory_gb: float, batch: int,
