@@ -37,7 +37,8 @@ from torch import nn
 from .data import ArrayDataset
 from .data.mapped import MapDataset, hold_out, python_name, read_dataset
 from .errors import ComputeShareError
-from .events import Ended, Evaluated, Event, Failed, Finished, Listening, RoundClosed, Stopped
+from .events import (AllRefused, Ended, Evaluated, Event, Failed, Finished, Listening,
+                     RoundClosed, Stopped)
 from .hub import Given
 from .hub.config import MODE_OPTIONS, SessionOptions
 from .hub.user_model import prepare_model
@@ -136,6 +137,8 @@ class Run:
 
         Raises:
             TimeoutError: still running after ``timeout`` seconds.
+            AllRefusedError: every worker that came refused the model and nobody else came
+                within a minute (the model and a checkpoint are saved, as on a stop).
             ComputeShareError: the session failed.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -200,6 +203,11 @@ class Run:
             self._losses.append(event.loss)
         elif isinstance(event, Finished | Stopped):
             self._last = event
+        elif isinstance(event, AllRefused):
+            self._say(f"No worker can train this model: {event.who()} refused it, and none "
+                      f"is left. The last, {event.name}: {event.reason}\n  If nobody else "
+                      f"joins within {event.grace_s:.0f} s, the session stops (saved) and "
+                      f"run.wait() raises AllRefusedError.")
         elif isinstance(event, Listening):
             self.address = f"{(event.addresses or ('127.0.0.1',))[0]}:{event.port}"
             self._say(f"ComputeShare session listening on {event.bind}:{event.port}\n"
@@ -274,7 +282,7 @@ def host(model: nn.Module | str, train: MapDataset | str, test: MapDataset | str
                     bind=bind or default(AppConfig, "bind", "host"), advertise=advertise,
                     name=name, train_here=this_machine_trains,
                     given=Given(module, data) if module is not None or data else None,
-                    tensorboard=values["tensorboard"])
+                    tensorboard=values["tensorboard"], end_when_refused=True)
     return _start(plan, quiet)
 
 
