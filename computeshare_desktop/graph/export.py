@@ -64,7 +64,7 @@ class TrainingGraph:
     fingerprint: str  # graph_fingerprint(program, trainable specs, state specs)
     mutated: tuple[str, ...] = ()  # the buffers the graph updates in training, in its order
     trainable_numel: int = 0  # values in the flat vector: the trainable parameters'
-    # the layer each node came from ("rnn: nn.LSTM"), for the hub's messages; never shipped
+    # the layer each node came from ("layer rnn: nn.LSTM"), for the hub's messages; never shipped
     layers: dict[str, str] = field(default_factory=dict)
 
     def explain(self, refused: GraphRefused) -> str:
@@ -126,7 +126,7 @@ def export_training_graph(model: nn.Module, example: torch.Tensor) -> TrainingGr
     sized = tracing.data_dependent(program)
     if sized is not None:
         layer = layers.get(sized.name)
-        raise ConfigError(refusal_text((f"layer {layer}: " if layer else "")
+        raise ConfigError(refusal_text((f"{layer}: " if layer else "")
                                        + tracing.data_dependent_text(sized)))
     data = _serialized(program)
     try:
@@ -169,7 +169,7 @@ def node_layers(program: torch.export.ExportedProgram) -> dict[str, str]:
                  and not str(entry[0]).startswith("_empty")]
         if stack:
             path, kind = stack[-1]
-            layers[node.name] = f"{path or 'the model'}: {_type_name(kind)}"
+            layers[node.name] = tracing.layer_label(path, _type_name(kind))
     return layers
 
 
@@ -181,9 +181,9 @@ def _type_name(kind: object) -> str:
 
 
 def explain(refused: GraphRefused, layers: dict[str, str]) -> str:
-    """A refusal with the layer it concerns in front (``rnn: nn.LSTM: ...``), when known."""
+    """A refusal with the layer it concerns in front (``layer rnn: nn.LSTM: ...``), when known."""
     layer = layers.get(refused.where or "")
-    return refused.reason if layer is None else f"layer {layer}: {refused.reason}"
+    return refused.reason if layer is None else f"{layer}: {refused.reason}"
 
 
 def _aliases(model: nn.Module, names: set[str]) -> dict[str, str]:
@@ -244,12 +244,12 @@ def _exported(model: nn.Module, example: torch.Tensor) -> torch.export.ExportedP
 
 def export_failure(err: BaseException, layer: str | None = None) -> str:
     """The export error's first lines and a hint, for the person who chose the model
-    (``layer``: the module whose forward failed, ``rnn: nn.LSTM``, when known)."""
+    (``layer``: the module whose forward failed, ``layer rnn: nn.LSTM``, when known)."""
     text = str(err).strip() or type(err).__name__
     lines = [line for line in text.splitlines() if line.strip()][:4]
     hint = next((advice for words, advice in _HINTS if any(w in text for w in words)),
                 "simplify forward to tensor operations on its one input")
-    where = f"layer {layer}: " if layer else ""
+    where = f"{layer}: " if layer else ""
     return ("the model cannot be exported as a graph for workers: " + where
             + type(err).__name__ + ": " + "\n  ".join(lines) + f"\n  hint: {hint}")
 

@@ -120,12 +120,17 @@ def rnn_dropout_kept() -> Iterator[None]:
         module._rnn_helper = theirs
 
 
+def layer_label(path: str, kind: str) -> str:
+    """How a refusal names a module: ``layer rnn: nn.LSTM``; the root, which is no layer,
+    as ``Net's own forward``."""
+    return f"layer {path}: {kind}" if path else f"{kind}'s own forward"
+
+
 def layer_text(module: nn.Module, path: str) -> str:
-    """``rnn: nn.LSTM``, ``gate: Gate``; the root as ``the model``."""
+    """``layer rnn: nn.LSTM``, ``layer gate: Gate``, ``Net's own forward``."""
     kind = type(module)
     name = kind.__qualname__
-    shown = f"nn.{name}" if kind.__module__.startswith("torch.nn.") else name
-    return f"{path or 'the model'}: {shown}"
+    return layer_label(path, f"nn.{name}" if kind.__module__.startswith("torch.nn.") else name)
 
 
 def innermost_layer(frames: Iterator[FrameType], model: nn.Module) -> str | None:
@@ -187,7 +192,7 @@ def custom_functions_refused(model: nn.Module) -> Iterator[None]:
         function.apply = original
     if used:
         name, layer = used[0]
-        where = f"layer {layer}: " if layer else ""
+        where = f"{layer}: " if layer else ""
         raise ConfigError(
             f"the model cannot be exported as a graph for workers: {where}it applies "
             f"torch.autograd.Function {name}, whose own backward a graph cannot carry "

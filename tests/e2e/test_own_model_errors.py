@@ -105,8 +105,8 @@ def wrong_classes(folder: Path) -> tuple[list[str], list[str]]:
 def export_failure(folder: Path) -> tuple[list[str], list[str]]:
     path = write(folder, "net.py", BRANCHY)
     return ["--model", f"{path}:Net"], [
-        "the model cannot be exported as a graph for workers: GuardOnDataDependentSymNode: "
-        "Could not guard on data-dependent expression",
+        "the model cannot be exported as a graph for workers: Net's own forward: "
+        "GuardOnDataDependentSymNode: Could not guard on data-dependent expression",
         "hint: the forward branches on tensor values (data-dependent control flow)",
         "torch.where", "torch.cond"]
 

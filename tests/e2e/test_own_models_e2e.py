@@ -298,7 +298,7 @@ def evaluated(model_file: Path, **preparation: Any) -> float:
     from computeshare_desktop.evaluation import evaluate_file
     from computeshare_desktop.predict import read_classes
 
-    config = json.loads((model_file.parent / "session.json").read_text())["config"]
+    config = json.loads((model_file.parent / "session.json").read_text(encoding="utf-8"))["config"]
     return evaluate_file(model_file, config["model"], config["dataset"], **preparation,
                          classes=read_classes(model_file.parent / "classes.json") or ()
                          ).accuracy

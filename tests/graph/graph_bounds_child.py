@@ -25,7 +25,7 @@ from computeshare_desktop.graph.contract import accept_parts
 
 def status(field: str) -> int:
     """A /proc/self/status field in bytes."""
-    for line in Path("/proc/self/status").read_text().splitlines():
+    for line in Path("/proc/self/status").read_text(encoding="utf-8").splitlines():
         if line.startswith(field + ":"):
             return int(line.split()[1]) * 1024
     raise KeyError(field)
@@ -64,6 +64,8 @@ def measure(folder: Path) -> dict[str, object]:
 
 
 def main(root: Path) -> None:
+    if not hasattr(os, "fork"):  # each case in a forked child: POSIX only (/proc: Linux)
+        raise SystemExit("graph_bounds_child needs os.fork")
     torch.set_num_threads(1)  # forked children must not inherit busy thread pools
     print(json.dumps({**measure(root / "legit"), "case": "warm-up"}), flush=True)
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):

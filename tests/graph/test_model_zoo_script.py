@@ -25,7 +25,7 @@ def zoo(out: Path, only: str) -> subprocess.CompletedProcess[str]:
 def test_two_classifiers_train_as_their_modules_and_the_table_says_so(tmp_path: Path) -> None:
     run = zoo(tmp_path, "squeezenet1_1,mnasnet0_5")
     assert run.returncode == 0, run.stdout + run.stderr
-    report = json.loads((tmp_path / "model_zoo.json").read_text())
+    report = json.loads((tmp_path / "model_zoo.json").read_text(encoding="utf-8"))
     rows = {row["model"]: row for row in report["rows"]}
     assert set(rows) == {"squeezenet1_1", "mnasnet0_5"}
     for row in rows.values():
@@ -33,14 +33,14 @@ def test_two_classifiers_train_as_their_modules_and_the_table_says_so(tmp_path: 
         assert row["size"] == 32 and row["ops"] > 20 and row["parameters"] > 100_000
         assert row["detail"].startswith("max relative error")
     assert report["summary"]["failing"] == [] and report["summary"]["equal"] == 2
-    table = (tmp_path / "model_zoo.md").read_text()
+    table = (tmp_path / "model_zoo.md").read_text(encoding="utf-8")
     assert "| squeezenet1_1 | 32 |" in table and "trains (equal)" in table
 
 
 def test_a_row_that_does_not_pass_fails_the_run(tmp_path: Path) -> None:
     run = zoo(tmp_path, "no_such_net")
     assert run.returncode == 1, run.stdout + run.stderr
-    report = json.loads((tmp_path / "model_zoo.json").read_text())
+    report = json.loads((tmp_path / "model_zoo.json").read_text(encoding="utf-8"))
     assert report["summary"]["failing"] == ["no_such_net"]
     assert "unknown torchvision architecture" in report["rows"][0]["detail"]
 

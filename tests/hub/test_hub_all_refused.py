@@ -107,7 +107,7 @@ def test_machines_turned_away_at_the_door_count_as_refusals(spec) -> None:
 
 def test_a_workers_refusal_names_the_layer_of_its_node_and_the_way_out(spec) -> None:
     hub, shipped = graph_hub(spec, workers=1)
-    node = next(n for n, layer in shipped.layers.items() if layer == "stem.0: nn.Conv2d")
+    node = next(n for n, layer in shipped.layers.items() if layer == "layer stem.0: nn.Conv2d")
     w = admit(hub, b"w1", T0)
     refuse(hub, w, T0, "op aten.foo is not allowed", where=node)
     (refused,) = kinds(hub.drain_events(), ModelRefused)
