@@ -15,7 +15,7 @@ from helpers_net import cli, free_ports, metrics
 from portable import loopback_aliases_work
 
 ATTACKER = "127.0.0.2"  # another machine on the LAN (the workers are on 127.0.0.1)
-pytestmark = [pytest.mark.slow,
+pytestmark = [pytest.mark.slow, pytest.mark.alone,  # it compares round times
               pytest.mark.skipif(not loopback_aliases_work(ATTACKER),
                                  reason=f"needs {ATTACKER} as a source address (macOS has "
                                         "only 127.0.0.1 on lo0 unless aliased)")]

@@ -54,6 +54,7 @@ def rounds(out) -> int:
     return sum(1 for r in metrics(out) if r["type"] == "round")
 
 
+@pytest.mark.alone  # it times the stop
 @pytest.mark.parametrize("sig", CATCHABLE_STOPS, ids=lambda s: getattr(s, "name", str(s)))
 def test_a_stopped_host_saves_its_model_and_its_worker_ends_within_2_s(tmp_path, sig):
     port = free_ports()
