@@ -29,14 +29,15 @@ from ..hub.config import MODE_OPTIONS, async_rounds
 from ..hub.outputs import OutputDir
 from ..hub.presets import PRESETS, resolve
 from ..models.userfile import model_names
-from ..service.options import HostOptions, hosted_options
+from ..service.options import HostOptions, HostPlan, hosted_options
+from ..service.precheck import NotReady, check_before_opening, needs_checking
 from ..service.prepare import DataReport, needs_preparing
-from .busy import busy
-from .data_preview import DATA_FIELDS, DataPicker
+from .busy import Busy, busy
+from .data_preview import DATA_FIELDS, Background, DataPicker
 from .download_dialog import Downloader, run_download
 from .fields import Editor, editors
 from .formatting import sentence
-from .host_steps import (STEP_GROUPS, STEPS, WHAT, WHAT_CAPTION, Steps,
+from .host_steps import (STEP_GROUPS, STEPS, WHAT, WHAT_CAPTION, Details, Steps,
                          message_label, named_field, step_of)
 from .placement import available_geometry
 
@@ -44,6 +45,7 @@ LABEL_WIDTH = 170
 AUTO_NOTE = ("Starts with lossless gradients, measures the first rounds, then picks Fast LAN, "
              "Wi-Fi or Slow link.")
 FALLBACK = "mnist-sample"  # the dataset that is always on this computer
+CHECKING = "Checking the model…"  # Start's text while the checks before opening run
 Row = tuple[str, QWidget | QLayout, str]  # label, field, the option whose message goes under
 
 
@@ -173,9 +175,14 @@ class HostDialog(QDialog):
                                       "its own settings")
         self.resume_button.clicked.connect(self.accept_resume)
         self.resume_row = QWidget()  # the note and the button (a row only when resumable)
+        self.model_details = Details()  # a model's technical lines, under its message
+        self._checks = Background(self, self._checked, name="cs-check")
+        self._checking: HostOptions | None = None  # what the checks under way were given
+        self._busy: Busy | None = None
         self._resume = False
         self.out_dir.textChanged.connect(self._folder_changed)
         self._build()
+        _show_row(self.model_details, False)
         self._folder_changed()
         self._sized = False
         self.resize(self._fitting_size())
@@ -210,7 +217,8 @@ class HostDialog(QDialog):
                                                  self.data.file_button,
                                                  self.download_button), name))
             elif name == "model":
-                rows.append((option.label, _line(widget, self.model_browse), name))
+                rows += [(option.label, _line(widget, self.model_browse), name),
+                         ("", self.model_details, "")]
             elif name == "weights":
                 rows.append((option.label, _line(widget, self.weights_browse), name))
             elif name == "out_dir":
@@ -377,7 +385,52 @@ class HostDialog(QDialog):
                                         label=options.label_column, input=options.input,
                                         done=self._prepared)
             return
-        super().accept()
+        self._check(options)
+
+    def _check(self, options: HostOptions) -> None:
+        """What the session checks before it opens (the folder, the data, the model's
+        export and the workers' contract), on a thread while the dialog stays open and
+        Start reads "Checking the model…"; ``_checked`` opens it or says why not."""
+        if self._checking is not None:
+            return
+        if not needs_checking(options.config()):  # a built-in by name: nothing left to check
+            super().accept()
+            return
+        self._checking = options
+        self._busy = Busy(self.start_button, CHECKING)
+        plan = HostPlan(options.config(), options.output_path(), resume=options.resume)
+        self._checks.run(lambda _report: check_before_opening(plan))
+
+    def _checked(self, result: NotReady | BaseException | None) -> None:
+        """Open the session when its checks passed (checked again if a field changed
+        meanwhile); else say why under the field to fix, and stay open."""
+        checked, self._checking = self._checking, None
+        if self._busy is not None:
+            self._busy.end()
+            self._busy = None
+        if isinstance(result, NotReady):
+            self._not_ready(result)
+        elif isinstance(result, BaseException):
+            self._say(f"Could not check the session before opening it: {result}")
+        elif not self.isVisible():
+            return
+        elif checked != self.options():
+            self.accept()
+        else:
+            super().accept()
+
+    def _not_ready(self, result: NotReady) -> None:
+        """The failure under its field, the way out named by this dialog's own control,
+        the technical lines behind Details (a model's)."""
+        text = result.text
+        if result.offer_code:
+            text += (f" As a last resort, tick “{self.editors['offer_code'].option.label}” "
+                     "below: workers then get the file itself, and each runs it only once "
+                     "its person approves it.")
+        self._say(text, result.field)
+        if result.field == "model" and result.details:
+            self.model_details.set_text(result.details)
+            _show_row(self.model_details, True)
 
     def _on_this_computer(self, name: str) -> bool:
         """Whether a built-in dataset is here: a quick look first (one that is not is said
@@ -397,12 +450,21 @@ class HostDialog(QDialog):
         elif error is not None:
             self._say(str(error), "dataset")
         elif self.isVisible():
-            super().accept()
+            self._check(self.options())
 
     def reject(self) -> None:
-        """Close; a preparation under way stops."""
+        """Close; a preparation under way stops, the checks' result is dropped."""
         self.data_panel.cancel()
+        self._checks.forget()
+        self._checking = None
+        if self._busy is not None:
+            self._busy.end()
+            self._busy = None
         super().reject()
+
+    def wait_checks(self, timeout_s: float) -> bool:
+        """Wait for the checks' thread (tests, closing); True when it has ended."""
+        return self._checks.wait(timeout_s)
 
     def _dataset_changed(self) -> None:
         name = self.dataset.currentData()  # None: a folder's path typed in
@@ -516,7 +578,7 @@ class HostDialog(QDialog):
             widget.setFocus()  # the field to fix
 
     def _hide_messages(self) -> None:
-        for label in (self.message, *self.messages.values()):
+        for label in (self.message, *self.messages.values(), self.model_details):
             _show_row(label, False)
 
     def _choose_folder(self) -> None:

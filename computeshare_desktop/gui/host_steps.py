@@ -14,8 +14,9 @@ import re
 from collections.abc import Iterable
 
 from PySide6.QtCore import QSize, Qt, QTimer
-from PySide6.QtWidgets import (QFormLayout, QFrame, QHBoxLayout, QLabel, QScrollArea,
-                               QSizePolicy, QTabWidget, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QFormLayout, QFrame, QHBoxLayout, QLabel, QPlainTextEdit,
+                               QScrollArea, QSizePolicy, QTabWidget, QToolButton, QVBoxLayout,
+                               QWidget)
 
 from .. import schema
 
@@ -54,6 +55,49 @@ def message_label() -> QLabel:
     label.setSizePolicy(policy)
     label.hide()
     return label
+
+
+class Details(QWidget):
+    """The technical lines behind a message (torch's own words, its traceback): a
+    "Details" button that shows or hides them, collapsed at first."""
+
+    LINES = 10  # the text's height when shown; longer text scrolls
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.toggle = QToolButton()
+        self.toggle.setText("Details")
+        self.toggle.setCheckable(True)
+        self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.toggle.setArrowType(Qt.ArrowType.RightArrow)
+        self.toggle.setAccessibleName("Details of the message")
+        self.toggle.toggled.connect(self._toggled)
+        self.text = QPlainTextEdit()
+        self.text.setReadOnly(True)
+        self.text.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.text.setAccessibleName("Technical details")
+        self.text.setFixedHeight(self.text.fontMetrics().lineSpacing() * self.LINES + 12)
+        policy = self.text.sizePolicy()  # as wide as its column: long lines scroll sideways
+        policy.setHorizontalPolicy(QSizePolicy.Policy.Ignored)
+        self.text.setSizePolicy(policy)
+        self.text.hide()
+        column = QVBoxLayout(self)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(self.toggle, 0, Qt.AlignmentFlag.AlignLeft)
+        column.addWidget(self.text)
+
+    def set_text(self, text: str) -> None:
+        """Show ``text`` behind the button, collapsed."""
+        self.text.setPlainText(text)
+        self.toggle.setChecked(False)
+
+    @property
+    def expanded(self) -> bool:
+        return self.toggle.isChecked()
+
+    def _toggled(self, on: bool) -> None:
+        self.toggle.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
+        self.text.setVisible(on)
 
 
 class Steps(QTabWidget):
