@@ -21,7 +21,7 @@ from ..protocol.auth import typed_pin
 from ..schema import Option, spec
 from ..service import JoinService, JoinTarget, Tagged
 from ..service.join import removed_by
-from ..service.messages import refusal_message
+from .words import failure, refusal
 from ..service.options import worker_name
 from ..service.paired import forget_hub
 from .join_choices import WorkerChoices
@@ -171,7 +171,7 @@ class JoinDialog(QDialog):
             self.timer.stop()
             self.accept()
         elif isinstance(event, Failed):
-            self._failure, self._failure_code = event.message, event.code
+            self._failure, self._failure_code = failure(event.code, event.message), event.code
             if event.code == "NOT_PAIRED" and not runner.plan.pin:
                 self._forget_hub(runner.target)
             elif event.code == "BANNED":  # the service forgot the hub's key: no promise
@@ -179,7 +179,7 @@ class JoinDialog(QDialog):
                 self.hint.setText(REMOVED_HINT)
                 self.pin_edit.setPlaceholderText(spec(JoinOptions, "pin").placeholder)
         elif isinstance(event, PairingWait) and event.code == "LOCKED_OUT":
-            self._failure = (refusal_message("LOCKED_OUT").replace(
+            self._failure = (refusal("LOCKED_OUT").replace(
                 "Wait, then", f"Wait {event.retry_after:.0f} s, then"))
             runner.stop()
         elif isinstance(event, PairingWait):

@@ -12,16 +12,12 @@ from ..events import (AllRefused, Advertising, DiskError, Ended, Evaluated, Fail
                       Rejected, RoundClosed, StateChanged, Stopped, WorkerJoined, WorkerLeft,
                       WorkerReady)
 from ..hub.rejects import ROUTINE
+from . import words
 from .formatting import percent
 from .progress_fields import ProgressFields
 from .progress_rows import LIVE_STATES, FinalResult, WorkerRow
 
 ROUTINE_CODES = frozenset(code.value for code in ROUTINE)
-# WorkerLeft's reasons in words, for its row and the log: the window shows no raw state name
-LEAVE_REASONS = {"left": "left the session", "paused": "paused", "silent": "stopped answering",
-                 "kicked": "removed", "arch_mismatch": "builds a different model",
-                 "stuck": "missed several rounds: its shard was freed",
-                 "model_refused": "refused the model"}
 WAITING = "Waiting for workers to join"
 SAID_ELSEWHERE = ("model_refused",)  # its ModelRefused follows, with the reason: one log line
 
@@ -40,8 +36,8 @@ def advertising(s: ProgressFields, e: Advertising, now: float) -> None:
 
 
 def log_line(s: ProgressFields, e: LogLine, now: float) -> None:
-    """Log a line of the hub's."""
-    s._say(e.text)
+    """Log a line of the hub's, as a sentence."""
+    s._say(words.log_sentence(e.text))
 
 
 def worker_joined(s: ProgressFields, e: WorkerJoined, now: float) -> None:
@@ -71,15 +67,15 @@ def worker_ready(s: ProgressFields, e: WorkerReady, now: float) -> None:
 
 
 def worker_left(s: ProgressFields, e: WorkerLeft, now: float) -> None:
-    """The worker's row says why it left; a goodbye after the last round is "done"."""
+    """The worker's row takes the reason as its state (the table shows its words); a
+    goodbye after the last round is "done"."""
     w, reason = e.worker, e.reason
-    why = LEAVE_REASONS.get(reason, "left the session")
     finished = reason == "left" and s._all_done  # its goodbye after the last round
     row = s.workers.get(w.id)
     if row is not None:
-        row.state = "done" if finished else "left" if reason == "left" else why
+        row.state = "done" if finished else reason
     if not finished and reason not in SAID_ELSEWHERE:
-        s._say(f"Worker {w.id} ({w.name}) {why}")
+        s._say(f"Worker {w.id} ({w.name}) {words.leaving(reason)}")
 
 
 def state_changed(s: ProgressFields, e: StateChanged, now: float) -> None:

@@ -26,10 +26,10 @@ from ..events import (AllRefused, Advertising, CodeRefused, DeviceChosen, DiskEr
                       Rejected, Resumed, Rejoining, RoundClosed, SessionFull, ShardReceived,
                       StateChanged, Stopped, WorkerDone, WorkerJoined, WorkerLeft,
                       WorkerReady)
-from ..protocol import MEANINGS, RejectCode
 from ..service import FEED, Tagged
 from . import progress_hub as hub
 from . import progress_worker as worker
+from . import words
 from .progress_fields import ProgressFields
 from .progress_rows import ACTIVE_STATES, RATE_WINDOW_S, mode_words
 
@@ -37,14 +37,6 @@ REFUSALS_EVERY_S = 60.0  # at most one "Refused requests" line in the log per th
 CHIPS = {"starting": "Starting", "waiting": "Waiting", "training": "Training",
          "finished": "Finished", "stopped": "Stopped", "failed": "Error"}
 WAITING_FOR_WORKERS = "Waiting for workers"
-
-
-def refusal_meaning(code: str) -> str:
-    """A reject code's one-line meaning, for the log's summary."""
-    try:
-        return MEANINGS[RejectCode(code)]
-    except ValueError:
-        return code
 
 
 class ProgressState(ProgressFields):
@@ -149,9 +141,7 @@ class ProgressState(ProgressFields):
         counts them); the last one once the session has ended."""
         if not self._refused or (now - self._refusals_said < REFUSALS_EVERY_S and self.active):
             return
-        summary = ", ".join(f"{n} × {code}" for code, n in sorted(self._refused.items()))
-        meanings = "; ".join(refusal_meaning(code) for code in sorted(self._refused))
-        self._say(f"Refused requests: {summary} ({meanings})")
+        self._say(words.refusals_line(self._refused))
         self._refused.clear()
         self._refusals_said = now
 

@@ -34,6 +34,7 @@ from .progress_rows import mode_words
 from .progress_state import ProgressState
 from .resumed import Resumed
 from .sources import LogTap
+from .words import log_sentence
 from .workers_table import WorkersTable
 
 
@@ -248,7 +249,7 @@ class ProgressWindow(QMainWindow):
         if self._traffic is not None:
             self.state.set_traffic(*self._traffic())
         self.state.tick()
-        lines = self.state.take_log() + self.tap.take()
+        lines = self.state.take_log() + [log_sentence(line) for line in self.tap.take()]
         self.log_pane.add_lines(lines, time.strftime("%H:%M:%S"))
         self._render()
         if self.state.closed and not self.runner.running:

@@ -15,15 +15,15 @@ from ..events import (CodeRefused, DeviceChosen, Ended, Evaluated, Failed, Finis
                       PairingWait, Paused, Pushed, Resumed,
                       Rejoining, RoundClosed, SessionFull, ShardReceived, StateChanged,
                       WorkerDone, WorkerJoined, WorkerLeft)
-from . import progress_hub
+from . import progress_hub, words
 from ..worker.pause import pause_text
 from .formatting import percent
 from .progress_fields import ProgressFields
 from .progress_rows import ACTIVE_STATES, LIVE_STATES, FinalResult, WorkerRow
 
 STOPPED_BY_HOST = "The host stopped the session"
-REMOVED = "The host removed this machine from the session"  # kicked: no retry, no fault
-REMOVED_CODE = "BANNED"  # the reject code a kicked machine hears (service.messages)
+# the reject codes a removed machine hears (kicked, or blocked): no retry, no fault
+REMOVED_CODES = ("BANNED", "BLOCKED")
 
 
 def device_chosen(s: ProgressFields, e: DeviceChosen, now: float) -> None:
@@ -124,7 +124,7 @@ def hub_stopped(s: ProgressFields, e: HubStopped, now: float) -> None:
 
 def pairing_wait(s: ProgressFields, e: PairingWait, now: float) -> None:
     """Log how long the hub asked this worker to wait."""
-    s._say(f"The hub asked to wait {e.retry_after:.0f} s ({e.code})")
+    s._say(f"{words.refusal(e.code)} Trying again in {e.retry_after:.0f} s.")
 
 
 def session_full(s: ProgressFields, e: SessionFull, now: float) -> None:
@@ -177,14 +177,16 @@ def worker_done(s: ProgressFields, e: WorkerDone, now: float) -> None:
 
 
 def failed(s: ProgressFields, e: Failed, now: float) -> None:
-    """This worker failed; removed by the host, it ended (no fault, nothing to retry)."""
-    if e.code == REMOVED_CODE:
-        s.phase, s.status = "stopped", REMOVED
-        s._alert(f"{REMOVED}.", "error")
-        s._say(REMOVED)
+    """This worker failed; removed by the host, it ended (no fault, nothing to retry). A
+    refusal reads as the words' sentence for its code, never "(BANNED)"."""
+    if e.code in REMOVED_CODES:
+        text = words.refusal(e.code)
+        s.phase, s.status = "stopped", words.ending(e.code).rstrip(".")
+        s._alert(text, "error")
+        s._say(text)
         _end_rows(s, "removed", "not followed")
         return
-    s._fail(e.message)
+    s._fail(words.failure(e.code, e.message))
     _end_rows(s, "stopped", "not followed")
 
 

@@ -96,8 +96,8 @@ _REJECTS: dict[RejectCode, str] = {
     RejectCode.BAD_INDEX: "A compressed update was damaged (its positions are out of order).",
     RejectCode.NOT_TRAINING: "The hub is not training right now.",
     RejectCode.HUB_STOPPED: "The host stopped the session.",
-    RejectCode.BANNED: "The host removed this machine from this session: it cannot join "
-                       "this session again.",
+    RejectCode.BANNED: "The host removed this machine from this session, which it cannot "
+                       "join any more.",
     RejectCode.TORCH_MISMATCH: "The hub sends its model as a graph, which needs the same "
                                "PyTorch release on this machine as on the hub.",
 }
@@ -178,6 +178,13 @@ def refusal(code: str, detail: str = "") -> str:
     return f"The hub refused this machine: {why}." if why else "The hub refused this machine."
 
 
+def failure(code: str, message: str) -> str:
+    """What a window says of a ``Failed`` event: a refusal's sentence for a reject code (the
+    service's message ends "(BANNED)"), the message itself for UNREACHABLE and ERROR, whose
+    text says what happened."""
+    return message if code in ("ERROR", "UNREACHABLE") else refusal(code)
+
+
 def ending(code: str) -> str:
     """How a session ended for a worker that failed with ``code``."""
     return ENDINGS[ENDS_BY_CODE.get(code, "failed")]
@@ -195,10 +202,19 @@ def refusals_line(counts: Mapping[str, int], peer: str = "") -> str:
 
 
 _CONTEXT = re.compile(r"^\[(?:hub|worker)[^\]]*\]\s*")  # "[hub v21] ": for files, not people
+# hub/rejects.py's summary for files: "refused requests: 2 × BAD_PIN (wrong PIN; last from
+# peer 00257130), 1 × BANNED (…)"
+_SUMMARY = re.compile(r"^refused requests: ")
+_PART = re.compile(r"(\d+) × ([A-Z_]+) \(.*?; last from peer ([0-9a-f]+)\)")
 
 
 def log_sentence(line: str) -> str:
-    """A core's log line as the window shows it: no "[hub v21]" tag, a capital first."""
+    """A core's log line as the window shows it: no "[hub v21]" tag, the hub's summary of
+    refused requests in words (no codes), a capital first."""
     text = _CONTEXT.sub("", line).strip()
+    if _SUMMARY.match(text):
+        parts = _PART.findall(text)
+        if parts:
+            return refusals_line({code: int(n) for n, code, _ in parts}, parts[-1][2])
     return text[:1].upper() + text[1:]
 

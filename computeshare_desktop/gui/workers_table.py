@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QMenu, QTableWidg
 
 from .formatting import ago
 from .progress_rows import WorkerRow
+from .words import row_state
 
 COLUMNS = ("Worker", "Device", "Share", "Busy", "Samples/s", "Pushed", "Last seen", "State")
 _NUMERIC = {2, 3, 4, 5}
@@ -131,7 +132,8 @@ class WorkersTable(QTableWidget):
                      f"{100 * row.busy:.0f}%" if row.busy is not None else "—",
                      f"{rate:,.0f}" if rate else "—",
                      f"{row.pushed:,}" + (f" · {row.rejected:,} refused" if row.rejected else ""),
-                     ago(None if row.last_seen is None else now - row.last_seen), row.state)
+                     ago(None if row.last_seen is None else now - row.last_seen),
+                     row_state(row.state))
             for c, text in enumerate(texts):
                 self._set(r, c, text)
             name = self.item(r, 0)

@@ -124,7 +124,7 @@ def test_a_refusal_while_others_train_is_an_amber_banner_that_a_join_clears() ->
                  Tagged("hub", ModelRefused("pc", "layer rnn: nn.LSTM: too big; fix it"))])
     assert state.banner == ("warning", "Worker pc cannot train this model: layer rnn: "
                             "nn.LSTM: too big; fix it")
-    assert state.workers[2].state == "refused the model"
+    assert state.workers[2].state == "model_refused"
     assert "model_refused" not in " ".join(state.take_log())
     state.apply([Tagged("hub", WorkerJoined(WorkerInfo(3, "mac", "MPS", 1)))])
     assert state.banner is None

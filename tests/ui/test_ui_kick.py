@@ -22,6 +22,7 @@ from computeshare_desktop.gui.progress_state import REFUSALS_EVERY_S, ProgressSt
 from computeshare_desktop.gui.progress_window import ProgressWindow  # noqa: E402
 from computeshare_desktop.hub.config import HubConfig  # noqa: E402
 from computeshare_desktop.service import FEED, Tagged  # noqa: E402
+from computeshare_desktop.gui.words import refusal  # noqa: E402
 from computeshare_desktop.service.messages import refusal_message  # noqa: E402
 from computeshare_desktop.service.host import HostService  # noqa: E402
 from computeshare_desktop.service.options import HostOptions, HostPlan  # noqa: E402
@@ -29,7 +30,7 @@ from helpers_net import free_ports  # noqa: E402
 from test_ui_stops import answer_kick  # noqa: E402
 from ui_helpers import click, click_row, connect_to, join_by_address  # noqa: E402
 
-REMOVED = "The host removed this machine from the session"
+REMOVED = refusal("BANNED")  # what a kicked machine's window says (gui/words.py)
 LIVE = {"joining", "loading data", "ready", "training"}
 
 
@@ -136,7 +137,7 @@ def test_after_any_end_the_worker_window_agrees_with_itself(qtbot, end):
         assert "round 1,569" in window.banner.text()
         assert sum("stopped the session" in line for line in lines) == 1
     if end == "kick":
-        assert window.banner.text() == f"{REMOVED}." and not window.banner.isHidden()
+        assert window.banner.text() == REMOVED and not window.banner.isHidden()
         assert window.chip.text() == "Stopped"  # not "Error": nothing went wrong here
         assert sum(REMOVED in line for line in lines) == 1
         assert not [line for line in lines if "Error" in line or "PIN" in line]
@@ -160,13 +161,13 @@ def test_refusals_are_summed_up_once_a_minute_at_most():
         clock.now += 1.0
         state.apply([Tagged("hub", Rejected("STALE", "2 versions old"))])
         said += [(clock.now, line) for line in state.take_log()]
-    times = [t for t, line in said if line.startswith("Refused requests")]
+    times = [t for t, line in said if line.startswith("Refused ")]
     assert len(times) == 3 and all(b - a >= REFUSALS_EVERY_S for a, b in itertools.pairwise(times))
-    assert "1 × STALE (gradient computed on an old model version)" in said[0][1]
-    assert "60 × STALE" in said[1][1]
+    assert said[0][1] == "Refused 1 request: 1 with an update made on an old model."
+    assert "Refused 60 requests" in said[1][1] and "STALE" not in said[1][1]
     state.apply([Tagged("hub", Ended())])  # the rest once the session has ended
     last = state.take_log()
-    assert len(last) == 1 and "29 × STALE" in last[0]
+    assert len(last) == 1 and "Refused 29 requests" in last[0]
 
 
 def test_the_hub_table_counts_refusals_and_its_log_sums_them_up(qtbot):
@@ -188,7 +189,8 @@ def test_the_hub_table_counts_refusals_and_its_log_sums_them_up(qtbot):
     clock.now += REFUSALS_EVERY_S
     window.refresh()
     log = window.log_pane.toPlainText()
-    assert log.count("Refused requests") == 2 and "1 × STALE" in log and "BAD_PIN" not in log
+    assert log.count("Refused ") == 2 and "Refused 1 request:" in log and "BAD_PIN" not in log
+    assert "STALE" not in log
 
 
 def test_the_subtitles_name_async_updates_and_robust_aggregation(qtbot, tmp_path):
@@ -244,12 +246,13 @@ def test_two_instances_kick_asks_and_the_worker_is_told_it_was_removed(
 
         qtbot.waitUntil(lambda: not worker_window.runner.running, timeout=10_000)
         worker_window.refresh()
-        assert worker_window.banner.text() == f"{REMOVED}."
+        assert worker_window.banner.text() == REMOVED
         assert worker_window.chip.text() == "Stopped"
         log = worker_window.log_pane.toPlainText()
         assert log.count(REMOVED) == 1 and "Error" not in log and "NOT_PAIRED" not in log
         state = table.columnCount() - 1
-        qtbot.waitUntil(lambda: table.item(0, state).text() == "removed", timeout=5_000)
+        qtbot.waitUntil(lambda: table.item(0, state).text() == "Removed by the host",
+                        timeout=5_000)
 
         worker_window.close()  # and again, with the PIN: the same truthful answer
         dialog = connect_to(qtbot, worker_app, hub_window.runner.port, pin)

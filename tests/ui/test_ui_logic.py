@@ -79,12 +79,13 @@ def test_hub_state_follows_a_session_from_listening_to_finished():
     state.apply([hub(Rejected("STALE", ""))] * 3
                 + [hub(Evaluated(10, 0.5, 1.0, False)),
                    hub(WorkerLeft(worker_summary(2, 10), "silent"))])
-    assert state.latest_accuracy() == 0.5 and state.workers[2].state == "stopped answering"
+    assert state.latest_accuracy() == 0.5 and state.workers[2].state == "silent"
     state.apply([hub(Finished(0.9712, 0.1, 100, "/out/trained_model.pth", 12.0)),
                  hub(Ended(result=True))])
     assert state.phase == "finished" and state.final.accuracy == 0.9712 and state.closed
     log = "\n".join(state.take_log())
-    assert "Refused requests: 3 × STALE" in log and "97.12%" in log
+    assert "Refused 3 requests: 3 with an update made on an old model." in log
+    assert "97.12%" in log and "STALE" not in log
     assert "Worker 2 (w2) stopped answering" in log and state.take_log() == []
 
 

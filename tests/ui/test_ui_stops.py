@@ -256,7 +256,8 @@ def test_kick_a_worker_from_its_row_and_rotate_the_pin(qtbot, main_window, tmp_p
         guest.join(30)
         assert isinstance(guest.error, RejectedError) and guest.error.code is RejectCode.BANNED
         state = table.columnCount() - 1
-        qtbot.waitUntil(lambda: table.item(row, state).text() == "removed", timeout=5_000)
+        qtbot.waitUntil(lambda: table.item(row, state).text() == "Removed by the host",
+                        timeout=5_000)
         again = WorkerThread(port, "guest", pin=window.pin_card.pin, identity=guest.identity)
         again.join(30)
         assert again.error.code is RejectCode.BANNED  # a kick is a ban for the session

@@ -74,7 +74,7 @@ def test_an_unknown_value_reads_as_a_plain_fallback_not_as_itself() -> None:
 
 def test_a_known_code_reads_its_sentence_and_an_unknown_one_its_detail() -> None:
     assert words.refusal("BANNED", "this machine was removed from the session by its host") \
-        == "The host removed this machine from this session: it cannot join this session again."
+        == "The host removed this machine from this session, which it cannot join any more."
     assert words.refusal("NEW_CODE", "the moon is full.") == \
         "The hub refused this machine: the moon is full."
 
