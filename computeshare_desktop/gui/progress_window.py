@@ -14,7 +14,7 @@ import time
 from typing import Callable, Protocol
 
 from PySide6.QtCore import QCoreApplication, QEvent, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QCloseEvent, QDesktopServices, QGuiApplication
+from PySide6.QtGui import QCloseEvent, QDesktopServices
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMainWindow, QProgressBar, QPushButton,
                                QSplitter, QVBoxLayout, QWidget)
 
@@ -220,7 +220,7 @@ class ProgressWindow(QMainWindow):
         buttons.addWidget(self.close_button)
         body = QVBoxLayout()
         body.setContentsMargins(20, 16, 20, 16)
-        body.setSpacing(12)
+        body.setSpacing(10)  # the hub window, PIN and all, fits a 720 px screen
         body.addLayout(head)
         body.addWidget(self.banner)
         body.addLayout(progress)
@@ -447,15 +447,13 @@ class ProgressWindow(QMainWindow):
         return self.finish_card.url
 
     def open_output_folder(self, url: QUrl) -> bool:
-        """Show the output folder in the system's file manager; without one, put its path
-        on the clipboard and show it in a small dialog with a Copy button
-        (``folder_dialog``)."""
+        """Show the output folder in the system's file manager; without one, show its path
+        in a small dialog whose Copy button puts it on the clipboard (``folder_dialog``):
+        nothing is copied, or said to be, before that button is pressed."""
         if QDesktopServices.openUrl(url):
             return True
         path = url.toLocalFile()
-        QGuiApplication.clipboard().setText(path)
-        self.state.note(f"No file manager could open the output folder; its path is on the "
-                        f"clipboard: {path}")
+        self.state.note(f"No file manager could open the output folder. It is here: {path}")
         self.finish_card.model_path.setToolTip(path)
         self.folder_dialog = FolderDialog(path, self)
         self.folder_dialog.show()

@@ -92,6 +92,11 @@ def test_open_folder_without_a_file_manager_says_where_it_is(qtbot, monkeypatch,
 
     monkeypatch.setattr(QDesktopServices, "openUrl", staticmethod(lambda url: False))
     window = window_with_rounds(qtbot, 3, 0.5)
+    QGuiApplication.clipboard().setText("something else")
     assert not window.open_output_folder(QUrl.fromLocalFile(str(tmp_path)))
+    log = window.log_pane.toPlainText()
+    assert str(tmp_path) in log and "clipboard" not in log  # nothing copied yet: not said
+    assert QGuiApplication.clipboard().text() == "something else"
+    window.folder_dialog.copy_button.click()  # the dialog's Copy copies, and says so
     assert QGuiApplication.clipboard().text() == str(tmp_path)
-    assert str(tmp_path) in window.log_pane.toPlainText()
+    assert window.folder_dialog.copy_button.text() == "Copied ✓"
