@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (QDialog, QHBoxLayout, QLabel, QPlainTextEdit, QPu
 
 from ..service.doctor import DoctorOptions, diagnose
 from ..service.doctor_report import Report
+from .words import for_app
 
 POLL_MS = 100
 Runner = Callable[[DoctorOptions], Report]
@@ -106,7 +107,7 @@ class DoctorDialog(QDialog):
                  ": the cause and the fix are under each "
                  + ("FAIL" if not outcome.ok else "WARN") + " line")
         self.headline.setText(outcome.summary() + where + ".")
-        self.text.setPlainText(outcome.text())
+        self.text.setPlainText(for_app(outcome.text()))  # the app's controls, not flags
 
     def _copy(self) -> None:
         clipboard = QGuiApplication.clipboard()

@@ -176,9 +176,8 @@ def stopped(s: ProgressFields, e: Stopped, now: float) -> None:
     _rows_stopped(s)
     saved = f"model saved to {e.model_path}" if e.model_path else \
         "the model could not be saved (see the log)"
-    s._say(f"Stopped at round {e.version:,}; {saved}. Resume it from the main "
-           f"window's recent sessions, or: computeshare host --resume --out "
-           f"{e.out_dir}")
+    s._say(f"Stopped at round {e.version:,}; {saved}. Resume it from Recent sessions "
+           "in the main window.")
 
 
 def disk_error(s: ProgressFields, e: DiskError, now: float) -> None:

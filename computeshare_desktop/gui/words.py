@@ -218,3 +218,26 @@ def log_sentence(line: str) -> str:
             return refusals_line({code: int(n) for n, code, _ in parts}, parts[-1][2])
     return text[:1].upper() + text[1:]
 
+
+# The doctor's fixes name the command line's flags (its report is the CLI's too); in the app
+# each names the control that does it, or says plainly that the app has none.
+HOST_PORT = "the Port field of Host a session… (step 3 · Who)"
+_FLAGS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"a hub here would need --port with three free ports"),
+     "a session hosted here takes three free ports by itself, or set them with " + HOST_PORT),
+    (re.compile(r"choose others with --port"), "choose others with " + HOST_PORT),
+    (re.compile(r"(?:use|with) --interface (\S+) \(the Settings of the app too\)"),
+     r"start the app with --interface \1 (the app has no setting for this)"),
+    (re.compile(r"pick the LAN with --interface\b"),
+     "start the app with --interface and the LAN's interface (the app has no setting for "
+     "this)"),
+)
+
+
+def for_app(text: str) -> str:
+    """A report meant for the command line, in the app's words: each flag the app has a
+    control for names that control; one it has none for says so."""
+    for pattern, words in _FLAGS:
+        text = pattern.sub(words, text)
+    return text
+

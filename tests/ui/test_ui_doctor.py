@@ -106,3 +106,29 @@ def test_with_a_session_selected_the_check_measures_its_hub(qtbot, main_window,
     assert check.options[0].hub == "10.0.0.5:7400"
     assert "10.0.0.5:7400" in dialog.headline.text() or dialog.report is not None
     dialog.close()
+
+
+def test_the_reports_fixes_name_the_apps_controls_not_its_flags(qtbot):
+    """Issue 26: Check network said "would need --port"; the app has a Port field (named),
+    and no setting for the interface (said plainly)."""
+    from computeshare_desktop.service import doctor, doctor_checks as checks
+
+    lan = checks.Address("eth0", "192.168.1.20", 24, "lan")
+    wifi = checks.Address("wlan0", "10.0.0.7", 24, "lan")
+    vpn = checks.Address("tun0", "10.8.0.2", 24, "vpn")
+    link = Item("hub", "Hub", Status.OK, "answers")
+    report = Report((checks.ports_item(checks.PortCheck(7341, in_use=True), lan.ip),
+                     checks.ports_item(checks.PortCheck(7341, bind_error="denied"), lan.ip),
+                     checks.interfaces_item([lan, wifi], lan),
+                     checks.interfaces_item([vpn], vpn),
+                     doctor.wrong_interface(link, [lan, wifi], lan, wifi.ip)))
+    assert report.text().count("--port") == 2 and report.text().count("--interface") == 3
+    dialog = DoctorDialog(None, run=lambda options: report)
+    qtbot.addWidget(dialog)
+    dialog.start()
+    dialog.wait(5)
+    shown = dialog.text.toPlainText()
+    assert "--port" not in shown and shown.count("the Port field of Host a session…") == 2
+    fixes = [line for line in shown.splitlines() if "--interface" in line]
+    assert len(fixes) == 3 and all("the app has no setting for this" in f for f in fixes)
+    assert "Settings of the app" not in shown  # it has no such settings

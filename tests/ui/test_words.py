@@ -84,3 +84,27 @@ def test_the_refusal_summary_is_a_sentence_without_codes_or_tags() -> None:
     assert line == ("Refused 3 requests: 2 with a wrong PIN, 1 from a machine the host "
                     "removed. The last came from the machine whose key starts 00257130.")
     assert words.log_sentence("[hub v21] shard 2 freed") == "Shard 2 freed"
+
+
+def test_no_window_text_of_the_gui_names_a_command_line_flag() -> None:
+    """Issue 26: the app names its controls, not flags. Every string literal the gui's
+    modules could show (docstrings and comments aside) is read by AST; a flag may appear
+    only beside the words saying the app has no control for it."""
+    flag = re.compile(r"(?<![\w-])--[a-z][a-z-]+")
+    found = []
+    for path in sorted((PACKAGE / "gui").glob("*.py")):
+        if path.name == "app.py":  # the app's own command line (argparse)
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = {id(n.body[0].value) for n in ast.walk(tree)
+                if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and n.body
+                and isinstance(n.body[0], ast.Expr)}
+        docs |= {id(c) for n in ast.walk(tree)  # the patterns words.for_app rewrites
+                 if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "compile"
+                 for c in ast.walk(n)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and id(node) not in docs and flag.search(node.value) \
+                    and "no setting for this" not in node.value:
+                found.append(f"{path.name}:{node.lineno}: {node.value[:60]}")
+    assert not found, found
