@@ -36,6 +36,8 @@ class ExitCode(IntEnum):
     REMOVED = 8, "the host removed this machine from the session (join: it cannot join it again)"
     MODEL_REFUSED = 9, ("host: every worker that came refused the model, and no other came "
                         "within 60 s")
+    FOLDER_IN_USE = 10, ("host: the output folder belongs to a session that is running "
+                         "(the message names its process and port)")
     INTERRUPTED = 130, "interrupted (Ctrl-C)"
 
 
@@ -54,6 +56,18 @@ class ConfigError(ComputeShareError):
     """A setting or argument is invalid (unknown dataset or model, bad number...)."""
 
     exit_code = ExitCode.USAGE
+
+
+class FolderInUseError(ConfigError):
+    """The output folder is held by a session that is running (hub/folder_lock.py): a
+    second one there would cut its metrics and overwrite its checkpoint."""
+
+    exit_code = ExitCode.FOLDER_IN_USE
+
+    def __init__(self, folder: Any, holder: Any) -> None:
+        self.folder, self.holder = folder, holder  # holder: a folder_lock.Holder
+        super().__init__(f"{folder} belongs to a session that is running ({holder.text()}):"
+                         " stop it first, or choose another output folder")
 
 
 class DatasetUnavailableError(ComputeShareError):

@@ -17,6 +17,7 @@ import torch
 
 from ..errors import ConfigError
 from ..files import atomic_write
+from .folder_lock import holder
 
 SESSION_FILE = "session.json"
 METRICS_FILE = "metrics.jsonl"
@@ -64,9 +65,10 @@ class OutputDir:
     def summary(self) -> dict[str, Any] | None:
         """What a list of recent sessions shows, read cheaply (no checkpoint load): the
         configuration, the last version in the metrics, whether it finished and whether it
-        can be resumed, and how it was hosted (``host``: its name, port... {} in a
-        session.json written before they were kept). None when the folder holds no readable
-        session."""
+        can be resumed, whether a session runs in it now (``running``: its folder_lock.Holder,
+        or None; a running one is not resumable), and how it was hosted (``host``: its name,
+        port... {} in a session.json written before they were kept). None when the folder
+        holds no readable session."""
         try:
             saved = json.loads((self.path / SESSION_FILE).read_text(encoding="utf-8"))
             config = saved["config"]
@@ -77,8 +79,10 @@ class OutputDir:
         for record in metric_records(self.path):
             version = max(version, int(record.get("version", 0)))
             finished = finished or bool(record.get("final"))
+        running = holder(self.path)
         return {"config": config, "version": version, "finished": finished,
-                "resumable": self.has_checkpoint() and not finished,
+                "running": running,
+                "resumable": self.has_checkpoint() and not finished and running is None,
                 "model_saved": (self.path / MODEL_FILE).exists(),
                 "host": host if isinstance(host, dict) else {}}
 

@@ -1,10 +1,11 @@
 """Hosting a session, for the command line and the app alike. No Qt.
 
 ``HostService`` owns the hub's thread and the policies around it: the output folder (no
-second session in one folder), the PIN (given, else ``COMPUTESHARE_PIN``, else a random
-one), the port (a busy default port falls back to any free one), the LAN advert, and
-"also train on this machine", an ordinary worker (a ``JoinService``) on 127.0.0.1 whose
-key the hub allows before it starts: it joins without pairing, so no flood of the pairing
+second session in one folder: hub/folder_lock.py's lock, held while the hub thread runs),
+the PIN (given, else ``COMPUTESHARE_PIN``, else a random one), the port (a busy default
+port falls back to any free one), the LAN advert, and "also train on this machine", an
+ordinary worker (a ``JoinService``) on 127.0.0.1 whose key the hub allows before it starts:
+it joins without pairing, so no flood of the pairing
 port can keep the host's own machine from training. The hub thread builds the session,
 binds the sockets, serves until training is done or ``stop()`` is asked, saves the model
 and a checkpoint if it was stopped early, then withdraws the advert and closes every
@@ -31,6 +32,7 @@ from ..discovery.hub_advert import HubAdvertising
 from ..errors import AllRefusedError, ComputeShareError, PortInUseError
 from ..events import Advertising, Ended, Event, Failed, Listening, LogLine, RefusedWaitOver
 from ..hub import HubResult, HubSession
+from ..hub.folder_lock import FolderLock
 from ..protocol.auth import check_pin, new_pin
 from ..protocol.pake import key_fingerprint
 from ..transport import DEFAULT_PORT, HubServer, Identity, identity_path, load_or_create
@@ -80,6 +82,7 @@ class HostService(ServiceThread):
         self.session: HubSession | None = None  # once built (read-only for views)
         self.local: JoinService | None = None
         self._server: HubServer | None = None  # while serving (its kick/PIN are thread-safe)
+        self._folder: FolderLock | None = None  # held from before the first write to the end
         self._lock = threading.Lock()
         self._stop_requested = threading.Event()
         self._serve_stop = threading.Event()  # what the serve loop watches
@@ -142,7 +145,8 @@ class HostService(ServiceThread):
         session: HubSession | None = None
         server: HubServer | None = None
         advertising: HubAdvertising | None = None
-        try:
+        try:  # the folder is this session's before anything is written in it
+            self._folder = FolderLock.take(self.out_path)
             identity = load_or_create(identity_path("hub"))
             self._prepare_data()
             paired = paired_machines(identity.public)  # machines that paired before
@@ -192,6 +196,8 @@ class HostService(ServiceThread):
                                "instead."))
             server = HubServer(session, identity, host=bind, port=0)
         self.port = server.port
+        if self._folder is not None:  # a second session in the folder is told where this is
+            self._folder.record(server.port)
         self.addresses = self._addresses()
         self._post(Listening(bind, server.port, server.pub_port, server.pair_port,
                              key_fingerprint(identity.public), tuple(self.addresses),
@@ -260,7 +266,9 @@ class HostService(ServiceThread):
         if server is not None:
             server.close()
         if session is not None:
-            session.close()
+            session.close()  # its last checkpoint written: the folder may go
+        if self._folder is not None:
+            self._folder.release()
         self._post(Ended(result=self.result is not None))
 
     def _on_hub_event(self, event: Event) -> None:

@@ -19,9 +19,10 @@ from ..app_options import AppConfig
 from ..data.folders import dataset_label
 from ..defaults import DEFAULT_PORT
 from ..discovery import DiscoveredSession
-from ..errors import ConfigError
+from ..errors import ConfigError, FolderInUseError
 from ..hub import Given, HubConfig
 from ..hub.config import MODE_OPTIONS, SESSION, SessionOptions, session_config
+from ..hub.folder_lock import holder
 from ..hub.outputs import OutputDir
 from ..hub.presets import AUTO, PRESET_CHOICES, resolve
 from ..hub.tensorboard_log import tensorboard_valid
@@ -83,6 +84,8 @@ class HostOptions(SessionOptions):
     def resuming(cls, folder: str | Path) -> "HostOptions":
         """The options that resume the session in ``folder`` (ConfigError when it cannot)."""
         summary = OutputDir(Path(folder)).summary()
+        if summary is not None and summary["running"] is not None:
+            raise FolderInUseError(folder, summary["running"])
         if summary is None or not summary["resumable"]:
             raise ConfigError(f"{folder} holds no session that can be resumed")
         return cls(**_recipe(HubConfig.from_json(summary["config"])),
@@ -171,8 +174,12 @@ class HostPlan:
 def check_output_folder(path: Path, resume: bool) -> Path:
     """``path`` if it can hold the session: a folder this user can write, or create; a
     resume needs a checkpoint there, a new session a folder that holds no other (their
-    metrics would mix). ConfigError otherwise, before anything is written."""
+    metrics would mix), and neither while a running session holds it (FolderInUseError,
+    naming its process and port). ConfigError otherwise, before anything is written."""
     check_writable_folder(path)
+    running = holder(path)
+    if running is not None:
+        raise FolderInUseError(path, running)
     if resume:
         if not OutputDir(path).has_checkpoint():
             raise ConfigError(f"{path} holds no checkpoint to resume")

@@ -1,0 +1,163 @@
+"""One session per output folder: an OS file lock, held for the session's life.
+
+A session takes the lock on ``.computeshare.lock`` in its folder before it writes anything
+there (``metrics.jsonl`` cut back on a resume, checkpoints, the model files) and keeps it
+until it has ended: ``fcntl.flock`` on POSIX, ``msvcrt.locking`` on Windows, both held by
+the open file, so a process that dies (kill -9, a crash, a power cut) holds nothing and its
+folder can be resumed at once. The file records the holder's PID and, once it listens, its
+port, so that a second session is refused naming both (FolderInUseError).
+
+The file itself stays in the folder: removing it on release would let two processes lock
+two different files of one name. Only the lock says whether a session runs; what the file
+says is read only while it is held. A file system that cannot lock (some network shares)
+is logged once and the session runs unlocked, as before.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import FolderInUseError
+
+log = logging.getLogger(__name__)
+
+LOCK_FILE = ".computeshare.lock"
+TAKE_TRIES = 10  # a probe (Recent sessions, a dialog) holds the lock for microseconds
+TAKE_PAUSE_S = 0.03
+WINDOWS_LOCK_AT = 1 << 20  # the locked byte, past what the file says: readable while held
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """The running session that holds a folder."""
+
+    pid: int
+    port: int | None  # None until it listens
+
+    def text(self) -> str:
+        """Who holds it, for people: "process 1234, port 7070"."""
+        port = f"port {self.port}" if self.port else "its port not open yet"
+        return f"process {self.pid}, {port}"
+
+
+def _try_lock(fd: int) -> bool:
+    """Lock ``fd`` without waiting; False when another open file holds it. OSError when
+    the file system cannot lock."""
+    if sys.platform == "win32":
+        import msvcrt
+        os.lseek(fd, WINDOWS_LOCK_AT, os.SEEK_SET)
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except PermissionError:
+            return False
+        return True
+    import fcntl
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _unlock(fd: int) -> None:
+    if sys.platform == "win32":
+        import msvcrt
+        os.lseek(fd, WINDOWS_LOCK_AT, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+    else:
+        import fcntl
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _read(fd: int) -> Holder:
+    os.lseek(fd, 0, os.SEEK_SET)
+    try:
+        data = json.loads(os.read(fd, 4096).decode("utf-8"))
+        port = data.get("port")
+        return Holder(int(data["pid"]), int(port) if port else None)
+    except (ValueError, TypeError, KeyError, AttributeError, OSError):
+        return Holder(0, None)  # taken this instant, not written yet
+
+
+def holder(folder: str | os.PathLike[str]) -> Holder | None:
+    """The running session that holds ``folder``, or None (no lock file, or nobody holds
+    it: its session ended or died). Creates nothing."""
+    try:
+        fd = os.open(Path(folder) / LOCK_FILE, os.O_RDWR | getattr(os, "O_BINARY", 0))
+    except OSError:
+        return None
+    try:
+        if _try_lock(fd):
+            _unlock(fd)
+            return None
+        return _read(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+class FolderLock:
+    """The lock of one session's folder: ``take``, ``record`` its port, ``release``."""
+
+    def __init__(self, folder: Path, fd: int | None) -> None:
+        self.folder = folder
+        self._fd = fd  # None: a file system that cannot lock
+
+    @classmethod
+    def take(cls, folder: str | os.PathLike[str], port: int | None = None) -> FolderLock:
+        """Hold ``folder`` (created if needed) for this process; FolderInUseError naming
+        the holder's PID and port when a running session holds it."""
+        path = Path(folder)
+        path.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0),
+                     0o644)
+        try:
+            for attempt in range(TAKE_TRIES):
+                if _try_lock(fd):
+                    break
+                if attempt == TAKE_TRIES - 1:
+                    raise FolderInUseError(path, _read(fd))
+                time.sleep(TAKE_PAUSE_S)
+        except OSError as exc:
+            log.warning("%s cannot be locked (%s): a second session in it is not refused",
+                        path, exc)
+            os.close(fd)
+            return cls(path, None)
+        except BaseException:
+            os.close(fd)
+            raise
+        lock = cls(path, fd)
+        lock.record(port)
+        return lock
+
+    @property
+    def held(self) -> bool:
+        """True until ``release`` (False on a file system that cannot lock)."""
+        return self._fd is not None
+
+    def record(self, port: int | None) -> None:
+        """Write this process's PID and ``port`` in the lock file."""
+        if self._fd is None:
+            return
+        data = json.dumps({"pid": os.getpid(), "port": port}).encode()
+        try:
+            os.lseek(self._fd, 0, os.SEEK_SET)
+            os.write(self._fd, data.ljust(64))  # never shorter: no truncate needed
+        except OSError as exc:
+            log.warning("could not write %s: %s", self.folder / LOCK_FILE, exc)
+
+    def release(self) -> None:
+        """Let the folder go (idempotent): another session may take it at once."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            try:
+                _unlock(fd)
+            finally:
+                os.close(fd)

@@ -1,0 +1,72 @@
+"""One session per output folder (hub/folder_lock.py): the lock is the OS's, held by an open
+file, so a second holder is refused naming the first's PID and port, a probe takes nothing,
+and a process killed with SIGKILL leaves the folder free at once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from computeshare_desktop.errors import ExitCode, FolderInUseError
+from computeshare_desktop.hub.folder_lock import LOCK_FILE, FolderLock, holder
+from computeshare_desktop.service.options import check_output_folder
+
+CHILD = textwrap.dedent("""
+    import sys, time
+    from computeshare_desktop.hub.folder_lock import FolderLock
+    lock = FolderLock.take(sys.argv[1], port=int(sys.argv[2]))
+    print("held", flush=True)
+    time.sleep(120)
+""")
+
+
+def hold_in_child(folder, port):
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(folder), str(port)],
+                             stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None and child.stdout.readline().strip() == "held"
+    return child
+
+
+def test_a_second_take_is_refused_with_pid_and_port_until_released(tmp_path):
+    lock = FolderLock.take(tmp_path)
+    lock.record(7070)
+    with pytest.raises(FolderInUseError) as info:
+        FolderLock.take(tmp_path)  # another open file in this very process: refused too
+    assert info.value.exit_code is ExitCode.FOLDER_IN_USE
+    assert f"process {os.getpid()}, port 7070" in str(info.value)
+    assert holder(tmp_path).pid == os.getpid()
+    lock.release()
+    assert holder(tmp_path) is None
+    FolderLock.take(tmp_path).release()  # free again at once
+    assert (tmp_path / LOCK_FILE).exists()  # the file stays: only the lock says who holds
+
+
+def test_a_probe_creates_nothing_and_holds_nothing(tmp_path):
+    assert holder(tmp_path) is None
+    assert not (tmp_path / LOCK_FILE).exists()
+    FolderLock.take(tmp_path).release()
+    for _ in range(50):
+        assert holder(tmp_path) is None
+    FolderLock.take(tmp_path).release()
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_a_killed_holder_leaves_no_lock(tmp_path):
+    child = hold_in_child(tmp_path, 7171)
+    try:
+        seen = holder(tmp_path)
+        assert seen is not None and (seen.pid, seen.port) == (child.pid, 7171)
+        with pytest.raises(FolderInUseError, match=f"process {child.pid}, port 7171"):
+            check_output_folder(tmp_path, resume=False)  # a plain host --out, refused too
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(10)
+    finally:
+        child.kill()
+        child.wait()
+    assert holder(tmp_path) is None
+    FolderLock.take(tmp_path).release()
