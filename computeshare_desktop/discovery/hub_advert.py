@@ -12,6 +12,7 @@ import ifaddr
 from ..data.folders import dataset_label
 from ..events import Event, Finished, RoundClosed, StateChanged, WorkerJoined, WorkerLeft
 from ..hub.endpoint import HubEndpoint
+from ..models.specs import model_label
 from ..protocol import PROTOCOL_VERSION
 from ..protocol.ports import HubPorts
 from .advert import SessionAdvert, key_fingerprint
@@ -47,7 +48,7 @@ class HubAdvertising:
         self.session = session
         self.advert = SessionAdvert(
             session_id=status.session_id, name=name, host=socket.gethostname(),
-            model=c.model, dataset=dataset_label(c.dataset), joined=status.joined,
+            model=model_label(c.model), dataset=dataset_label(c.dataset), joined=status.joined,
             expected=c.workers, state=status.state, protocol=PROTOCOL_VERSION,
             key_fingerprint=key_fingerprint(hub_key), port=ports.request,
             pub_port=ports.events, pair_port=ports.pairing, round=status.version,

@@ -8,6 +8,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 from PySide6.QtGui import QColor
 
 from ..discovery import DiscoveredSession
+from ..models.specs import model_label
 
 # Two sessions with one name are told apart by their hub (host and port) and hub key.
 COLUMNS = ("Session", "Hub", "Model", "Rounds", "Workers", "State", "Hub key")
@@ -80,7 +81,7 @@ class SessionTableModel(QAbstractTableModel):
         advert, column = session.advert, index.column()
         if role == Qt.ItemDataRole.DisplayRole:
             return (advert.name, f"{advert.host}:{advert.port}",
-                    f"{advert.model} · {advert.dataset}",
+                    f"{model_label(advert.model)} · {advert.dataset}",  # an old hub's path
                     f"{advert.rounds:,}" if advert.rounds else "—",
                     f"{advert.joined} / {advert.expected}", state_text(session)[0],
                     advert.key_fingerprint[:8])[column]

@@ -114,6 +114,14 @@ def parse_model_spec(text: str) -> ModelSpec:
     raise ConfigError(f"unknown model {spec!r}{_torchvision_hint(spec)}; give {_forms()}")
 
 
+def model_label(text: str) -> str:
+    """A ``--model`` value as anyone may read it (a session list, the LAN's adverts): a
+    file's name without the folders above it, whichever system wrote the path
+    (``/home/ann/net.py:Net`` and ``C:\\ann\\net.py:Net`` both read ``net.py:Net``); a name
+    as it is."""
+    return text.replace("\\", "/").rpartition("/")[2]
+
+
 def _forms() -> str:
     return FORMS.format(", ".join(MODELS))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from computeshare_desktop.discovery import SessionBrowser
+from computeshare_desktop.discovery.advert import to_txt
 from computeshare_desktop.discovery.hub_advert import HubAdvertising, resolve_interface
 from computeshare_desktop.protocol.pake import key_fingerprint
 from helpers_net import RunningHub, WorkerThread, wait_for
@@ -45,3 +46,25 @@ def test_advert_tracks_the_session_and_is_withdrawn(tmp_path):
 def test_resolve_interface_accepts_names_and_addresses():
     assert resolve_interface("127.0.0.1") == "127.0.0.1"
     assert resolve_interface("lo") == "127.0.0.1"
+
+
+class _Endpoint:
+    """The one thing HubAdvertising asks of a session before it starts: its status."""
+
+    def __init__(self, model):
+        from computeshare_desktop.hub import HubConfig
+        from computeshare_desktop.hub.endpoint import SessionStatus
+        self._status = SessionStatus("ab" * 8, HubConfig(model=model, workers=2), "waiting", 0, 0)
+
+    def status(self):
+        return self._status
+
+
+def test_the_advert_names_the_model_file_not_the_folders_above_it():
+    for spec, shown in (("/home/ann/projects/secret/net.py:Net", "net.py:Net"),
+                        ("C:\\Users\\ann\\net.py:Net", "net.py:Net"),
+                        ("/home/ann/vit.pt2", "vit.pt2"), ("simplenet", "simplenet")):
+        advertising = HubAdvertising(_Endpoint(spec), hub_key="k" * 40, port=7000,
+                                     name="n", interfaces=["127.0.0.1"])
+        assert advertising.advert.model == shown
+        assert not any(b"ann" in value for value in to_txt(advertising.advert).values())

@@ -29,11 +29,11 @@ def test_stop_then_resume_from_the_recent_sessions_and_the_host_dialog(
     assert (out / "trained_model.pth").exists()
 
     recent = main_window.recent
-    qtbot.waitUntil(lambda: recent.list.count() == 1, timeout=5_000)
-    item = recent.list.item(0)
-    assert "can be resumed" in item.text() and item.text().startswith("Resume test — ")
+    qtbot.waitUntil(lambda: recent.table.rowCount() == 1, timeout=5_000)
+    row = recent.row(0)
+    assert (row.name, row.state, row.resumable) == ("Resume test", "Stopped", True)
     assert not recent.resume_button.isEnabled()
-    recent.list.setCurrentItem(item)
+    recent.table.selectRow(0)
     assert recent.resume_button.isEnabled()
     click(qtbot, recent.resume_button)
     second = main_window.progress_windows[-1]

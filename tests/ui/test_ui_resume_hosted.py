@@ -31,11 +31,12 @@ def test_recent_sessions_resume_a_session_by_its_name_as_it_was_hosted(
     older = stopped_session(tmp_path / "d-Stwo", {})  # a session.json that kept nothing
     recent = main_window.recent
     recent.show_folders([named, older])
-    assert recent.list.item(0).text().startswith("Lab session — simplenet on mnist-sample")
-    assert recent.list.item(1).text().startswith("d-Stwo — ")
+    first = recent.row(0)
+    assert (first.name, first.model, first.data) == ("Lab session", "simplenet", "mnist-sample")
+    assert recent.row(1).name == "d-Stwo"
     started: list[HostOptions] = []
     monkeypatch.setattr(main_window, "host", started.append)
-    recent.list.setCurrentRow(0)
+    recent.table.selectRow(0)
     click(qtbot, recent.resume_button)
     (options,) = started
     assert (options.name, options.port, options.train_here, options.optimizer) == (
