@@ -54,9 +54,12 @@ class ElidingLabel(QLabel):
 class StatCard(QFrame):
     """A caption over one big value, e.g. "Sent" / "12.4 MB"."""
 
-    def __init__(self, title: str, value: str = "—") -> None:
+    def __init__(self, title: str, value: str = "—", widest: str = "") -> None:
+        """``widest``: the widest figure it must show whole (a window at its minimum size
+        shows it uncut); a longer one is cut with "…" rather than widen the window."""
         super().__init__()
         self.setObjectName("StatCard")
+        self.widest = widest
         caption = QLabel(title)
         caption.setObjectName("StatTitle")
         self.value = ElidingLabel(value)
@@ -68,9 +71,15 @@ class StatCard(QFrame):
         layout.addWidget(self.value)
 
     def set_value(self, text: str) -> None:
-        """Show ``text`` (no repaint when unchanged)."""
+        """Show ``text`` (no repaint when unchanged): whole, as long as it is no wider
+        than ``widest`` (the card asks for that width)."""
         if self.value.text() != text:
             self.value.setText(text)
+            if not self.widest:
+                return
+            metrics = self.value.fontMetrics()
+            width = min(metrics.horizontalAdvance(text), metrics.horizontalAdvance(self.widest))
+            self.value.setMinimumWidth(width + 2)
 
 
 class FinishCard(QFrame):

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QFont, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from .formatting import group_pin
 from .panels import CopyButton
 
+HINT_WIDTH = 340  # the join hint in three lines at most: the hub window fits 720 px high
+
 
 class PinCard(QFrame):
-    """Shows ``428 913`` in big monospace digits, with how workers join underneath."""
+    """Shows ``428 913`` in big monospace digits, with how workers join underneath; both
+    keep the height their text needs at any width (a window's layout does not ask a wrapped
+    label's height for its width: squeezed, the hint overlapped the digits and lost its
+    last line, the address)."""
 
     def __init__(self, pin: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -31,6 +36,7 @@ class PinCard(QFrame):
         self.hint = QLabel("Starting the hub…")
         self.hint.setProperty("role", "muted")
         self.hint.setWordWrap(True)
+        self.hint.setMinimumWidth(HINT_WIDTH)
         self.copy_button = CopyButton("Copy PIN", lambda: self.pin,
                                       "Copy the PIN to the clipboard")
         self.new_button = QPushButton("New PIN")
@@ -44,12 +50,29 @@ class PinCard(QFrame):
         text.addWidget(self.digits)
         text.addWidget(self.hint)
         layout = QHBoxLayout(self)
-        layout.setContentsMargins(20, 14, 20, 14)
+        layout.setContentsMargins(20, 8, 20, 8)
         layout.addLayout(text, 1)
         buttons = QVBoxLayout()
         buttons.addWidget(self.copy_button)
         buttons.addWidget(self.new_button)
         layout.addLayout(buttons)
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt's API
+        super().showEvent(event)
+        self._keep_whole()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's API
+        super().resizeEvent(event)
+        self._keep_whole()
+
+    def _keep_whole(self) -> None:
+        """The digits as tall as their font (the style sheet's), the hint as tall as its
+        lines at its width; the window's minimum grows with them."""
+        self.digits.setMinimumSize(self.digits.sizeHint())
+        width = self.hint.width() if self.hint.width() > 1 else self.hint.sizeHint().width()
+        needed = self.hint.heightForWidth(width)
+        if needed > 0 and needed != self.hint.minimumHeight():
+            self.hint.setMinimumHeight(needed)
 
     def set_pin(self, pin: str) -> None:
         """Show a new PIN."""
@@ -71,4 +94,6 @@ class PinCard(QFrame):
 
     def set_hint(self, text: str) -> None:
         """The line under the digits (how to join)."""
-        self.hint.setText(text)
+        if self.hint.text() != text:
+            self.hint.setText(text)
+            self._keep_whole()

@@ -57,6 +57,11 @@ class Runner(Protocol):
 
 
 MIN_CHARTS_HEIGHT = 120
+# Each hub stat card's widest usual figure: shown whole at the window's minimum size (a longer
+# one is cut with "…"; seven cards of these need about 910 px)
+WIDEST = {"loss": "0.0000", "accuracy": "100.0%", "per_round": "999.9 KB",
+          "busy": "100%", "traffic": "999.9 / 999.9 MB", "bandwidth": "999.9 KB/s",
+          "workers": "10 of 10"}
 
 
 class ProgressWindow(QMainWindow):
@@ -154,7 +159,8 @@ class ProgressWindow(QMainWindow):
         else:  # this machine's own share: its compute time and its gradients
             cards[2:2] = [("compute", "Compute time")]  # short: the window needs < 1,024 px
             cards.append(("pushed", "Gradients pushed"))
-        self.cards = {key: StatCard(name) for key, name in cards}
+        self.cards = {key: StatCard(name, widest=WIDEST.get(key, "") if hub else "")
+                      for key, name in cards}  # (a worker's eight would need 1,145 px)
         if not hub:
             self.cards["compute"].setToolTip("How long this machine computes one gradient")
         self.cards["loss"].setToolTip("The last round's loss, as in metrics.jsonl (a worker: "
