@@ -202,6 +202,9 @@ class MainWindow(QMainWindow):
             self.sessions_view.selectRow(row)
         self.stack.setCurrentIndex(1 if sessions else 0)
         self._update_buttons()
+        if not sessions:  # the centre says "Looking for sessions…": the bar says the same
+            self._show_discovery_status()
+            return
         count = f"{len(sessions)} session{'s' if len(sessions) != 1 else ''}"
         self.statusBar().showMessage(f"{count} found on {self._where()}")
 
