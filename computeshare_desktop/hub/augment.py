@@ -67,4 +67,4 @@ def session_augment(text: str, dataset: str, info: DatasetInfo) -> list[str]:
 
 def augment_line(ops: tuple[str, ...] | list[str]) -> str:
     """The host's line for the ops workers apply (the CLI and the progress window)."""
-    return f"Workers augment each training batch: {','.join(ops)} (--augment none: off)"
+    return f"Workers augment each training batch: {','.join(ops)} (augmentation none turns it off)"

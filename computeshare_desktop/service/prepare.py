@@ -50,12 +50,12 @@ class DataReport:
 
 def image_choice(info: DatasetInfo, count: int, image_size: int) -> str:
     """The line saying the image size and channels the images were brought to."""
-    if image_size:
-        why = "--image-size"
+    if image_size:  # words for the app and the command line alike: no flag, no field name
+        why = "the image size chosen"
     elif (info.height, info.width) == (DEFAULT_SIDE, DEFAULT_SIDE):
-        why = f"{DEFAULT_SIDE} when sizes differ; --image-size to choose"
+        why = f"{DEFAULT_SIDE} when sizes differ; set the image size to choose"
     else:
-        why = "their own size; --image-size to choose"
+        why = "their own size; set the image size to choose"
     channels = "1 channel" if info.channels == 1 else f"{info.channels} channels"
     return f"{info.name}: {count:,} images at {info.height}×{info.width}, {channels} ({why})"
 

@@ -95,8 +95,8 @@ def test_the_host_service_says_what_was_skipped_and_stop_cancels(tmp_path, monke
     assert texts[0] == "Preparing pets: 8 of 8 images"  # bad.png's header did not open
     assert texts[1:] == ["pets: 6 training and 2 test images prepared",
                           "Skipped 1 (an unreadable or damaged image): b/bad.png",
-                          "pets: 8 images at 8×8, 1 channel (their own size; --image-size "
-                          "to choose)"]
+                          "pets: 8 images at 8×8, 1 channel (their own size; set the image "
+                          "size to choose)"]
 
     other = write_sizes(tmp_path / "other", [(8, 8)] * 4)
     stopped = HostService(dataclasses.replace(plan, config=HubConfig(dataset=str(other))))

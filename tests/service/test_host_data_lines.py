@@ -85,9 +85,10 @@ def test_the_host_hears_its_data_choices_once_and_the_test_source_by_name(
                                   test_data=str(exam), workers=1)
     said = lines(heard)
     assert service.error is None, said
-    assert "pets: 8 images at 224×224, 3 channels (224 when sizes differ; --image-size to " \
-           "choose)" in said
-    assert "Workers augment each training batch: crop,flip (--augment none: off)" in said
+    assert "pets: 8 images at 224×224, 3 channels (224 when sizes differ; set the image size " \
+           "to choose)" in said
+    assert "Workers augment each training batch: crop,flip (augmentation none turns it off)" in said
+    assert not any("--" in line for line in said), said  # the app shows these lines
     assert sum("not an image file" in line for line in said) == 1
     assert "not an image file" not in caplog.text  # the details are INFO, in the log file
     preparing = [line for line in said if line.startswith("Preparing")]
