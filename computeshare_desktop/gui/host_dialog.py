@@ -144,7 +144,8 @@ class HostDialog(QDialog):
         self.weights_browse.clicked.connect(self._choose_weights_file)
         self.data = DataPicker(self, self.editors)  # Folder…, File… and the preview panel
         self.data_panel = self.data.panel
-        self.name.setPlaceholderText(initial.session_name() if not initial.name else "")
+        self.name.setPlaceholderText(initial.session_name())
+        self.dataset.currentTextChanged.connect(self._name_placeholder)
         self.preset_note = QLabel()
         self.preset_note.setProperty("role", "muted")
         self.preset_note.setWordWrap(True)
@@ -423,7 +424,7 @@ class HostDialog(QDialog):
         """The failure under its field, the way out named by this dialog's own control,
         the technical lines behind Details (a model's)."""
         text = result.text
-        if result.offer_code:
+        if result.code_would_help:
             text += (f" As a last resort, tick “{self.editors['offer_code'].option.label}” "
                      "below: workers then get the file itself, and each runs it only once "
                      "its person approves it.")
@@ -465,6 +466,13 @@ class HostDialog(QDialog):
     def wait_checks(self, timeout_s: float) -> bool:
         """Wait for the checks' thread (tests, closing); True when it has ended."""
         return self._checks.wait(timeout_s)
+
+    def _name_placeholder(self) -> None:
+        """The name the session gets when Session name is left empty: it follows the data
+        chosen (a folder's name, not the set the dialog opened with)."""
+        data = self.editors["dataset"].value()
+        self.name.setPlaceholderText(dataclasses.replace(self._initial, name="",
+                                                         dataset=data).session_name())
 
     def _dataset_changed(self) -> None:
         name = self.dataset.currentData()  # None: a folder's path typed in

@@ -29,12 +29,12 @@ HINT_MARK = "  hint: "  # how the export's advice starts its line (graph.export)
 class NotReady:
     """Why a session cannot open: ``field`` is the option to fix ("out_dir", "dataset",
     "model", "weights"), ``text`` says it in plain words, ``details`` the technical lines
-    (empty: none), ``offer_code`` whether offering the model's code would let it open."""
+    (empty: none), ``code_would_help`` whether offering the model's code would let it open."""
 
     field: str
     text: str
     details: str = ""
-    offer_code: bool = False
+    code_would_help: bool = False
 
 
 def needs_checking(config: HubConfig) -> bool:
