@@ -105,6 +105,12 @@ def dataset_label(spec: str) -> str:
     return folder_name(Path(spec).expanduser().absolute()) if is_folder_spec(spec) else spec
 
 
+def own_split(root: Path) -> bool:
+    """Whether a folder of images brings its own split (``train/`` and ``test/``): then its
+    ``test/`` images test and no fraction is held out."""
+    return (root / "train").is_dir() and (root / "test").is_dir()
+
+
 def scan(root: Path, test_fraction: float, *, tests: bool = True) -> Layout:
     """What ``root`` holds, read from names and ``stat`` alone (no image is opened).
     ``tests`` False: another source tests (``--test``), so every training image trains
@@ -117,7 +123,7 @@ def scan(root: Path, test_fraction: float, *, tests: bool = True) -> Layout:
     if not root.is_dir():
         raise ConfigError(f"{root} is not a folder")
     skipped = Skipped()
-    by_folder = (root / "train").is_dir() and (root / "test").is_dir()
+    by_folder = own_split(root)
     train_files = _classes(root / "train" if by_folder else root, skipped, root)
     classes = tuple(sorted(train_files))
     if len(classes) < 2:

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QFormLayo
 
 from ..data.preview import (HUGGING_FACE, IMAGES, TABLE, THUMB_SIDE, THUMBNAILS, Preview,
                             Thumbnail, preview, spec_kind)
+from ..data.folders import own_split
 from ..data.prepared import PrepareProgress
 from ..service.prepare import DataReport, prepare
 from ..service.threads import drain_queue
@@ -36,6 +37,8 @@ SHOWN_CLASSES = 12  # more are summed up as "and N more"
 KIND_NAMES = {IMAGES: "image folder", TABLE: "table", HUGGING_FACE: "Hugging Face dataset"}
 DATA_FIELDS = ("image_size", "test_fraction", "label_column")  # options shown in this panel
 TABLE_FIELDS = frozenset({"label_column"})  # a table's or saved dataset's; the others images'
+OWN_SPLIT = ("This folder has its own train/ and test/: its test/ images test, so no "
+             "fraction is held out.")
 PLACEHOLDER = ("Your own data? Folder… takes images, one folder per class; File… a table "
                "(.csv or .parquet). What it holds shows here before the session opens: its "
                "classes, a few images or rows, the size it trains at.")
@@ -193,6 +196,21 @@ class DataPanel(QGroupBox):
         """Show a data option's field (see DATA_FIELDS) in the panel's form."""
         self.fields.addRow(label, widget)
         self._field_rows[name] = widget
+        if name == "test_fraction":  # why it is off, under it, for a folder with test/
+            self._tip = widget.toolTip()
+            self.split_note = _label("muted")
+            self.split_note.setText(OWN_SPLIT)
+            self.fields.addRow("", self.split_note)
+            self.fields.setRowVisible(self.split_note, False)
+
+    def set_own_split(self, on: bool) -> None:
+        """A folder with its own test/ (``on``): Test fraction off, the reason under it."""
+        field = self._field_rows.get("test_fraction")
+        if field is None:
+            return
+        field.setEnabled(not on)
+        field.setToolTip(OWN_SPLIT if on else self._tip)
+        self.fields.setRowVisible(self.split_note, on)
 
     # ------------------------------------------------------------------ the preview
     def show_spec(self, spec: str, kind: str | None, *, image_size: int = 0,
@@ -377,9 +395,11 @@ class DataPicker(QObject):
         self.timer.stop()
         spec = self.editors["dataset"].value()
         value = {n: e.value() for n, e in self.editors.items() if n in DATA_FIELDS}.get
-        self.panel.show_spec(spec, spec_kind(spec), image_size=value("image_size", 0),
+        kind = spec_kind(spec)
+        self.panel.show_spec(spec, kind, image_size=value("image_size", 0),
                              test_fraction=value("test_fraction", 0.1),
                              label=value("label_column", ""))
+        self.panel.set_own_split(kind == IMAGES and own_split(Path(spec).expanduser()))
 
     def choose_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self.dialog, "Your data", str(Path.home()))
