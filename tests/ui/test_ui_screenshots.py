@@ -74,3 +74,14 @@ def test_screenshots_of_every_window(qtbot, main_window, tmp_path):
     qtbot.wait(100)  # the layout follows the buttons' new style
     save(main_window, folder, "main-window")
     assert hub_window.state.phase == "training" and worker_window.state.phase == "training"
+
+
+def test_screenshot_of_a_model_refused_under_its_field(qtbot, main_window, tmp_path):
+    from test_ui_model_refused import BRANCHES, model_file, start_with
+
+    folder = screenshot_dir(tmp_path)
+    dialog = start_with(qtbot, main_window, tmp_path, model_file(tmp_path, BRANCHES))
+    qtbot.waitUntil(dialog.messages["model"].isVisible)
+    qtbot.wait(100)  # scrolled to the message, painted
+    assert main_window.progress_windows == []
+    save(dialog, folder, "host-dialog-refused")
