@@ -37,6 +37,7 @@ REFUSALS_EVERY_S = 60.0  # at most one "Refused requests" line in the log per th
 CHIPS = {"starting": "Starting", "waiting": "Waiting", "training": "Training",
          "finished": "Finished", "stopped": "Stopped", "failed": "Error"}
 WAITING_FOR_WORKERS = "Waiting for workers"
+BUSY_STATES = ("training", "done")  # rows whose device counts in "Devices busy"
 
 
 class ProgressState(ProgressFields):
@@ -117,6 +118,16 @@ class ProgressState(ProgressFields):
     def active_workers(self) -> int:
         """Workers that joined and have not left (those still there at the end count)."""
         return sum(1 for w in self.workers.values() if w.state in ACTIVE_STATES)
+
+    def devices_busy(self) -> float | None:
+        """How busy the working devices are: the mean over the rows training now (or done,
+        once the session finished) of their last round's compute share; None when no device
+        works (every worker paused, removed, stopped or gone), so the card says "—"."""
+        working = [row for row in self.workers.values() if row.state in BUSY_STATES]
+        if not working:
+            return None
+        known = [row.busy for row in working if row.busy is not None]
+        return sum(known) / len(known) if known else self.busy
 
     def latest_accuracy(self) -> float | None:
         """The last test accuracy the hub measured."""

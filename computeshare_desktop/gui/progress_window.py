@@ -285,7 +285,8 @@ class ProgressWindow(QMainWindow):
         c["loss"].set_value(f"{s.loss[-1][1]:.4f}" if s.loss else "—")  # the last round's
         per_round = s.bytes_per_round()
         c["per_round"].set_value(human_bytes(int(per_round)) if per_round is not None else "—")
-        c["busy"].set_value(f"{100 * s.busy:.0f}%" if s.busy is not None else "—")
+        busy = s.devices_busy()  # working devices only: "—" while none works
+        c["busy"].set_value(f"{100 * busy:.0f}%" if busy is not None else "—")
         c["traffic"].set_value(human_pair(s.bytes_sent, s.bytes_received))
         c["bandwidth"].set_value(human_rate(s.bandwidth()))
         accuracy = s.latest_accuracy()
