@@ -16,6 +16,7 @@ from helpers_net import PIN, RunningHub, WorkerThread, wait_for
 from computeshare_desktop.data import dataset_info
 from computeshare_desktop.errors import ConfigError
 from computeshare_desktop.hub import HubConfig
+from computeshare_desktop.hub.folder_lock import LOCK_FILE
 from computeshare_desktop.hub.trainer import ParameterServer
 from computeshare_desktop.models import build_model
 
@@ -37,7 +38,9 @@ def test_a_checkpoint_of_another_model_names_the_keys() -> None:
 
 
 def snapshot(folder: Path) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()}
+    """The session's files (the folder lock's own file, which says who runs there, aside)."""
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()
+            if p.name != LOCK_FILE}
 
 
 @pytest.mark.slow

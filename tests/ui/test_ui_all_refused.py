@@ -87,7 +87,7 @@ def test_each_refusal_is_a_banner_and_everyone_refusing_a_red_one(qtbot, main_wi
         assert "_foobar" in text and "--offer-code" in text
         qtbot.waitUntil(lambda: window.workers_table.rowCount() == 1, timeout=5_000)
         state = window.workers_table.item(0, window.workers_table.columnCount() - 1).text()
-        assert state == "refused the model"  # words, not the event's model_refused
+        assert state == "Refused the model"  # words (gui/words.py), not the event's model_refused
         workers.append(WorkerThread(window.state.port, "w2", pin=window.runner.pin))
         workers[1].thread.join(60)
         qtbot.waitUntil(lambda: "all 2 workers" in window.banner.text(), timeout=5_000)

@@ -43,7 +43,7 @@ def test_discovered_session_wrong_pin_then_join_and_train(qtbot, main_window, tm
         type_into(qtbot, dialog.pin_edit, "000000")
         click(qtbot, dialog.join_button)
         qtbot.waitUntil(lambda: dialog.join_button.isEnabled() and dialog.message.isVisible()
-                        and "BAD_PIN" in dialog.message.text(), timeout=20_000)
+                        and "Wrong PIN" in dialog.message.text(), timeout=20_000)
         assert "Wrong PIN" in dialog.message.text()
         assert dialog.isVisible() and main_window.progress_windows == []
 
@@ -93,10 +93,11 @@ def test_connect_by_address_shows_lockout_in_the_dialog(qtbot, main_window, tmp_
             click(qtbot, dialog.join_button)
             qtbot.waitUntil(lambda: dialog.join_button.isEnabled(), timeout=20_000)
             messages.append(dialog.message.text())
-            if "LOCKED_OUT" in messages[-1]:
+            if "Too many wrong PINs" in messages[-1]:
                 break
-        assert all("BAD_PIN" in m for m in messages[:5]), messages
-        assert "LOCKED_OUT" in messages[-1] and "paused pairing" in messages[-1], messages
+        assert all("Wrong PIN" in m for m in messages[:5]), messages  # words (gui/words.py)
+        assert "Too many wrong PINs" in messages[-1] and "paused pairing" in messages[-1], messages
+        assert not any("BAD_PIN" in m or "LOCKED_OUT" in m for m in messages), messages
         assert dialog.isVisible() and main_window.progress_windows == []
         click(qtbot, dialog.cancel_button)
     finally:
