@@ -7,10 +7,13 @@ the open file, so a process that dies (kill -9, a crash, a power cut) holds noth
 folder can be resumed at once. The file records the holder's PID and, once it listens, its
 port, so that a second session is refused naming both (FolderInUseError).
 
-The file itself stays in the folder: removing it on release would let two processes lock
-two different files of one name. Only the lock says whether a session runs; what the file
-says is read only while it is held. A file system that cannot lock (some network shares)
-is logged once and the session runs unlocked, as before.
+The holder removes the file when it lets go (on POSIX; Windows cannot remove an open
+file, and there it stays), so a session that never opened leaves the folder as it was.
+A taker that locked a file some holder removed meanwhile sees that the name no longer
+points at its file and takes again, so two processes never hold two files of one name.
+Only the lock says whether a session runs; what the file says is read only while it is
+held. A file system that cannot lock (some network shares) is logged once and the session
+runs unlocked, as before.
 """
 
 from __future__ import annotations
@@ -75,6 +78,24 @@ def _unlock(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 
+def _open(folder: Path) -> int:
+    return os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0),
+                   0o644)
+
+
+def _still_named(fd: int, folder: Path) -> bool:
+    """Whether the folder's lock file is still the file ``fd`` has open (not removed by a
+    holder that let go meanwhile). Windows never removes it."""
+    if sys.platform == "win32":
+        return True
+    try:
+        named = os.stat(folder / LOCK_FILE)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (mine.st_dev, mine.st_ino)
+
+
 def _read(fd: int) -> Holder:
     os.lseek(fd, 0, os.SEEK_SET)
     try:
@@ -106,22 +127,28 @@ def holder(folder: str | os.PathLike[str]) -> Holder | None:
 class FolderLock:
     """The lock of one session's folder: ``take``, ``record`` its port, ``release``."""
 
-    def __init__(self, folder: Path, fd: int | None) -> None:
+    def __init__(self, folder: Path, fd: int | None, made: bool = False) -> None:
         self.folder = folder
         self._fd = fd  # None: a file system that cannot lock
+        self._made = made  # ``take`` made the folder: let go, it is removed if still empty
 
     @classmethod
     def take(cls, folder: str | os.PathLike[str], port: int | None = None) -> FolderLock:
         """Hold ``folder`` (created if needed) for this process; FolderInUseError naming
         the holder's PID and port when a running session holds it."""
         path = Path(folder)
+        made = not path.exists()
         path.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0),
-                     0o644)
+        fd = _open(path)
         try:
             for attempt in range(TAKE_TRIES):
                 if _try_lock(fd):
-                    break
+                    if _still_named(fd, path):
+                        break
+                    _unlock(fd)  # its holder removed it as we locked it: take the new one
+                    os.close(fd)
+                    fd = _open(path)
+                    continue
                 if attempt == TAKE_TRIES - 1:
                     raise FolderInUseError(path, _read(fd))
                 time.sleep(TAKE_PAUSE_S)
@@ -133,7 +160,7 @@ class FolderLock:
         except BaseException:
             os.close(fd)
             raise
-        lock = cls(path, fd)
+        lock = cls(path, fd, made)
         lock.record(port)
         return lock
 
@@ -158,6 +185,15 @@ class FolderLock:
         fd, self._fd = self._fd, None
         if fd is not None:
             try:
+                if sys.platform != "win32" and _still_named(fd, self.folder):
+                    (self.folder / LOCK_FILE).unlink()  # still held: nobody can take it now
                 _unlock(fd)
+            except OSError as exc:
+                log.warning("could not remove %s: %s", self.folder / LOCK_FILE, exc)
             finally:
                 os.close(fd)
+            if self._made:
+                try:
+                    self.folder.rmdir()  # a session that never opened leaves no folder
+                except OSError:
+                    pass  # it has the session's files: it stays

@@ -43,7 +43,10 @@ def test_a_second_take_is_refused_with_pid_and_port_until_released(tmp_path):
     lock.release()
     assert holder(tmp_path) is None
     FolderLock.take(tmp_path).release()  # free again at once
-    assert (tmp_path / LOCK_FILE).exists()  # the file stays: only the lock says who holds
+    assert not (tmp_path / LOCK_FILE).exists()  # the holder removes it as it lets go
+    made = tmp_path / "new"
+    FolderLock.take(made).release()
+    assert not made.exists()  # a folder the lock made, left empty, goes too
 
 
 def test_a_probe_creates_nothing_and_holds_nothing(tmp_path):
