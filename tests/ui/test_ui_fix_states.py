@@ -5,7 +5,6 @@ loss card shows the last round's loss, not the smoothed curve's."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 
 import pytest
 
@@ -18,6 +17,7 @@ from computeshare_desktop.events import (Joined, Listening, Paused, Pushed,  # n
 from computeshare_desktop.gui.progress_state import ProgressState  # noqa: E402
 from computeshare_desktop.gui.progress_window import ProgressWindow  # noqa: E402
 from computeshare_desktop.service import FEED, Tagged  # noqa: E402
+from ui_helpers import Scripted  # noqa: E402
 
 
 class Clock:
@@ -26,23 +26,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-class Scripted(SimpleNamespace):
-    """A runner whose events the test scripts (nothing runs)."""
-
-    def __init__(self) -> None:
-        super().__init__(running=True, stopping=False, scope="fix-states-test", script=[])
-
-    def drain(self) -> list[Tagged]:
-        events, self.script = self.script, []
-        return events
-
-    def stop(self) -> None:
-        self.stopping = True
-
-    def join(self, timeout_s: float) -> bool:
-        return True
 
 
 LAPTOP = WorkerInfo(1, "laptop · CPU", "CPU", 0, key="k-laptop")
@@ -61,7 +44,7 @@ def a_round(version: int, loss: float, source: str = "hub",
 def hub_window(qtbot, clock: Clock) -> ProgressWindow:
     """A hub's window one worker trains for, 8 rounds in."""
     state = ProgressState("hub", total_rounds=100, expected_workers=1, name="t", clock=clock)
-    runner = Scripted()
+    runner = Scripted("fix-states-test")
     window = ProgressWindow(runner, state, title="Hosting t", subtitle="s", pin="428913",
                             refresh_ms=10_000)
     qtbot.addWidget(window)
@@ -126,7 +109,7 @@ JOINED = Joined(worker_id=3, shard=0, num_shards=1, dataset="mnist-sample", mode
 
 
 def test_a_paused_workers_window_and_own_row_say_paused(qtbot):
-    runner = Scripted()
+    runner = Scripted("fix-states-test")
     state = ProgressState("worker", name="vm", clock=Clock())
     window = ProgressWindow(runner, state, title="Training for t", subtitle="s",
                             refresh_ms=10_000)

@@ -6,7 +6,6 @@ refused requests reaches the log pane as a sentence with no code, no "[hub v21]"
 from __future__ import annotations
 
 import threading
-from types import SimpleNamespace
 
 import pytest
 
@@ -21,29 +20,13 @@ from computeshare_desktop.hub.rejects import RejectLog  # noqa: E402
 from computeshare_desktop.protocol import RejectCode  # noqa: E402
 from computeshare_desktop.service import Tagged  # noqa: E402
 from computeshare_desktop.service.messages import refusal_message  # noqa: E402
+from ui_helpers import Scripted  # noqa: E402
 
 SCOPE = "words-shown-test"
 
 
-class Scripted(SimpleNamespace):
-    """A runner whose events the test scripts (nothing runs)."""
-
-    def __init__(self) -> None:
-        super().__init__(running=True, stopping=False, scope=SCOPE, script=[])
-
-    def drain(self) -> list[Tagged]:
-        events, self.script = self.script, []
-        return events
-
-    def stop(self) -> None:
-        self.stopping = True
-
-    def join(self, timeout_s: float) -> bool:
-        return True
-
-
 def window_for(qtbot, role: str) -> tuple[ProgressWindow, Scripted]:
-    runner = Scripted()
+    runner = Scripted(SCOPE)
     window = ProgressWindow(runner, ProgressState(role, total_rounds=100, expected_workers=2,
                                                   name="t"),
                             title="t", subtitle="s", refresh_ms=10_000)

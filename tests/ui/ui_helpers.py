@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtGui import QImage
@@ -12,6 +13,24 @@ from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QLineEdit, QRadioBut
                                QStyleOptionButton, QTableView, QWidget)
 
 LEFT = Qt.MouseButton.LeftButton
+
+
+class Scripted(SimpleNamespace):
+    """A progress window's runner whose events the test scripts in ``script`` (nothing
+    runs): ``drain`` hands them over once, ``stop`` only marks it stopping."""
+
+    def __init__(self, scope: str) -> None:
+        super().__init__(running=True, stopping=False, scope=scope, script=[])
+
+    def drain(self) -> list:
+        events, self.script = self.script, []
+        return events
+
+    def stop(self) -> None:
+        self.stopping = True
+
+    def join(self, timeout_s: float) -> bool:
+        return True
 
 
 def reveal(widget: QWidget) -> None:
