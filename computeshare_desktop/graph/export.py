@@ -246,12 +246,18 @@ def export_failure(err: BaseException, layer: str | None = None) -> str:
     """The export error's first lines and a hint, for the person who chose the model
     (``layer``: the module whose forward failed, ``layer rnn: nn.LSTM``, when known)."""
     text = str(err).strip() or type(err).__name__
-    lines = [line for line in text.splitlines() if line.strip()][:4]
     hint = next((advice for words, advice in _HINTS if any(w in text for w in words)),
                 "simplify forward to tensor operations on its one input")
     where = f"{layer}: " if layer else ""
     return ("the model cannot be exported as a graph for workers: " + where
-            + type(err).__name__ + ": " + "\n  ".join(lines) + f"\n  hint: {hint}")
+            + quoted_error(err) + f"\n  hint: {hint}")
+
+
+def quoted_error(err: BaseException) -> str:
+    """What ``export_failure`` quotes of ``err``: its type and first lines."""
+    text = str(err).strip() or type(err).__name__
+    lines = [line for line in text.splitlines() if line.strip()][:4]
+    return type(err).__name__ + ": " + "\n  ".join(lines)
 
 
 @contextmanager

@@ -15,15 +15,6 @@ def group_pin(pin: str) -> str:
     return " ".join(groups)
 
 
-def sentence(text: str) -> str:
-    """``text`` as a sentence: its first letter upper-case, the rest as written, and a full
-    stop. Not ``str.capitalize()``, which lower-cases the rest ("Wi-fi or 100 mbit/s")."""
-    text = text.strip()
-    if not text:
-        return text
-    return text[0].upper() + text[1:] + ("" if text.endswith((".", "!", "?", "…")) else ".")
-
-
 def human_bytes(count: float) -> str:
     """``1536`` -> ``1.5 KB`` (decimal units, as network tools show them)."""
     value = float(count)

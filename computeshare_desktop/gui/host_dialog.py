@@ -32,11 +32,11 @@ from ..models.userfile import model_names
 from ..service.options import HostOptions, HostPlan, hosted_options
 from ..service.precheck import NotReady, check_before_opening, needs_checking
 from ..service.prepare import DataReport, needs_preparing
+from ..text import sentence
 from .busy import Busy, busy
 from .data_preview import DATA_FIELDS, Background, DataPicker
 from .download_dialog import Downloader, run_download
 from .fields import Editor, editors
-from .formatting import sentence
 from .host_steps import (STEP_GROUPS, STEPS, WHAT, WHAT_CAPTION, Details, Steps,
                          message_label, named_field, step_of)
 from .placement import available_geometry

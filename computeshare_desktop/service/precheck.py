@@ -16,10 +16,12 @@ from dataclasses import dataclass
 
 from ..data.prepared import load_data
 from ..errors import ComputeShareError, ConfigError
+from ..graph.export import quoted_error
 from ..hub.code_offer import HINT as OFFER_CODE_HINT
 from ..hub.config import HubConfig
 from ..hub.user_model import build_hub_model, fit_model_to_data, ship_model
 from ..models import SpecKind, parse_model_spec
+from ..text import sentence
 from .options import HostPlan, check_output_folder
 
 HINT_MARK = "  hint: "  # how the export's advice starts its line (graph.export)
@@ -78,7 +80,8 @@ def model_not_ready(exc: BaseException, field: str = "model") -> NotReady:
     foreign = _foreign_cause(exc)
     plain = text.replace(OFFER_CODE_HINT, "").strip()
     if foreign is not None:
-        plain = plain.replace(_quoted(foreign), "").replace(":  \n", "\n").replace(": \n", "\n")
+        plain = plain.replace(quoted_error(foreign), "")
+        plain = plain.replace(":  \n", "\n").replace(": \n", "\n")
     elif not isinstance(exc, ComputeShareError):
         plain = f"building the model failed ({type(exc).__name__}: {first_line(text)})"
     details = text if foreign is None else f"{text}\n\n{_traceback(foreign)}"
@@ -100,13 +103,6 @@ def _foreign_cause(exc: BaseException) -> BaseException | None:
     return None
 
 
-def _quoted(err: BaseException) -> str:
-    """What ``graph.export.export_failure`` quotes of ``err``: its type and first lines."""
-    text = str(err).strip() or type(err).__name__
-    lines = [line for line in text.splitlines() if line.strip()][:4]
-    return type(err).__name__ + ": " + "\n  ".join(lines)
-
-
 def _traceback(err: BaseException) -> str:
     return "".join(traceback.format_exception(type(err), err, err.__traceback__))
 
@@ -120,12 +116,3 @@ def _sentences(text: str) -> str:
 
 def first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else ""
-
-
-def sentence(text: str) -> str:
-    """``text`` with a capital first letter and a full stop."""
-    text = text.strip()
-    if not text:
-        return text
-    text = text[:1].upper() + text[1:]
-    return text if text.endswith((".", "!", "?")) else text + "."

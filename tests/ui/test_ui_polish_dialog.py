@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from computeshare_desktop.gui.formatting import sentence  # noqa: E402
+from computeshare_desktop.text import sentence  # noqa: E402
 from computeshare_desktop.gui.host_dialog import HostDialog  # noqa: E402
 from computeshare_desktop.hub.presets import PRESETS  # noqa: E402
 from computeshare_desktop.service.options import HostOptions  # noqa: E402

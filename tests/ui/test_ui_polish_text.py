@@ -1,11 +1,11 @@
 """Text the app shows keeps its capitals: "Wi-Fi or 100 Mbit/s", never "Wi-fi or 100 mbit/s"
-(``formatting.sentence``, not ``str.capitalize``). No Qt."""
+(``text.sentence``, not ``str.capitalize``). No Qt."""
 
 from __future__ import annotations
 
 import re
 
-from computeshare_desktop.gui.formatting import sentence
+from computeshare_desktop.text import sentence
 from computeshare_desktop.hub.presets import PRESETS
 
 PROPER = re.compile(r"\b(Wi-Fi|LAN|[KMG]bit/s)\b")
