@@ -18,8 +18,7 @@ from PySide6.QtGui import QCloseEvent, QDesktopServices
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMainWindow, QProgressBar, QPushButton,
                                QSplitter, QVBoxLayout, QWidget)
 
-from ..errors import ConfigError
-from ..models import parse_model_spec
+from ..models.specs import model_label
 from ..service import HostService, JoinService, Tagged, approve_code
 from .charts import ChartsPanel
 from .code_dialog import CodeQuestion
@@ -479,11 +478,3 @@ class ProgressWindow(QMainWindow):
         self.tap.detach()
         self.closed.emit(self)
         super().closeEvent(event)
-
-
-def model_label(text: str) -> str:
-    """A model spec as people read it: a file's name without its folder."""
-    try:
-        return parse_model_spec(text).label
-    except ConfigError:
-        return text

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QFileDialog, QInputDialog  # noqa: E402
 from computeshare_desktop.events import ModelReceived  # noqa: E402
 from computeshare_desktop.gui.host_dialog import HostDialog  # noqa: E402
 from computeshare_desktop.gui.progress_state import ProgressState  # noqa: E402
-from computeshare_desktop.gui.progress_window import model_label  # noqa: E402
+from computeshare_desktop.models.specs import model_label  # noqa: E402
 from computeshare_desktop.models.userfile import model_names  # noqa: E402
 from computeshare_desktop.service import Tagged  # noqa: E402
 from computeshare_desktop.service.options import HostOptions  # noqa: E402
