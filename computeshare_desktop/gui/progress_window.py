@@ -33,7 +33,7 @@ from .progress_rows import mode_words
 from .progress_state import ProgressState
 from .resumed import Resumed
 from .sources import LogTap
-from .words import log_sentence
+from .words import record_sentence
 from .workers_table import WorkersTable
 
 
@@ -88,7 +88,7 @@ class ProgressWindow(QMainWindow):
         self.resumed: Resumed | None = None  # a resumed hub's start (gui/resumed.py)
         self.folder_dialog: FolderDialog | None = None  # the output folder, no file manager
         self._build(title, subtitle)
-        self.tap = LogTap(runner.scope).attach()
+        self.tap = LogTap(runner.scope, render=record_sentence).attach()
         self.timer = QTimer(self)
         self.timer.timeout.connect(self.refresh)
         self.timer.start(refresh_ms)
@@ -254,7 +254,7 @@ class ProgressWindow(QMainWindow):
         if self._traffic is not None:
             self.state.set_traffic(*self._traffic())
         self.state.tick()
-        lines = self.state.take_log() + [log_sentence(line) for line in self.tap.take()]
+        lines = self.state.take_log() + self.tap.take()
         self.log_pane.add_lines(lines, time.strftime("%H:%M:%S"))
         self._render()
         if self.state.closed and not self.runner.running:

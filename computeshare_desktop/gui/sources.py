@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..discovery import DiscoveredSession, DiscoveryError, SessionBrowser
 from ..service.threads import in_scope
@@ -95,9 +95,11 @@ class LogTap(logging.Handler):
     see each other's messages."""
 
     def __init__(self, scope: str, logger_name: str = "computeshare_desktop",
-                 level: int = logging.WARNING) -> None:
+                 level: int = logging.WARNING,
+                 render: Callable[[logging.LogRecord], str] | None = None) -> None:
         super().__init__(level)
         self.scope = scope
+        self.render = render  # a record's text for the pane; None: its message
         self.logger_name = logger_name
         self.addFilter(lambda record: in_scope(record.threadName or "", self.scope))
         self.records: queue.SimpleQueue[str] = queue.SimpleQueue()
@@ -106,7 +108,7 @@ class LogTap(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         """Queue the formatted message (any thread)."""
         try:
-            self.records.put(self.format(record))
+            self.records.put(self.render(record) if self.render else self.format(record))
         except Exception:  # logging must never raise into the caller
             self.handleError(record)
 

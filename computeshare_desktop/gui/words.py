@@ -10,10 +10,12 @@ knows reads as a plain fallback sentence, never as itself.
 
 from __future__ import annotations
 
+import logging
 import re
 from enum import Enum
 from typing import Mapping
 
+from ..hub.rejects import REFUSALS_EXTRA
 from ..protocol import RejectCode
 
 
@@ -202,21 +204,23 @@ def refusals_line(counts: Mapping[str, int], peer: str = "") -> str:
 
 
 _CONTEXT = re.compile(r"^\[(?:hub|worker)[^\]]*\]\s*")  # "[hub v21] ": for files, not people
-# hub/rejects.py's summary for files: "refused requests: 2 × BAD_PIN (wrong PIN; last from
-# peer 00257130), 1 × BANNED (…)"
-_SUMMARY = re.compile(r"^refused requests: ")
-_PART = re.compile(r"(\d+) × ([A-Z_]+) \(.*?; last from peer ([0-9a-f]+)\)")
 
 
 def log_sentence(line: str) -> str:
-    """A core's log line as the window shows it: no "[hub v21]" tag, the hub's summary of
-    refused requests in words (no codes), a capital first."""
+    """A core's log line as the window shows it: no "[hub v21]" tag, a capital first."""
     text = _CONTEXT.sub("", line).strip()
-    if _SUMMARY.match(text):
-        parts = _PART.findall(text)
-        if parts:
-            return refusals_line({code: int(n) for n, code, _ in parts}, parts[-1][2])
     return text[:1].upper() + text[1:]
+
+
+def record_sentence(record: logging.LogRecord) -> str:
+    """A core's log record as the window shows it: the hub's summary of refused requests
+    (hub/rejects.py, its counts carried with the record) in words, with no codes; any other
+    line as ``log_sentence`` says it."""
+    refused = getattr(record, REFUSALS_EXTRA, None)
+    if refused is not None:
+        counts, peer = refused
+        return refusals_line(counts, peer)
+    return log_sentence(record.getMessage())
 
 
 # The doctor's fixes name the command line's flags (its report is the CLI's too); in the app

@@ -12,6 +12,7 @@ from ..protocol import MEANINGS, RejectCode
 log = logging.getLogger("computeshare_desktop.hub.core")
 
 LOG_EVERY_S = 60.0
+REFUSALS_EXTRA = "refusals"  # a summary record's ({code: count}, last peer's key, 8 hex)
 # Refusals that are part of normal training (asynchronous updates go stale, a retried push
 # arrives twice): never logged here; a host's window sums them up (gui.progress_hub).
 ROUTINE = frozenset({RejectCode.STALE, RejectCode.DUPLICATE})
@@ -41,12 +42,16 @@ class RejectLog:
         LOG_EVERY_S ago (call it from the hub's tick: a lone refusal is not held forever)."""
         if not self._counts or now - self._last < LOG_EVERY_S:
             return
-        parts = []
+        parts, counts, last_peer = [], {}, ""
         for code, n in sorted(self._counts.items(), key=lambda item: item[0].value):
             peer, detail = self._latest[code]
             why = MEANINGS[code] + (f": {detail}" if detail and detail != MEANINGS[code] else "")
-            parts.append(f"{n} × {code.value} ({why}; last from peer {peer.hex()[:8]})")
-        log.warning("[hub v%d] refused requests: %s", version, ", ".join(parts))
+            last_peer = peer.hex()[:8]
+            parts.append(f"{n} × {code.value} ({why}; last from peer {last_peer})")
+            counts[code.value] = n
+        # The counts ride along (``extra``), so a window words them without reading the line.
+        log.warning("[hub v%d] refused requests: %s", version, ", ".join(parts),
+                    extra={REFUSALS_EXTRA: (counts, last_peer)})
         self._last = now
         self._counts.clear()
         self._latest.clear()
