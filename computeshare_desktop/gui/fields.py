@@ -1,7 +1,8 @@
 """Dialog fields made from the schema: one editor per option that has a dialog label.
 
 The widget follows the option's type: a combo box for choices (their data are the values,
-their text the schema's labels; editable where the choices are only suggestions), a spin
+their text the schema's labels; editable where the choices are only suggestions; as wide as
+its longest label, so that the closed box shows the chosen one whole), a spin
 box with the option's bounds, step and decimals, a check box (or, for a ``section``
 option, a checkable group box), a line edit.
 """
@@ -17,7 +18,6 @@ from .. import schema
 from ..schema import Option
 
 FLOAT_DIGITS = 6  # a float read back from a spin box is rounded to this (no 0.05000000001)
-COMBO_CHARS = 16  # a combo box asks for this many characters' width, not its longest item's
 
 
 class Editor:
@@ -77,9 +77,9 @@ def editors(cls: type, initial: Any) -> dict[str, Editor]:
 def _make(option: Option, kind: Any) -> QWidget:
     if option.allowed():
         combo = QComboBox()
-        combo.setSizeAdjustPolicy(
-            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        combo.setMinimumContentsLength(COMBO_CHARS)  # the dialog's columns stay narrow
+        # as wide as its longest item: a closed combo shows its choice whole (the Host
+        # dialog still fits 1280x720: tests/ui/test_ui_combo_fit.py)
+        combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         if option.editable:  # the choices are suggestions: a value may be typed
             combo.setEditable(True)
             line = combo.lineEdit()
