@@ -7,6 +7,8 @@ They read and write the fields of a ``ProgressFields`` and its helpers (``_say``
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from ..events import (AllRefused, Advertising, DiskError, Ended, Evaluated, Failed, Finished,
                       Joined, Listening, LogLine, ModelRefused, ModeChanged, PairingRefused,
                       Rejected, RoundClosed, StateChanged, Stopped, WorkerJoined, WorkerLeft,
@@ -20,6 +22,16 @@ from .progress_rows import LIVE_STATES, FinalResult, WorkerRow
 ROUTINE_CODES = frozenset(code.value for code in ROUTINE)
 WAITING = "Waiting for workers to join"
 SAID_ELSEWHERE = ("model_refused",)  # its ModelRefused follows, with the reason: one log line
+
+
+def hub_traffic(runner: Any) -> Callable[[], tuple[int, int]]:
+    """What the hub's window polls for Sent / received: every byte its session sent and
+    received (hub/traffic.py), the shards downloaded before training included, which no
+    round's ``bytes_out`` holds; (0, 0) until the session is built."""
+    def totals() -> tuple[int, int]:
+        session = getattr(runner, "session", None)  # read-only for views (HostService)
+        return (0, 0) if session is None else session.core.traffic.totals()
+    return totals
 
 
 def listening(s: ProgressFields, e: Listening, now: float) -> None:

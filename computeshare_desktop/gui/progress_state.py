@@ -157,7 +157,8 @@ class ProgressState(ProgressFields):
         self._refusals_said = now
 
     def set_traffic(self, sent: int, received: int) -> None:
-        """Byte counters polled from a worker's channel."""
+        """Byte counters polled from a worker's channel or the hub's session (its totals,
+        which hold what no round does: the shards sent before training started)."""
         self.bytes_sent, self.bytes_received = sent, received
 
     def tick(self) -> None:

@@ -29,6 +29,7 @@ from .pause_control import PauseControl
 from .panels import FinishCard, FolderDialog, LogPane, StatCard, row
 from .pin_card import PinCard
 from .placement import available_geometry, fit
+from .progress_hub import hub_traffic
 from .progress_rows import mode_words
 from .progress_state import ProgressState
 from .resumed import Resumed
@@ -106,7 +107,7 @@ class ProgressWindow(QMainWindow):
                          f"{model_label(o.model)} on {o.dataset}", f"{o.workers} worker(s)",
                          f"{o.rounds} rounds of {o.batch_size} per worker",
                          mode_words(o.updates, o.aggregation)))),
-                     refresh_ms=refresh_ms, question=question)
+                     refresh_ms=refresh_ms, traffic=hub_traffic(runner), question=question)
         if runner.plan.resume:  # where it stopped, and the curves before, at once
             window.resumed = Resumed(runner.out_path, state)
         return window

@@ -125,6 +125,7 @@ class HubCore:
             return [self._probe(peer, frames, now, peer_key)]
         nbytes = sum(len(f) for f in frames)
         self.round.received(nbytes)
+        self.traffic.came(nbytes)
         out: list[Reply] = []
         try:
             if peer_key is not None and self.allowlist.banned(peer_key):  # told each time
@@ -481,6 +482,7 @@ class HubCore:
         encoded = encode(msg, frames)
         nbytes = sum(len(f) for f in encoded)
         self.round.sent(nbytes)
+        self.traffic.went(nbytes)
         self.traffic.count(msg, nbytes)
         return Reply(peer, encoded)
 

@@ -6,6 +6,10 @@ the rest of those (joins, pings, acks, long-polls) is control. The split runs fr
 round's close to the next, so the first round holds what moved before training started
 (the shards downloaded after each Welcome), and a later round the shard of a worker that
 joined during it.
+
+Beside the split, the whole session's bytes each way (``sent``, ``received``): every
+request and every reply on the workers' socket, at any time (before training, between
+rounds, after the last one), which is what the hub's window shows as Sent / received.
 """
 
 from __future__ import annotations
@@ -31,9 +35,23 @@ PURPOSE: dict[type, str] = {
 
 @dataclass(slots=True)
 class Traffic:
-    """Bytes by purpose since the last round closed."""
+    """Bytes by purpose since the last round closed, and each way since the session began."""
 
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PURPOSE.values(), 0))
+    sent: int = 0  # every reply to a worker's socket, shards included (one writer: the core)
+    received: int = 0  # every request on it, refused ones included
+
+    def came(self, nbytes: int) -> None:
+        """A request of ``nbytes`` arrived (before it is read: a refused one counts too)."""
+        self.received += nbytes
+
+    def went(self, nbytes: int) -> None:
+        """A reply of ``nbytes`` went out."""
+        self.sent += nbytes
+
+    def totals(self) -> tuple[int, int]:
+        """Bytes sent and received since the session began (a view may poll it)."""
+        return self.sent, self.received
 
     def count(self, msg: Any, nbytes: int) -> None:
         """``msg`` crossed the wire in ``nbytes`` (a request or a reply)."""
