@@ -3,6 +3,8 @@
 CPU threads, the most samples per second, and the pause on battery power: the widgets,
 labels, bounds and defaults come from JoinOptions (``computeshare join --threads /
 --max-rate / --no-pause-on-battery``), so the dialog and the command line cannot drift.
+The values a worker joined with are remembered in the settings file: the next Join dialog,
+in this run of the app or the next, offers them again.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from PySide6.QtWidgets import QFormLayout, QWidget
 from .. import schema
 from ..join_options import JoinOptions
 from .fields import Editor
+from .settings import Settings
 
 CHOICES = ("threads", "max_rate", "pause_on_battery")  # JoinService.choose's keywords
 
@@ -21,11 +24,15 @@ CHOICES = ("threads", "max_rate", "pause_on_battery")  # JoinService.choose's ke
 class WorkerChoices(QWidget):
     """Threads, speed limit and pause-on-battery, as a form; ``values()`` for JoinService."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None,
+                 settings: Settings | None = None) -> None:
+        """``settings``: where the last choices are kept (default: the user's file)."""
         super().__init__(parent)
+        self.settings = settings or Settings()
         kinds = schema.types(JoinOptions)
+        last = self.settings.worker_choices(CHOICES)
         self.editors = {name: Editor(schema.spec(JoinOptions, name), kinds[name],
-                                     schema.default(JoinOptions, name, "app"))
+                                     last.get(name, schema.default(JoinOptions, name, "app")))
                         for name in CHOICES}
         form = QFormLayout(self)
         form.setContentsMargins(0, 0, 0, 0)
@@ -53,5 +60,13 @@ class WorkerChoices(QWidget):
             editor.widget.setEnabled(enabled)
 
     def values(self) -> dict[str, Any]:
-        """The chosen values, as JoinService.choose takes them."""
-        return {name: editor.value() for name, editor in self.editors.items()}
+        """The chosen values, as JoinService.choose takes them; remembered (the Join dialog
+        asks for them as it joins) for the next dialog to offer."""
+        chosen = {name: editor.value() for name, editor in self.editors.items()}
+        self.remember(chosen)
+        return chosen
+
+    def remember(self, chosen: dict[str, Any]) -> None:
+        """Keep ``chosen`` in the settings file."""
+        self.settings.remember_worker_choices(chosen)
+        self.settings.save()

@@ -1,9 +1,12 @@
 """The app's remembered settings: a small, versioned JSON file per user. No Qt.
 
-``{"version": 1, "host": {...last Host dialog values...}, "window": {"geometry": "..."}}``
-lives in ``platformdirs.user_config_dir("computeshare")``, or under ``COMPUTESHARE_HOME``
-when that is set (tests, portable installs). A missing, corrupt or newer file is never an
-error: the app starts with defaults and says so in the log.
+``{"version": 1, "host": {...last Host dialog values...}, "join": {...the Join dialog's
+worker choices...}, "window": {"geometry": "..."}}`` lives in
+``platformdirs.user_config_dir("computeshare")``, or under ``COMPUTESHARE_HOME`` when that is
+set (tests, portable installs). A missing, corrupt or newer file is never an error: the app
+starts with defaults and says so in the log. Several ``Settings`` of one file may be open
+(the main window's, each Join dialog's): each saves the sections it changed over the file as
+it is then, never another's older copy of the rest.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +22,9 @@ import platformdirs
 
 from .. import schema
 from ..defaults import HOME_ENV
+from ..errors import ConfigError
 from ..files import atomic_write
+from ..join_options import JoinOptions
 from ..service.options import HostOptions
 
 log = logging.getLogger(__name__)
@@ -42,6 +48,7 @@ class Settings:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or settings_path()
         self.data: dict[str, Any] = self._load()
+        self._changed: set[str] = set()  # the sections this object wrote since loading
 
     def _load(self) -> dict[str, Any]:
         try:
@@ -58,6 +65,10 @@ class Settings:
 
     def save(self) -> None:
         """Write atomically; a failure is logged, never raised (settings are a convenience)."""
+        on_disk = self._load()  # what another Settings of this file saved meanwhile
+        self.data = {**on_disk, **{key: value for key, value in self.data.items()
+                                   if key in self._changed or key not in on_disk}}
+        self._changed.clear()
         try:
             atomic_write(self.path, json.dumps({**self.data, "version": SETTINGS_VERSION},
                                                indent=2).encode())
@@ -79,9 +90,9 @@ class Settings:
         """Keep the Host dialog values for next time, and the folder among recent sessions."""
         folder = str(Path(options.out_dir).expanduser())
         if not options.resume:  # the folder as its parent: each session gets a fresh one
-            self.data["host"] = {**schema.saved(options), "out_parent": str(Path(folder).parent)}
+            self._set("host", {**schema.saved(options), "out_parent": str(Path(folder).parent)})
         recent = [f for f in self.recent_sessions() if f != folder]
-        self.data["recent"] = [folder, *recent][:MAX_RECENT]
+        self._set("recent", [folder, *recent][:MAX_RECENT])
 
     def recent_sessions(self) -> list[str]:
         """Output folders of the sessions hosted here, newest first."""
@@ -95,7 +106,7 @@ class Settings:
 
     def set_confirm_stop(self, ask: bool) -> None:
         """Turn the question on or off."""
-        self.data["confirm_stop"] = bool(ask)
+        self._set("confirm_stop", bool(ask))
 
     # ----------------------------------------------------------------- window
     def geometry(self) -> str | None:
@@ -105,8 +116,40 @@ class Settings:
 
     def remember_geometry(self, encoded: str) -> None:
         """Keep the main window's geometry."""
-        self.data["window"] = {**self._section("window"), "geometry": encoded}
+        self._set("window", {**self._section("window"), "geometry": encoded})
+
+    # ----------------------------------------------------------------- join dialog
+    def worker_choices(self, names: Iterable[str]) -> dict[str, Any]:
+        """The Join dialog's last values of the JoinOptions ``names`` (threads, speed
+        limit...) that still fit their options; one missing or invalid is left out."""
+        return fitting(JoinOptions, self._section("join"), names)
+
+    def remember_worker_choices(self, values: Mapping[str, Any]) -> None:
+        """Keep the Join dialog's worker choices for the next dialog."""
+        self._set("join", {**self._section("join"), **values})
+
+    def _set(self, key: str, value: Any) -> None:
+        self.data[key] = value
+        self._changed.add(key)
 
     def _section(self, name: str) -> dict[str, Any]:
         value = self.data.get(name)
         return value if isinstance(value, dict) else {}
+
+
+def fitting(cls: type, data: Mapping[str, Any], names: Iterable[str]) -> dict[str, Any]:
+    """The values in ``data`` of ``cls``'s options ``names`` that still fit their option
+    (type and checks), as ``schema.restore`` keeps an option marked ``saved``."""
+    import msgspec  # only the app reads settings: the command line need not load it
+
+    kinds, values = schema.types(cls), {}
+    for name in names:
+        if name not in data:
+            continue
+        try:
+            value = msgspec.convert(data[name], kinds[name])
+            if schema.spec(cls, name).accepts(value):
+                values[name] = value
+        except (msgspec.ValidationError, ConfigError):
+            continue
+    return values
