@@ -120,14 +120,20 @@ class RejectedError(CodedError):
 
 
 class RemovedError(RejectedError):
-    """The host removed (kicked) this machine from the session: it ended, nothing to retry
-    (the reject code stays BANNED; the message is the plain fact)."""
+    """The host removed (kicked) this machine from the session, or blocked it from all of
+    its sessions: it ended, nothing to retry (the reject code stays BANNED or BLOCKED; the
+    message is the plain fact)."""
 
     exit_code = ExitCode.REMOVED
 
     def __init__(self, code: Any, detail: str = "") -> None:
         super().__init__(code, detail)
-        self.args = ("the host removed this machine from the session",)
+        self.blocked = getattr(code, "value", code) == "BLOCKED"
+        self.args = ("the host blocked this machine from its sessions: it cannot join them "
+                     "until the host allows it again" if self.blocked else
+                     "the host removed this machine from this session: it can join the "
+                     "host's next session with the PIN, or this one if the host allows it "
+                     "again",)
 
 
 class HubStoppedError(ComputeShareError):

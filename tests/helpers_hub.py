@@ -62,9 +62,10 @@ def train_set() -> Any:
 
 
 def make_hub(*, data: Any = None, held: dict[str, int] | None = None,
-             **overrides: Any) -> HubCore:
+             allowlist: Allowlist | None = None, **overrides: Any) -> HubCore:
     """A hub built the way ``hub/session.py`` builds it (2 workers, 5 rounds by default);
-    ``held``: the shard each worker held, as a checkpoint gives it back."""
+    ``held``: the shard each worker held, as a checkpoint gives it back; ``allowlist``: the
+    session's (a fresh one in memory by default)."""
     settings: dict[str, Any] = {"workers": 2, "rounds": 5, "batch_size": 8}
     settings.update(overrides)
     config = HubConfig(**settings)
@@ -72,7 +73,8 @@ def make_hub(*, data: Any = None, held: dict[str, int] | None = None,
     model = build_model(config.model, data.info, seed=config.seed)
     server = ParameterServer.for_session(model, config)
     return HubCore(config, pin=PIN, session_id=SESSION_ID, hub_key=HUB_KEY, train_set=data,
-                   server=server, fingerprint=fingerprint(model), allowlist=Allowlist(),
+                   server=server, fingerprint=fingerprint(model),
+                   allowlist=Allowlist() if allowlist is None else allowlist,
                    held=held)
 
 

@@ -183,7 +183,9 @@ def _print_session(session, as_json: bool) -> None:
         print(describe(session), flush=True)
 
 
-REMOVED_WHY = " (the host of this hub removed this machine from its session)"
+REMOVED_WHY = {"removed": " (the host of this hub removed this machine from a session)",
+               "blocked": " (the host of this hub blocked this machine: it cannot join until "
+                          "the host allows it again)"}
 
 
 def _worker_pin(given: str, required: bool = True, why: str = "") -> str:
@@ -237,7 +239,7 @@ def join(args: argparse.Namespace) -> int:
     name = options.name or worker_name()
     target = _join_target(options, args)
     pin = _worker_pin(options.pin, required=not remembers(target, name),
-                      why=REMOVED_WHY if removed_by(target, name) else "")
+                      why=REMOVED_WHY.get(removed_by(target, name) or "", ""))
     if options.threads > 0:
         torch.set_num_threads(options.threads)
     device = pick_device(options.device)

@@ -98,14 +98,15 @@ _REJECTS: dict[RejectCode, str] = {
     RejectCode.BAD_INDEX: "A compressed update was damaged (its positions are out of order).",
     RejectCode.NOT_TRAINING: "The hub is not training right now.",
     RejectCode.HUB_STOPPED: "The host stopped the session.",
-    RejectCode.BANNED: "The host removed this machine from this session, which it cannot "
-                       "join any more.",
+    RejectCode.BANNED: "The host removed this machine from this session. It can join the "
+                       "host's next session with the PIN, or this one if the host allows it "
+                       "again.",
+    RejectCode.BLOCKED: "The host blocked this machine: it cannot join the host's sessions "
+                        "until the host allows it again.",
     RejectCode.TORCH_MISMATCH: "The hub sends its model as a graph, which needs the same "
                                "PyTorch release on this machine as on the hub.",
 }
 REFUSALS: dict[str, str] = {code.value: text for code, text in _REJECTS.items()} | {
-    "BLOCKED": "The host blocked this machine: it cannot join the host's sessions until "
-               "the host allows it again.",
     "UNREACHABLE": "The hub could not be reached: check the address and that it is running.",
     "ERROR": "Something went wrong on this machine.",
 }
@@ -135,10 +136,10 @@ _HUB_REJECTS: dict[RejectCode, str] = {
     RejectCode.NOT_TRAINING: "while the hub was not training",
     RejectCode.HUB_STOPPED: "after the session had stopped",
     RejectCode.BANNED: "from a machine the host removed",
+    RejectCode.BLOCKED: "from a machine the host blocked",
     RejectCode.TORCH_MISMATCH: "from a machine with another PyTorch release",
 }
-HUB_REFUSALS: dict[str, str] = {code.value: text for code, text in _HUB_REJECTS.items()} | {
-    "BLOCKED": "from a machine the host blocked"}
+HUB_REFUSALS: dict[str, str] = {code.value: text for code, text in _HUB_REJECTS.items()}
 
 # How a session ended for this machine (a worker's window): its end banner and status.
 ENDINGS: dict[str, str] = {
@@ -146,11 +147,12 @@ ENDINGS: dict[str, str] = {
     "left": "You left the session.",
     "stopped": "The host stopped the session.",
     "removed": "The host removed this machine from the session.",
+    "blocked": "The host blocked this machine from its sessions.",
     "lost": "The hub stopped answering.",
     "failed": "The session ended with an error.",
 }
 # ... and for each reject code that ends it, which of those it is
-ENDS_BY_CODE = {RejectCode.BANNED.value: "removed", "BLOCKED": "removed",
+ENDS_BY_CODE = {RejectCode.BANNED.value: "removed", RejectCode.BLOCKED.value: "blocked",
                 RejectCode.HUB_STOPPED.value: "stopped",
                 RejectCode.SESSION_DONE.value: "finished", "UNREACHABLE": "lost"}
 

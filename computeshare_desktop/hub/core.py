@@ -128,8 +128,9 @@ class HubCore:
         self.traffic.came(nbytes)
         out: list[Reply] = []
         try:
-            if peer_key is not None and self.allowlist.banned(peer_key):  # told each time
-                raise RemoteProtocolError(RejectCode.BANNED, MEANINGS[RejectCode.BANNED])
+            refused = None if peer_key is None else self.allowlist.refusal(peer_key)
+            if refused is not None:  # removed or blocked: told each time
+                raise RemoteProtocolError(refused, MEANINGS[refused])
             if peer_key is None or peer_key not in self.allowlist:
                 raise RemoteProtocolError(RejectCode.NOT_PAIRED, "pair with the PIN first")
             msg, body = decode(frames, max_frame_bytes=self.max_frame, expect=TO_HUB)
@@ -169,19 +170,28 @@ class HubCore:
         except RemoteProtocolError as exc:
             return Reply(peer, encode(*self._reject(exc, peer, now)))
 
-    def kick(self, worker_id: int) -> bool:
-        """Remove a worker and ban its key for the session (other workers on that key go
-        too): it can neither send nor pair again, even with the PIN."""
+    def kick(self, worker_id: int, block: bool = False) -> bool:
+        """Remove a worker and refuse its key for the session (other workers on that key
+        go too): it can neither send nor pair again, even with the PIN, until the host
+        allows it again; with ``block``, in this hub's later sessions too."""
         member = next((m for m in self.members.members() if m.worker_id == worker_id), None)
         if member is None:
             return False
-        self.allowlist.ban(member.key)
+        self.allowlist.ban(member.key, block)
         for other in self.members.members():
             if other.key == member.key:
                 self.members.remove(other.token, "kicked")
                 self._forget(other)
                 self._event(WorkerLeft(other.info(), "kicked"))
         return True
+
+    def allow_again(self, key: str) -> bool:
+        """Lift a removal or a block (see Allowlist.allow_again); True if ``key`` was
+        refused."""
+        machine = self.allowlist.allow_again(key)
+        if machine is not None:
+            log.info("%s may pair again", machine.name or f"key {key[:8]}...")
+        return machine is not None
 
     def tick(self, now: float) -> list[Reply]:
         """Reap silent workers, close overdue rounds, answer expired long-polls."""

@@ -15,8 +15,10 @@ worker (a loopback source) is exempt from the shared limits and from the LAN's l
 and its runs are never evicted by others: the host always trains. Loopback sources have a
 lock-out of their own, so a local process cannot guess the PIN faster than a remote one.
 
-A kicked key is banned, and so is the address it paired from (loopback excepted): a kicked
-machine cannot come back under a new key and name with the PIN it knows.
+A removed key is refused, and so is the address it paired from (loopback excepted): a
+removed machine cannot come back under a new key and name with the PIN it knows, in this
+session (BANNED) or, when the host blocked it, in any of the hub's sessions (BLOCKED), until
+the host allows it again.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import RemoteProtocolError
-from ..protocol import RejectCode, auth
+from ..protocol import MEANINGS, RejectCode, auth
 from ..protocol.messages import PairFinish, Paired, PairReply, PairStart
 from ..protocol.pake import HubPairing
 from .allowlist import Allowlist
@@ -112,9 +114,11 @@ class PairingDesk:
         return self.local_lockout if source in LOCAL_SOURCES else self.lockout
 
     def _start(self, msg: PairStart, now: float, source: str, local: bool) -> PairReply:
-        if self.allowlist.address_banned(source):
-            raise RemoteProtocolError(RejectCode.BANNED,
-                                      "a worker from this address was removed from the session")
+        refused = self.allowlist.address_refusal(source)
+        if refused is not None:
+            raise RemoteProtocolError(refused, "a worker from this address was removed from "
+                                      "the session" if refused is RejectCode.BANNED else
+                                      "the host blocked a worker from this address")
         bucket = self._source_bucket(source)
         wait = bucket.wait(now)
         # An address that has been quiet (its own allowance is whole) is a newcomer: it
@@ -160,8 +164,9 @@ class PairingDesk:
         entry = self._open.pop(msg.pair_id, None)
         if entry is None:
             raise RemoteProtocolError(RejectCode.UNKNOWN_CHALLENGE, "pairing unknown or used")
-        if self.allowlist.banned(msg.worker_key):
-            raise RemoteProtocolError(RejectCode.BANNED, "this key was removed from the session")
+        refused = self.allowlist.refusal(msg.worker_key)
+        if refused is not None:
+            raise RemoteProtocolError(refused, MEANINGS[refused])
         if not entry.pairing.verify_worker(msg.worker_key, entry.name, msg.proof):
             lockout = self.lockout_for(source)
             lockout.failed(now)

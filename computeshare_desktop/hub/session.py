@@ -33,6 +33,7 @@ from ..protocol import PROTOCOL_VERSION, auth
 from ..protocol.wire import Frame
 from .config import HubConfig, absolute_dataset, absolute_model
 from .allowlist import Allowlist
+from .blocked import BlockedMachines, RemovedMachine
 from .paired_machines import PairedMachines
 from .augment import augment_line
 from .core import HubCore, Reply
@@ -84,9 +85,11 @@ class HubSession:
     def __init__(self, config: HubConfig, *, pin: str, hub_key: str, out_dir: str | Path,
                  resume: bool = False, on_event: EventSink | None = None,
                  given: Given | None = None, paired: PairedMachines | None = None,
-                 tensorboard: bool = False, host: dict[str, Any] | None = None) -> None:
+                 blocked: BlockedMachines | None = None, tensorboard: bool = False,
+                 host: dict[str, Any] | None = None) -> None:
         """``paired``: the hub's Paired machines, let in without the PIN (None: only the
-        machines that pair in this session, or joined it before a resume); ``tensorboard``:
+        machines that pair in this session, or joined it before a resume); ``blocked``: the
+        machines its host blocked, refused (None: removals last this session only); ``tensorboard``:
         TensorBoard event files beside metrics.jsonl too (a resume continues them where the
         folder holds some); ``host``: how the session is hosted (its name, port...), kept in
         session.json for a resume (None: what the folder holds)."""
@@ -131,7 +134,7 @@ class HubSession:
                 log.info("dropped %d metrics records past version %d", dropped,
                          self.server.version)
         self.session_id = meta.get("session_id") or auth.new_nonce()[:16]
-        allowlist = Allowlist(self.out.path / ALLOWLIST_FILE, paired)
+        allowlist = Allowlist(self.out.path / ALLOWLIST_FILE, paired, blocked)
         if not resume:
             allowlist.clear()  # a new session: nobody paired, but the hub's paired machines
         self.core = HubCore(config, pin=pin, session_id=self.session_id, hub_key=hub_key,
@@ -252,11 +255,20 @@ class HubSession:
         if not self.core.allowlist.banned(key):
             self.core.allowlist.add(key, name)
 
-    def kick(self, worker_id: int) -> bool:
-        """Remove a worker and revoke its key (see HubCore.kick)."""
-        kicked = self.core.kick(worker_id)
+    def kick(self, worker_id: int, block: bool = False) -> bool:
+        """Remove a worker and revoke its key; with ``block``, from later sessions too
+        (see HubCore.kick)."""
+        kicked = self.core.kick(worker_id, block)
         self._after()
         return kicked
+
+    def allow_again(self, key: str) -> bool:
+        """Let a removed or blocked machine pair with the PIN again (HubCore.allow_again)."""
+        return self.core.allow_again(key)
+
+    def removed_machines(self) -> list[RemovedMachine]:
+        """The machines refused now: removed from this session, or blocked (any thread)."""
+        return self.core.allowlist.removed()
 
     def tick(self, now: float) -> list[Reply]:
         """Periodic work (see HubCore.tick) plus finished evaluations."""
@@ -286,8 +298,9 @@ class HubSession:
         return key in self.core.allowlist
 
     def removed(self, key: str) -> bool:
-        """True when the host kicked ``key``: the request socket lets it in only to hear
-        BANNED (the truth) instead of a refused handshake (read: pair with the PIN)."""
+        """True when the host removed or blocked ``key``: the request socket lets it in only
+        to hear BANNED or BLOCKED (the truth) instead of a refused handshake (read: pair
+        with the PIN)."""
         return self.core.allowlist.banned(key)
 
     def probing(self, key: str) -> bool:

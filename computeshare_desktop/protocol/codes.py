@@ -30,7 +30,8 @@ class RejectCode(str, Enum):
     BAD_INDEX = "BAD_INDEX"  # sparse indices out of range, repeated or out of order
     NOT_TRAINING = "NOT_TRAINING"  # the hub is not accepting gradients right now
     HUB_STOPPED = "HUB_STOPPED"  # the hub is stopping (its user stopped it): leave now
-    BANNED = "BANNED"  # this key was kicked from the session: it cannot pair again
+    BANNED = "BANNED"  # this key was removed from this session: not again in it
+    BLOCKED = "BLOCKED"  # the host blocked this machine: none of its sessions, until allowed
     TORCH_MISMATCH = "TORCH_MISMATCH"  # a graph needs the hub's torch release on the worker
 
 
@@ -58,6 +59,7 @@ MEANINGS: dict[RejectCode, str] = {
     RejectCode.NOT_TRAINING: "the hub is not training right now",
     RejectCode.HUB_STOPPED: "the hub stopped the session",
     RejectCode.BANNED: "this machine was removed from the session by its host",
+    RejectCode.BLOCKED: "the host blocked this machine from its sessions",
     RejectCode.TORCH_MISMATCH: "the hub ships its model as a graph, which needs the same "
                                "torch release on this machine",
 }

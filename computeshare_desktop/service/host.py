@@ -32,6 +32,7 @@ from ..discovery.hub_advert import HubAdvertising
 from ..errors import AllRefusedError, ComputeShareError, PortInUseError
 from ..events import Advertising, Ended, Event, Failed, Listening, LogLine, RefusedWaitOver
 from ..hub import HubResult, HubSession
+from ..hub.blocked import RemovedMachine
 from ..hub.folder_lock import FolderLock
 from ..protocol.auth import check_pin, new_pin
 from ..protocol.pake import key_fingerprint
@@ -40,7 +41,7 @@ from .join import JoinPlan, JoinService
 from .prepare import ProgressLines, prepare
 from .threads import SERIAL, ServiceThread, Tagged
 from .options import HostPlan, JoinTarget, check_output_folder, worker_name
-from .paired import paired_machines
+from .paired import blocked_machines, paired_machines
 
 log = logging.getLogger(__name__)
 
@@ -99,10 +100,21 @@ class HostService(ServiceThread):
         else:
             self._serve_stop.set()
 
-    def kick(self, worker_id: int) -> None:
-        """Remove a worker and ban its key for this session (returns at once)."""
+    def kick(self, worker_id: int, block: bool = False) -> None:
+        """Remove a worker from this session; with ``block``, from the hub's later
+        sessions too, until allowed again (returns at once)."""
         if self._server is not None:
-            self._server.kick(worker_id)
+            self._server.kick(worker_id, block)
+
+    def allow_again(self, key: str) -> None:
+        """Let a removed or blocked machine pair with the PIN again (returns at once)."""
+        if self._server is not None:
+            self._server.allow_again(key)
+
+    def removed_machines(self) -> list[RemovedMachine]:
+        """The machines this session refuses now (removed, or blocked), newest first."""
+        session = self.session
+        return session.removed_machines() if session is not None and self.running else []
 
     def rotate_pin(self) -> str | None:
         """A new session PIN (the old one stops working); None when not serving."""
@@ -154,6 +166,7 @@ class HostService(ServiceThread):
                 self.plan.config, pin=self.pin, hub_key=identity.public,
                 out_dir=self.out_path, on_event=self._on_hub_event, resume=self.plan.resume,
                 given=self.plan.given, paired=paired if paired.enabled else None,
+                blocked=blocked_machines(identity.public),
                 tensorboard=self.plan.tensorboard, host=self.hosted())
             server = self._server = self._listen(session, identity)
             advertising = self._advertise(session, identity, server.port)

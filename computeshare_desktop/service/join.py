@@ -121,18 +121,24 @@ def remembers(target: JoinTarget, name: str) -> bool:
     return known_hub_key(target, KnownHubs(identity_path("worker", name))) is not None
 
 
-def removals(key_file: Path) -> KnownHubs:
-    """The hubs whose host removed the worker of ``key_file`` (kept like its known hubs, in
-    a file beside them): it needs the PIN there again, and its next join says why."""
+REMOVALS = ("blocked", "removed")  # how a host last refused this machine, the stronger first
+
+
+def removals(key_file: Path, how: str = "removed") -> KnownHubs:
+    """The hubs whose host removed (``how`` "removed") or blocked ("blocked") the worker of
+    ``key_file`` (kept like its known hubs, in a file beside them): it needs the PIN there
+    again, and its next join says why."""
     hubs = KnownHubs(key_file)
-    hubs.path = hubs.path.with_name(key_file.stem + "-removed.json")
+    hubs.path = hubs.path.with_name(f"{key_file.stem}-{how}.json")
     return hubs
 
 
-def removed_by(target: JoinTarget, name: str) -> bool:
-    """True when ``target``'s host removed the worker called ``name`` (and it has not
-    paired with that hub since)."""
-    return known_hub_key(target, removals(identity_path("worker", name))) is not None
+def removed_by(target: JoinTarget, name: str) -> str | None:
+    """"blocked" or "removed" when ``target``'s host last refused the worker called
+    ``name`` so (and it has not paired with that hub since), else None."""
+    key_file = identity_path("worker", name)
+    return next((how for how in REMOVALS
+                 if known_hub_key(target, removals(key_file, how)) is not None), None)
 
 
 class JoinService(ServiceThread):
@@ -274,14 +280,15 @@ class JoinService(ServiceThread):
                                 approvals=approvals, trust_code=plan.trust_code,
                                 pauses=self.pauses)
 
-        removed = removals(key_file)
+        refused = [removals(key_file, how) for how in REMOVALS]
 
         def remember(event: Event) -> None:  # a restart rejoins without the PIN
             # PairedWith too: the hub lists a machine among its paired ones once it proved
             # the PIN, even if it then waited as a spare and never joined (both sides agree)
             if isinstance(event, (PairedWith, Joined)) and session.hub_key:
                 known.remember(session.hub_key, f"{host}:{t.port}")
-                removed.forget(session.hub_key)
+                for hubs in refused:
+                    hubs.forget(session.hub_key)
 
         session.sinks.append(remember)
         with self._lock:
@@ -290,11 +297,15 @@ class JoinService(ServiceThread):
                 session.leave()
         try:
             self.result = session.run()
-        except RemovedError:  # the hub forgot this machine's key: so does this machine
+        except RemovedError as exc:  # the hub forgot this machine's key: so does this machine
             gone = session.hub_key or hub_key
             if gone:
                 known.forget(gone)
-                removed.remember(gone, f"{host}:{t.port}")
+                for how, hubs in zip(REMOVALS, refused, strict=True):
+                    if (how == "blocked") == exc.blocked:
+                        hubs.remember(gone, f"{host}:{t.port}")
+                    else:
+                        hubs.forget(gone)
             raise
 
     def _probe(self, host: str, port: int, label: str) -> None:

@@ -13,7 +13,10 @@ _ADVICE = {
     "SESSION_DONE": "This session has already finished.",
     "ARCH_MISMATCH": "This machine builds a different model: update ComputeShare.",
     "VERSION_MISMATCH": "The hub runs another version of ComputeShare: update both.",
-    "BANNED": "The host removed this machine from the session.",  # no retry: it cannot
+    "BANNED": "The host removed this machine from this session: it can join the host's "
+              "next session with the PIN, or this one if the host allows it again.",
+    "BLOCKED": "The host blocked this machine: it cannot join the host's sessions until "
+               "the host allows it again.",
     "HUB_STOPPED": "The host stopped the session.",
 }
 

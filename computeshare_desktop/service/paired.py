@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..hub import blocked
+from ..hub.blocked import BlockedMachines
 from ..hub.paired_machines import FILE_NAME, PairedMachines
 from ..transport.keys import KnownHubs, data_dir, identity_path
 from .join import known_hub_key
@@ -12,6 +14,12 @@ def paired_machines(hub_key: str | None = None) -> PairedMachines:
     """The Paired machines of this user's hub (``hub_key``: its public key; None: as the
     file says), in the per-user data folder beside the keys."""
     return PairedMachines(data_dir() / FILE_NAME, hub_key)
+
+
+def blocked_machines(hub_key: str) -> BlockedMachines:
+    """The machines the host of the hub ``hub_key`` blocked from its sessions, in the
+    per-user data folder beside the keys."""
+    return BlockedMachines(data_dir() / blocked.FILE_NAME, hub_key)
 
 
 def forget_hub(target: JoinTarget, name: str) -> bool:

@@ -76,7 +76,8 @@ class HubServer:
                                            credentials_provider=_AllowlistProvider(session))
         self.auth.configure_curve_callback(domain=REQUEST_DOMAIN,
                                            credentials_provider=_RequestProvider(session))
-        self._kicks: queue.Queue[int] = queue.Queue()
+        self._kicks: queue.Queue[tuple[int, bool]] = queue.Queue()
+        self._allowed: queue.Queue[str] = queue.Queue()
         self._pins: queue.Queue[str] = queue.Queue()
         self._delimited: dict[bytes, bool] = {}
         try:
@@ -164,9 +165,14 @@ class HubServer:
         while time.monotonic() < until and not self.session.all_told():
             self._step(poller)
 
-    def kick(self, worker_id: int) -> None:
-        """Ask the loop to remove a worker and ban its key (thread-safe)."""
-        self._kicks.put(worker_id)
+    def kick(self, worker_id: int, block: bool = False) -> None:
+        """Ask the loop to remove a worker and refuse its key; with ``block``, in the
+        hub's later sessions too (thread-safe)."""
+        self._kicks.put((worker_id, block))
+
+    def allow_again(self, key: str) -> None:
+        """Ask the loop to let a removed or blocked key pair again (thread-safe)."""
+        self._allowed.put(key)
 
     def set_pin(self, pin: str) -> None:
         """Ask the loop to rotate the session PIN (thread-safe)."""
@@ -181,8 +187,10 @@ class HubServer:
         for reply in self.session.tick(time.monotonic()):
             self._send(reply.peer, reply.frames)
         while not self._kicks.empty():
-            if self.session.kick(self._kicks.get_nowait()):
+            if self.session.kick(*self._kicks.get_nowait()):
                 self._restart_pub()
+        while not self._allowed.empty():
+            self.session.allow_again(self._allowed.get_nowait())
         while not self._pins.empty():
             self.session.set_pin(self._pins.get_nowait())
 

@@ -307,7 +307,7 @@ class WorkerCore:
             assert self._rounds is not None and self._rounds.model is not None
             log.info("push for version %d refused: %s", self._rounds.model.version, code.value)
             return self._pushed(False, now)
-        if code is RejectCode.BANNED:  # kicked: the end of this session for this machine
+        if code in (RejectCode.BANNED, RejectCode.BLOCKED):  # removed: the end, here
             raise RemovedError(code, reply.detail or MEANINGS[code])
         error = RejectedError(code, reply.detail or MEANINGS[code])
         if self.phase is Phase.JOIN and code is RejectCode.SESSION_DONE and self._resumed:

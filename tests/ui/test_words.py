@@ -74,7 +74,11 @@ def test_an_unknown_value_reads_as_a_plain_fallback_not_as_itself() -> None:
 
 def test_a_known_code_reads_its_sentence_and_an_unknown_one_its_detail() -> None:
     assert words.refusal("BANNED", "this machine was removed from the session by its host") \
-        == "The host removed this machine from this session, which it cannot join any more."
+        == ("The host removed this machine from this session. It can join the host's next "
+            "session with the PIN, or this one if the host allows it again.")
+    assert words.refusal("BLOCKED", "the host blocked this machine from its sessions") == \
+        ("The host blocked this machine: it cannot join the host's sessions until the host "
+         "allows it again.")
     assert words.refusal("NEW_CODE", "the moon is full.") == \
         "The hub refused this machine: the moon is full."
 

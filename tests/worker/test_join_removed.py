@@ -11,7 +11,7 @@ from helpers_net import PIN, RunningHub, wait_for
 
 from computeshare_desktop.errors import ExitCode
 
-REMOVED = "the host removed this machine from the session"
+REMOVED = "the host removed this machine from this session"
 
 
 def test_join_exits_8_when_the_host_removes_the_machine(tmp_path, monkeypatch, capsys):
@@ -30,13 +30,13 @@ def test_join_exits_8_when_the_host_removes_the_machine(tmp_path, monkeypatch, c
         assert codes == [ExitCode.REMOVED] and ExitCode.REMOVED == 8
         err = capsys.readouterr().err
         assert f"computeshare join: {REMOVED}" in err
-        assert "error" not in err.lower() and "PIN" not in err
+        assert "error" not in err.lower() and "next session with the PIN" in err
         assert run_cli(argv) == ExitCode.REMOVED  # with the PIN again: the same answer
         assert REMOVED in capsys.readouterr().err
         # its key was forgotten with the removal: without the PIN it is asked for the PIN
         no_pin = [a for a in argv if a not in ("--pin", PIN)]
         assert run_cli(no_pin) == ExitCode.USAGE
-        assert "a PIN is needed (the host of this hub removed this machine from its " \
+        assert "a PIN is needed (the host of this hub removed this machine from a " \
             "session)" in capsys.readouterr().err  # and why
     finally:
         hub.close()

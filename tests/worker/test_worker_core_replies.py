@@ -14,7 +14,7 @@ from worker_sim import Peer, Sim
 from computeshare_desktop.codec import get_codec
 from computeshare_desktop.codec.delta import FULL, weights_check
 from computeshare_desktop.errors import (HubStoppedError, LocalProtocolError, RejectedError,
-                                         RemoteProtocolError)
+                                         RemoteProtocolError, RemovedError)
 from computeshare_desktop.events import (HubStopped, PairingWait, Pushed, Rejoining, Resync,
                                          WorkerDone)
 from computeshare_desktop.protocol import RejectCode, encode
@@ -248,3 +248,14 @@ def test_a_finished_core_takes_no_more_input() -> None:
     assert isinstance(peer.action, Finish)
     with pytest.raises(LocalProtocolError):
         peer.core.replied(encode(Done(version=1)), sim.now)
+
+
+@pytest.mark.parametrize("code, blocked", [("BANNED", False), ("BLOCKED", True)])
+def test_a_removed_or_blocked_worker_ends_and_hears_which(code: str, blocked: bool) -> None:
+    """Either code ends the worker's session (RemovedError: exit 8, no retry) and says
+    which it is (the Join dialog tells the two apart)."""
+    sim, peer = at(Phase.JOIN)
+    reply(sim, peer, reject(code))
+    assert isinstance(peer.action, Finish) and isinstance(peer.action.error, RemovedError)
+    assert peer.action.error.blocked is blocked
+    assert ("blocked" in str(peer.action.error)) is blocked

@@ -1,0 +1,118 @@
+"""Removal that is honest and reversible: a kick refuses a machine for this session only,
+"Block this machine" for every session of this hub, and "Allow again" lifts either.
+
+Each test drives a real HubCore through its pairing desk and request handler, as the
+transport does, with the allowlist and the blocked machines' file a real session uses.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from helpers_hub import HUB_KEY, T0, admit, fake_key, make_hub, only, pair, reject_code
+
+from computeshare_desktop.hub.allowlist import Allowlist
+from computeshare_desktop.hub.blocked import BlockedMachines, now_removed
+from computeshare_desktop.protocol import RejectCode
+from computeshare_desktop.protocol.messages import Paired
+
+ADDRESS = "lan/w1"  # the address pairing_send gives peer b"w1"
+
+
+def session(tmp_path: Path, *, resume: bool = False, other_hub: bool = False):
+    """A hub as a session builds it: its allowlist file in the output folder, the blocked
+    machines in the per-user folder (for this hub's key, or another's)."""
+    blocked = BlockedMachines(tmp_path / "user" / "blocked-machines.json",
+                              "another-hub" if other_hub else HUB_KEY)
+    allowlist = Allowlist(tmp_path / "out" / "allowlist.json", None, blocked)
+    if not resume:
+        allowlist.clear()
+    return make_hub(workers=3, allowlist=allowlist), blocked
+
+
+def test_a_kick_refuses_key_and_address_for_this_session_until_allowed_again(tmp_path):
+    hub, blocked = session(tmp_path)
+    w1 = admit(hub, b"w1", T0)
+    assert hub.kick(w1.welcome.worker_id) is True
+    assert reject_code(only(w1.ping(hub, T0))) is RejectCode.BANNED
+    again = pair(hub, b"w1", T0 + 1, name="renamed", key=fake_key(b"fresh"))
+    assert reject_code(again) is RejectCode.BANNED  # its address, under a new key: no
+    assert reject_code(pair(hub, b"w1", T0 + 2)) is RejectCode.BANNED  # nor its own key
+    [machine] = hub.allowlist.removed()
+    assert (machine.name, machine.address, machine.blocked) == ("w1", ADDRESS, False)
+    assert blocked.machines() == []  # the hub's other sessions never hear of it
+
+    assert hub.allow_again(w1.key) is True and hub.allow_again(w1.key) is False
+    assert hub.allowlist.removed() == []
+    assert reject_code(only(w1.ping(hub, T0 + 3))) is RejectCode.NOT_PAIRED  # the PIN again
+    assert isinstance(pair(hub, b"w1", T0 + 4), Paired)
+    assert w1.key in hub.allowlist and hub.allowlist.refusal(w1.key) is None
+
+
+def test_a_resumed_or_new_session_does_not_inherit_a_kick(tmp_path):
+    hub, _ = session(tmp_path)
+    w1, w2 = admit(hub, b"w1", T0), admit(hub, b"w2", T0)
+    hub.kick(w1.welcome.worker_id)
+    resumed, _ = session(tmp_path, resume=True)  # the same folder, run again
+    assert resumed.allowlist.refusal(w1.key) is None and w1.key not in resumed.allowlist
+    assert w2.key in resumed.allowlist  # those who stayed are still paired
+    assert isinstance(pair(resumed, b"w1", T0 + 1), Paired)  # the removed one: with the PIN
+    fresh, _ = session(tmp_path)
+    assert fresh.allowlist.removed() == [] and isinstance(pair(fresh, b"w1", T0), Paired)
+
+
+def test_a_blocked_machine_is_refused_by_every_later_session_until_allowed(tmp_path):
+    hub, blocked = session(tmp_path)
+    w1 = admit(hub, b"w1", T0)
+    assert hub.kick(w1.welcome.worker_id, block=True)
+    assert reject_code(only(w1.ping(hub, T0))) is RejectCode.BLOCKED
+    assert [m.key for m in blocked.machines()] == [w1.key]
+
+    later, _ = session(tmp_path)  # a new session of the same hub
+    assert reject_code(pair(later, b"w1", T0)) is RejectCode.BLOCKED
+    assert reject_code(pair(later, b"w1", T0, name="x", key=fake_key(b"new"))) is \
+        RejectCode.BLOCKED  # its address too
+    assert isinstance(pair(later, b"w2", T0), Paired)  # nobody else
+    [machine] = later.allowlist.removed()
+    assert machine.blocked and machine.name == "w1"
+    elsewhere, _ = session(tmp_path / "x", other_hub=True)  # another hub's file: no one
+    assert elsewhere.allowlist.removed() == []
+
+    assert later.allow_again(w1.key)
+    assert blocked.machines() == [] and isinstance(pair(later, b"w1", T0 + 1), Paired)
+    assert session(tmp_path)[0].allowlist.removed() == []
+
+
+def test_the_allowlist_file_keeps_keys_not_removals(tmp_path):
+    path = tmp_path / "allowed.json"
+    allow = Allowlist(path)
+    a, b = fake_key(b"a"), fake_key(b"b")
+    allow.add(a, "alice")
+    allow.add(b, "bob", "192.168.1.20")
+    allow.ban(b)
+    assert json.loads(path.read_text(encoding="utf-8")) == {"keys": {a: "alice"},
+                                                            "addresses": {b: "192.168.1.20"}}
+    assert allow.address_refusal("192.168.1.20") is RejectCode.BANNED
+    assert allow.address_refusal("192.168.1.21") is None
+
+
+def test_a_block_that_cannot_be_saved_still_holds_in_the_session(tmp_path, caplog):
+    (tmp_path / "user").write_text("a file where the folder should be")
+    hub, blocked = session(tmp_path)
+    w1 = admit(hub, b"w1", T0)
+    assert hub.kick(w1.welcome.worker_id, block=True)
+    assert reject_code(only(w1.ping(hub, T0))) is RejectCode.BLOCKED
+    assert "could not save the blocked machines" in caplog.text
+    assert blocked.machines() == []
+
+
+def test_a_damaged_blocked_file_lists_no_one(tmp_path):
+    path = tmp_path / "blocked-machines.json"
+    store = BlockedMachines(path, HUB_KEY)
+    for text in ("not json", "[1, 2]", json.dumps({"hub": HUB_KEY, "blocked": [1]}),
+                 json.dumps({"hub": HUB_KEY, "blocked": {"k": "x"}})):
+        path.write_text(text)
+        assert store.machines() == []
+    store.block(now_removed("k", "n", "", True))
+    assert [m.key for m in store.machines()] == ["k"]
