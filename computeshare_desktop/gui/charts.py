@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import QRectF
 from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 ACCENT = "#4F46E5"
@@ -39,11 +40,27 @@ def round_axis_limit(version: int, total: int) -> int:
 
 
 AXIS_WIDTH = 64
+# The accuracy axis: always the whole 0-100 %, with its top labelled, and room above it so a
+# curve at 100 % (its dots included) is drawn inside the plot, not on its edge
+# What the loss chart's two lines are, in its legend: each round's loss, and its trend
+RAW_LOSS, SMOOTH_LOSS = "Each round", "Smoothed"
+ACCURACY = (0.0, 100.0)
+ACCURACY_TICKS = (0, 25, 50, 75, 100)
+ACCURACY_PADDING = 0.08  # of the range, each side: the view runs from -8 to 108
+EDGE_TEXT = 10  # px a vertical axis's end labels may reach past the plot (half a line)
+
+
+class _EdgeAxis(pg.AxisItem):
+    """A vertical axis that draws its end labels too. With a grid, pyqtgraph drops any
+    label reaching a pixel past the plot, so a short plot lost its "100" (and its "0")."""
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt's API
+        return super().boundingRect().adjusted(0, -EDGE_TEXT, 0, EDGE_TEXT)
 MIN_PLOT_HEIGHT = 110  # a plot shrinks with its panel (at 180 a 1280×720 window cut its axis)
 
 
 def _plot(title: str, y_label: str) -> pg.PlotWidget:
-    plot = pg.PlotWidget(background="w")
+    plot = pg.PlotWidget(background="w", axisItems={"left": _EdgeAxis("left")})
     item = plot.getPlotItem()
     item.setTitle(f"<span style='color:#1F2433;font-size:10pt;font-weight:600'>{title}</span>")
     item.showGrid(x=True, y=True, alpha=0.12)
@@ -64,6 +81,17 @@ def _plot(title: str, y_label: str) -> pg.PlotWidget:
     return plot
 
 
+def _legend(plot: pg.PlotWidget, lines: tuple[tuple[pg.PlotDataItem, str], ...]
+            ) -> pg.LegendItem:
+    """One row in the plot's top right corner, where a falling loss leaves room."""
+    legend = plot.getPlotItem().addLegend(offset=(-4, 2), colCount=len(lines),
+                                          labelTextSize="8pt", labelTextColor=AXIS,
+                                          brush=pg.mkBrush(255, 255, 255, 200))
+    for curve, name in lines:
+        legend.addItem(curve, name)
+    return legend
+
+
 def _xy(series: Series, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     points = np.asarray(series, dtype=float)
     return points[:, 0], scale * points[:, 1]
@@ -72,14 +100,24 @@ def _xy(series: Series, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
 class _Ranges:
     """The view range of one plot; ``set`` touches pyqtgraph only when it changes."""
 
-    def __init__(self, plot: pg.PlotWidget, y: tuple[float, float]) -> None:
-        self.plot, self.x, self.y = plot, (0.0, 10.0), y
-        plot.setRange(xRange=self.x, yRange=self.y, padding=0.02)
+    def __init__(self, plot: pg.PlotWidget, y: tuple[float, float],
+                 padding: float = 0.02) -> None:
+        self.plot, self.x, self.y, self.padding = plot, (0.0, 10.0), y, padding
+        self._apply()
 
     def set(self, x: tuple[float, float], y: tuple[float, float]) -> None:
         if (x, y) != (self.x, self.y):
             self.x, self.y = x, y
-            self.plot.setRange(xRange=x, yRange=y, padding=0.02)
+            self._apply()
+
+    def _apply(self) -> None:
+        self.plot.setRange(xRange=_padded(self.x, 0.02), yRange=_padded(self.y, self.padding),
+                           padding=0.0)
+
+
+def _padded(span: tuple[float, float], fraction: float) -> tuple[float, float]:
+    pad = (span[1] - span[0]) * fraction
+    return span[0] - pad, span[1] + pad
 
 
 class ChartsPanel(QWidget):
@@ -91,17 +129,21 @@ class ChartsPanel(QWidget):
         self.loss_plot = _plot("Training loss", "loss")
         self.raw_curve = self.loss_plot.plot(pen=pg.mkPen(ACCENT_FAINT, width=1))
         self.loss_curve = self.loss_plot.plot(pen=pg.mkPen(ACCENT, width=2.5))
+        self.legend = _legend(self.loss_plot, ((self.raw_curve, RAW_LOSS),
+                                               (self.loss_curve, SMOOTH_LOSS)))
         if second == "accuracy":
             self.second_plot = _plot("Test accuracy", "%")
             self.second_curve = self.second_plot.plot(
                 pen=pg.mkPen(TEAL, width=2.5), symbol="o", symbolSize=8, symbolBrush=TEAL,
                 symbolPen=pg.mkPen("w", width=1.5))
+            self.second_plot.getPlotItem().getAxis("left").setTicks(
+                [[(float(v), str(v)) for v in ACCURACY_TICKS]])
         else:
             self.second_plot = _plot("Compute time per gradient", "ms")
             self.second_curve = self.second_plot.plot(pen=pg.mkPen(TEAL, width=1.5))
         self.loss_range = _Ranges(self.loss_plot, (0.0, 1.0))
-        self.second_range = _Ranges(self.second_plot,
-                                    (0.0, 100.0) if second == "accuracy" else (0.0, 10.0))
+        self.second_range = (_Ranges(self.second_plot, ACCURACY, ACCURACY_PADDING)
+                             if second == "accuracy" else _Ranges(self.second_plot, (0.0, 10.0)))
         self._shown = (-1, -1)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -124,9 +166,7 @@ class ChartsPanel(QWidget):
         if second and len(second) != shown_second:
             accuracy = self.second == "accuracy"
             xs, ys = _xy(second, 100.0 if accuracy else 1.0)
-            low = max(0.0, 10 * math.floor(float(ys.min()) / 10) - 5) if accuracy else 0.0
-            high = 100.0 if accuracy else _ceiling(float(ys.max()))
-            self.second_range.set(x, (low, high))
+            self.second_range.set(x, ACCURACY if accuracy else (0.0, _ceiling(float(ys.max()))))
             self.second_curve.setData(xs, ys, skipFiniteCheck=True)
         elif x != self.second_range.x:
             self.second_range.set(x, self.second_range.y)

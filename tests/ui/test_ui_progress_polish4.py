@@ -39,3 +39,55 @@ def test_the_hubs_sent_counts_the_shards_its_workers_downloaded(qtbot, tmp_path)
     assert window.cards["traffic"].value.text().startswith(human_bytes(hub.traffic.sent))
     window.confirmed = True
     window.close()
+
+
+def drawn_labels(axis) -> list[str]:
+    """The tick labels ``axis`` draws now (pyqtgraph's own draw specs)."""
+    from PySide6.QtGui import QImage, QPainter
+    image = QImage(200, 200, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        _, _, texts = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    return [text for _, _, text in texts]
+
+
+def test_the_accuracy_axis_runs_0_to_100_and_labels_100(qtbot, styled_app):
+    from computeshare_desktop.gui.charts import ChartsPanel
+    panel = ChartsPanel(second="accuracy")
+    qtbot.addWidget(panel)
+    panel.resize(900, 150)  # about what a hub window gives it on a 1280x720 screen
+    panel.show()
+    qtbot.waitExposed(panel)
+    loss = [(v, 1.0 / v) for v in range(1, 21)]
+    panel.show_series(loss, loss, [(10, 0.97), (20, 1.0)], total_rounds=20)
+    qtbot.wait(20)
+    item = panel.second_plot.getPlotItem()
+    low, high = item.getViewBox().viewRange()[1]
+    assert low <= 0.0 and high > 100.0  # the whole axis, whatever the accuracy
+    assert "100" in drawn_labels(item.getAxis("left")) and "0" in drawn_labels(
+        item.getAxis("left"))
+    _, ys = panel.second_curve.getData()
+    assert max(ys) == 100.0
+    room = (high - max(ys)) / (high - low) * item.getViewBox().height()
+    assert room >= panel.second_curve.opts["symbolSize"] / 2  # its dot inside, not on the edge
+
+
+def test_the_loss_chart_names_its_two_lines(qtbot, styled_app):
+    from computeshare_desktop.gui.charts import ChartsPanel
+    panel = ChartsPanel(second="accuracy")
+    qtbot.addWidget(panel)
+    panel.resize(900, 220)
+    panel.show()
+    qtbot.waitExposed(panel)
+    loss = [(v, 2.0 / v) for v in range(1, 41)]
+    panel.show_series(loss, loss, [], total_rounds=40)
+    legend = panel.loss_plot.getPlotItem().legend
+    assert legend is not None and legend.isVisible()
+    named = {sample.item: label.text for sample, label in legend.items}
+    assert named == {panel.raw_curve: "Each round", panel.loss_curve: "Smoothed"}
+    view = panel.loss_plot.getPlotItem().getViewBox()
+    box = legend.mapRectToItem(view, legend.boundingRect())
+    assert view.boundingRect().contains(box)  # whole, inside the plot
+    assert box.height() < view.height() / 3  # one row: the curves stay visible
