@@ -33,8 +33,15 @@ REMEMBERED = ("This machine has paired with this hub before: Join works without 
               "its paired machines.")
 FORGOTTEN = ("The hub no longer lets this machine in without the PIN: its host removed it "
              "from its paired machines, or turned them off. Type the PIN the hub shows.")
-REMOVED_HINT = ("The host of this hub removed this machine from its session, so it no longer "
-                "joins without the PIN. Type the PIN the hub shows to join again.")
+REMOVED_HINTS = {  # why the PIN is asked for again, as the hub last refused this machine
+    "removed": "The host of this hub removed this machine from a session. It can join the "
+               "host's next session with the PIN the hub shows, or that one if the host "
+               "chose Allow again.",
+    "blocked": "The host of this hub blocked this machine: it cannot join the host's "
+               "sessions until the host chooses Allow again. Then type the PIN the hub "
+               "shows.",
+}
+REMOVED_BY_CODE = {"BANNED": "removed", "BLOCKED": "blocked"}
 PIN_MAX_LENGTH = 32  # characters the PIN field takes (a pasted PIN may carry spaces)
 
 
@@ -108,8 +115,8 @@ class JoinDialog(QDialog):
         if t is not None and self._remembered(t):
             hint.setText(REMEMBERED)
             self.pin_edit.setPlaceholderText("not needed")
-        elif t is not None and removed_by(t, worker_name()):
-            hint.setText(REMOVED_HINT)  # why the PIN is asked for again
+        elif t is not None and (how := removed_by(t, worker_name())):
+            hint.setText(REMOVED_HINTS[how])  # why the PIN is asked for again
         hint.setProperty("role", "muted")
         hint.setWordWrap(True)
         buttons = QHBoxLayout()
@@ -174,9 +181,9 @@ class JoinDialog(QDialog):
             self._failure, self._failure_code = failure(event.code, event.message), event.code
             if event.code == "NOT_PAIRED" and not runner.plan.pin:
                 self._forget_hub(runner.target)
-            elif event.code == "BANNED":  # the service forgot the hub's key: no promise
+            elif event.code in REMOVED_BY_CODE:  # the service forgot the hub's key
                 self._remembered = lambda _: False
-                self.hint.setText(REMOVED_HINT)
+                self.hint.setText(REMOVED_HINTS[REMOVED_BY_CODE[event.code]])
                 self.pin_edit.setPlaceholderText(spec(JoinOptions, "pin").placeholder)
         elif isinstance(event, PairingWait) and event.code == "LOCKED_OUT":
             self._failure = (refusal("LOCKED_OUT").replace(

@@ -10,10 +10,12 @@ pytest.importorskip("pyqtgraph")
 
 from computeshare_desktop.events import Ended, Failed  # noqa: E402
 from computeshare_desktop.gui.join_dialog import (PIN_HINT, REMEMBERED,  # noqa: E402
-                                                  REMOVED_HINT, JoinDialog)
+                                                  REMOVED_HINTS, JoinDialog)
 from computeshare_desktop.service import (JoinPlan, JoinService, JoinTarget,  # noqa: E402
                                           Tagged, remembers)
 from computeshare_desktop.service.join import removals  # noqa: E402
+from computeshare_desktop.service.messages import refusal_message  # noqa: E402
+from computeshare_desktop.gui.words import refusal  # noqa: E402
 from computeshare_desktop.service.options import worker_name  # noqa: E402
 from computeshare_desktop.transport import KnownHubs, identity_path  # noqa: E402
 from ui_helpers import click, type_into  # noqa: E402
@@ -45,35 +47,39 @@ def dialog_for(qtbot, script: list[Tagged] | None = None) -> JoinDialog:
     return dialog
 
 
-def test_a_removed_machines_join_dialog_asks_for_the_pin_and_says_why(qtbot, ui_home):
+@pytest.mark.parametrize("how", ["removed", "blocked"])
+def test_a_removed_machines_join_dialog_asks_for_the_pin_and_says_why(qtbot, ui_home, how):
     key_file = identity_path("worker", worker_name())
     KnownHubs(key_file).remember(HUB_KEY, f"{TARGET.host}:{TARGET.port}")
     assert dialog_for(qtbot).hint.text() == REMEMBERED  # paired before: no PIN needed
 
-    # the host removed it: the service forgot the key and noted why (test_join_memory.py)
+    # the host removed it: the service forgot the key and noted how (test_join_memory.py)
     KnownHubs(key_file).forget(HUB_KEY)
-    removals(key_file).remember(HUB_KEY, f"{TARGET.host}:{TARGET.port}")
+    removals(key_file, how).remember(HUB_KEY, f"{TARGET.host}:{TARGET.port}")
     dialog = dialog_for(qtbot)
-    assert dialog.hint.text() == REMOVED_HINT and "PIN" in REMOVED_HINT
+    assert dialog.hint.text() == REMOVED_HINTS[how] and "PIN" in REMOVED_HINTS[how]
+    assert ("next session" in dialog.hint.text()) is (how == "removed")  # the truth for it
+    assert "Allow again" in dialog.hint.text()
     click(qtbot, dialog.join_button)  # no PIN typed: asked for it
     assert "PIN" in dialog.message.text() and dialog.runner is None
 
-    removals(key_file).forget(HUB_KEY)  # paired again since: the plain hint
+    removals(key_file, how).forget(HUB_KEY)  # paired again since: the plain hint
     assert dialog_for(qtbot).hint.text() == PIN_HINT
 
 
-def test_the_dialog_that_hears_the_removal_drops_its_promise(qtbot, ui_home):
+@pytest.mark.parametrize("code, how", [("BANNED", "removed"), ("BLOCKED", "blocked")])
+def test_the_dialog_that_hears_the_removal_drops_its_promise(qtbot, ui_home, code, how):
     KnownHubs(identity_path("worker", worker_name())).remember(
         HUB_KEY, f"{TARGET.host}:{TARGET.port}")
-    refused = [Tagged("worker", Failed("The host removed this machine from the session.",
-                                       "BANNED")), Tagged("worker", Ended(False, False))]
+    refused = [Tagged("worker", Failed(refusal_message(code), code)),
+               Tagged("worker", Ended(False, False))]
     dialog = dialog_for(qtbot, refused)
     assert dialog.hint.text() == REMEMBERED
     type_into(qtbot, dialog.pin_edit, "")
     click(qtbot, dialog.join_button)
     qtbot.waitUntil(lambda: dialog.runner is None, timeout=5_000)
-    assert dialog.hint.text() == REMOVED_HINT
-    assert "removed" in dialog.message.text()
+    assert dialog.hint.text() == REMOVED_HINTS[how]
+    assert dialog.message.text() == refusal(code) and f"({code})" not in dialog.message.text()
 
 
 # ---------------------------------------------------------------- joining again, same choices
