@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, deque
+from dataclasses import dataclass
 from typing import Callable
 
 from ..events import CodeRefused, Finished, RoundClosed, WorkerInfo
@@ -23,6 +24,21 @@ def smooth_next(smooth: list[tuple[int, float]], value: float) -> float:
     last = smooth[-1][1] if smooth else value
     return last + SMOOTHING * (value - last)
 ETA_ROUNDS = WINDOW_ROUNDS  # the ETA uses the pace of the last this-many rounds
+Points = tuple[tuple[int, float], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LeftBehind:
+    """What a worker's window showed when its host stopped the session: the next window
+    of this worker for that hub goes on from it if the session does (progress_worker)."""
+
+    stopped_at: int  # the hub's round at the stop: a resumed session goes on from it
+    loss: Points
+    loss_smooth: Points
+    compute_ms: Points
+    accuracy: Points
+    pushed: int
+    rejected: int
 
 
 class ProgressFields:
@@ -42,6 +58,9 @@ class ProgressFields:
         self.compute_ms: list[tuple[int, float]] = []  # this worker's time per gradient
         self.worker_id: int | None = None  # on a worker: its id at the hub
         self.pushed = self.rejected = 0  # on a worker: its own gradients
+        self.pushed_before = self.rejected_before = 0  # a worker: its earlier window's
+        self.stopped_at: int | None = None  # a worker: the round its host stopped at
+        self.earlier: LeftBehind | None = None  # a worker: its earlier window's, to go on
         self._fed = False  # on a worker: the hub's rounds (all workers) have been heard
         self._hub_final: Finished | None = None
         self.accuracy: list[tuple[int, float]] = []

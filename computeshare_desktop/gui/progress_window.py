@@ -29,6 +29,7 @@ from .pause_control import PauseControl
 from .panels import FinishCard, FolderDialog, LogPane, StatCard, row
 from .pin_card import PinCard
 from .placement import available_geometry, fit
+from . import progress_worker
 from .progress_hub import hub_traffic
 from .progress_rows import mode_words
 from .progress_state import ProgressState
@@ -120,6 +121,7 @@ class ProgressWindow(QMainWindow):
         ``code_question``: asks whether to run code the hub offers (then ``rejoin``)."""
         name = runner.plan.name
         state = ProgressState("worker", name=name)
+        state.earlier = progress_worker.pick_up(progress_worker.hub_of(runner.target))
         state.apply(events or [])
         return cls(runner, state, title=f"Training for {runner.target.label}",
                    subtitle=f"Worker {name} · hub {runner.target.host}:"
@@ -475,6 +477,9 @@ class ProgressWindow(QMainWindow):
             return
         if self.runner.running:
             self.runner.stop()
+        if self.state.role == "worker":  # its host stopped it: its window back goes on
+            progress_worker.leave_behind(progress_worker.hub_of(
+                getattr(self.runner, "target", None)), self.state)
         self.timer.stop()
         self.tap.detach()
         self.closed.emit(self)

@@ -18,12 +18,50 @@ from ..events import (CodeRefused, DeviceChosen, Ended, Evaluated, Failed, Finis
 from . import progress_hub, words
 from ..worker.pause import pause_text
 from .formatting import percent
-from .progress_fields import ProgressFields
+from .progress_fields import LeftBehind, ProgressFields
 from .progress_rows import ACTIVE_STATES, LIVE_STATES, FinalResult, WorkerRow
 
 STOPPED_BY_HOST = "The host stopped the session"
 # the reject codes a removed machine hears (kicked, or blocked): no retry, no fault
 REMOVED_CODES = ("BANNED", "BLOCKED")
+# What worker windows whose host stopped the session left behind, by hub (hub_of): the next
+# window of this app for that hub takes it once, and goes on from it if its session does.
+_LEFT: dict[str, LeftBehind] = {}
+
+
+def hub_of(target: object) -> str:
+    """The hub a worker's window is for: its key when known, else its address."""
+    key = getattr(target, "expected_key", None)
+    return key or f"{getattr(target, 'host', '')}:{getattr(target, 'port', '')}"
+
+
+def leave_behind(hub: str, s: ProgressFields) -> None:
+    """A worker's window closes: if its host stopped the session, keep its curves and
+    counts for the window that comes back to it."""
+    if s.stopped_at is None or not (s.loss or s.pushed or s.accuracy):
+        return
+    _LEFT[hub] = LeftBehind(s.stopped_at, tuple(s.loss), tuple(s.loss_smooth),
+                            tuple(s.compute_ms), tuple(s.accuracy), s.pushed, s.rejected)
+
+
+def pick_up(hub: str) -> LeftBehind | None:
+    """What an earlier window for ``hub`` left behind (once), for a new worker window."""
+    return _LEFT.pop(hub, None)
+
+
+def _go_on(s: ProgressFields, version: int) -> None:
+    """The first round this window hears (a model version): if its session goes on from
+    where the earlier window's host stopped it (resumed; a new session starts at 0), its
+    curves and counts go on from the earlier window's instead of starting again."""
+    earlier, s.earlier = s.earlier, None
+    if earlier is None or earlier.stopped_at <= 0 or version < earlier.stopped_at:
+        return
+    s.loss[:0], s.loss_smooth[:0] = earlier.loss, earlier.loss_smooth
+    s.compute_ms[:0], s.accuracy[:0] = earlier.compute_ms, earlier.accuracy
+    s.pushed_before, s.rejected_before = earlier.pushed, earlier.rejected
+    s.pushed, s.rejected = s.pushed + earlier.pushed, s.rejected + earlier.rejected
+    s._say(f"Back in the session from round {earlier.stopped_at:,}: {earlier.pushed:,} "
+           "gradients pushed before the stop")
 
 
 def device_chosen(s: ProgressFields, e: DeviceChosen, now: float) -> None:
@@ -70,18 +108,21 @@ def shard_received(s: ProgressFields, e: ShardReceived, now: float) -> None:
 
 def pushed(s: ProgressFields, e: Pushed, now: float) -> None:
     """This machine's gradient: loss, compute time and its own counters (after the end,
-    only the counters: the round the end named stays the window's)."""
+    only the counters: the round the end named stays the window's). Counted on from an
+    earlier window's, when this worker came back to its session."""
+    _go_on(s, e.version)
+    pushed, rejected = s.pushed_before + e.pushed, s.rejected_before + e.rejected
     if not s.active:
-        s.pushed, s.rejected = e.pushed, e.rejected
+        s.pushed, s.rejected = pushed, rejected
         return
     version = e.version + max(1, e.steps)
     s._progress(version, e.loss, now)
     s.compute_ms.append((version, 1000 * e.compute_s))
     s._silent = False
-    s.pushed, s.rejected = e.pushed, e.rejected
+    s.pushed, s.rejected = pushed, rejected
     row = _own_row(s)
     if row is not None and not s._fed:  # the hub's rounds, once heard, fill the table
-        row.progress(now, e.pushed, e.rejected, e.pushed * s.batch_size)
+        row.progress(now, pushed, rejected, pushed * s.batch_size)
         row.state = "training"
 
 
@@ -115,7 +156,7 @@ def hub_stopped(s: ProgressFields, e: HubStopped, now: float) -> None:
     once). The hub's round is the one the header, banner and log show."""
     if s.phase == "stopped" and s.status.startswith(STOPPED_BY_HOST):
         return
-    s.phase, s.version = "stopped", e.version
+    s.phase, s.version, s.stopped_at = "stopped", e.version, e.version
     s.status = f"{STOPPED_BY_HOST} at round {e.version:,}"
     s._alert(f"{s.status}. Its model is saved; join again if the host resumes it.", "error")
     s._say(s.status)
@@ -159,21 +200,21 @@ def rejoining(s: ProgressFields, e: Rejoining, now: float) -> None:
 
 def worker_done(s: ProgressFields, e: WorkerDone, now: float) -> None:
     """This worker left, or the session finished: its own result."""
+    pushed, rejected = s.pushed_before + e.pushed, s.rejected_before + e.rejected
     if e.left:
         s.phase, s.status = "stopped", "You left the session"
-        s._say(f"Left the session after pushing {e.pushed} gradients")
+        s._say(f"Left the session after pushing {pushed} gradients")
         for wid, row in s.workers.items():  # this window no longer hears the hub
             if row.state in ACTIVE_STATES:
                 row.state = "left" if wid == s.worker_id else "not followed"
     elif s.active:
-        s.pushed, s.rejected = e.pushed, e.rejected
+        s.pushed, s.rejected = pushed, rejected
         s.version = max(s.version, e.version)
         _end_rows(s, "done", "done")
         s.final = _worker_final(s)
         s.phase = "finished"
-        s.status = f"Session finished: {e.pushed} gradients pushed"
-        s._say(f"Session finished: {e.pushed} gradients pushed, {e.rejected} "
-               "refused")
+        s.status = f"Session finished: {pushed} gradients pushed"
+        s._say(f"Session finished: {pushed} gradients pushed, {rejected} refused")
 
 
 def failed(s: ProgressFields, e: Failed, now: float) -> None:
@@ -252,6 +293,7 @@ def feed_worker_left(s: ProgressFields, e: WorkerLeft, now: float) -> None:
 def feed_round_closed(s: ProgressFields, e: RoundClosed, now: float) -> None:
     """Every worker's counters; the loss curve stays this machine's own."""
     s._fed = True
+    _go_on(s, e.version - max(1, e.steps))  # the model version the round started from
     s._round_work(e)
     if e.version > s.version and s.phase in ("starting", "waiting"):
         s.phase, s.started_at = "training", s.started_at or now
@@ -270,6 +312,7 @@ def feed_round_closed(s: ProgressFields, e: RoundClosed, now: float) -> None:
 
 def feed_evaluated(s: ProgressFields, e: Evaluated, now: float) -> None:
     """A point on the accuracy curve (a repeat of a version replaces it)."""
+    _go_on(s, e.version)
     if s.accuracy and s.accuracy[-1][0] == e.version:
         s.accuracy[-1] = (e.version, e.accuracy)
     else:

@@ -18,7 +18,8 @@ from computeshare_desktop.gui.formatting import human_bytes  # noqa: E402
 from computeshare_desktop.gui.progress_window import ProgressWindow  # noqa: E402
 from computeshare_desktop.protocol import encode  # noqa: E402
 from computeshare_desktop.protocol.messages import Shard  # noqa: E402
-from computeshare_desktop.service import HostPlan, HostService  # noqa: E402
+from computeshare_desktop.service import HostPlan, HostService, JoinPlan  # noqa: E402
+from test_ui_pause import Held as HeldService  # noqa: E402
 
 
 def test_the_hubs_sent_counts_the_shards_its_workers_downloaded(qtbot, tmp_path):
@@ -91,3 +92,79 @@ def test_the_loss_chart_names_its_two_lines(qtbot, styled_app):
     box = legend.mapRectToItem(view, legend.boundingRect())
     assert view.boundingRect().contains(box)  # whole, inside the plot
     assert box.height() < view.height() / 3  # one row: the curves stay visible
+
+
+def held(target) -> HeldService:
+    """A JoinService for ``target`` that never starts: its window drains what a test
+    scripts."""
+    return HeldService(JoinPlan(target, pin="", name="w"))
+
+
+def pushes(versions, pushed_from: int = 0) -> list:
+    from computeshare_desktop.events import Pushed
+    from computeshare_desktop.service import Tagged
+    return [Tagged("worker", Pushed(version=v, steps=0, loss=2.0 / (v + 1), compute_s=0.02,
+                                    samples=8, accepted=True, pushed=pushed_from + i + 1,
+                                    rejected=0))
+            for i, v in enumerate(versions)]
+
+
+def joined(state: str = "waiting") -> list:
+    from computeshare_desktop.events import Joined
+    from computeshare_desktop.service import Tagged
+    return [Tagged("worker", Joined(1, 0, 1, "mnist-sample", "simplenet", 60, "cpu",
+                                    batch_size=8, state=state))]
+
+
+def stopped_window(qtbot, comebacks, target, rounds: int) -> ProgressWindow:
+    """A worker's window that pushed for ``rounds`` rounds, then its host stopped."""
+    from computeshare_desktop.events import HubStopped
+    from computeshare_desktop.service import Tagged
+    window = ProgressWindow.for_worker(held(target), [], refresh_ms=10_000)
+    qtbot.addWidget(window)
+    comebacks.watch(window)
+    window.runner.script = joined() + pushes(range(rounds)) + [
+        Tagged("worker", HubStopped(rounds))]
+    window.refresh()
+    return window
+
+
+def test_a_worker_back_in_its_resumed_session_keeps_its_curve_and_count(qtbot):
+    """Its host stopped the session at round 5 and resumed it: the window that comes back
+    (gui/comeback.py's) draws the 5 earlier points and counts on from 5 pushes."""
+    from computeshare_desktop.gui.comeback import Comebacks
+    from computeshare_desktop.service import JoinTarget
+    target = JoinTarget("10.0.0.7", 7341, "lab", expected_key="fp-polish4-resume")
+    comebacks = Comebacks(lambda t, pin: held(t),
+                          lambda r, events: ProgressWindow.for_worker(r, events))
+    old = stopped_window(qtbot, comebacks, target, rounds=5)
+    before = list(old.state.loss)
+    assert len(before) == 5 and old.state.pushed == 5
+    back = comebacks.come_back(old, target)
+    qtbot.addWidget(back)
+    back.runner.script = joined("training") + pushes([5, 6], pushed_from=0)
+    back.refresh()
+    assert back.state.loss[:5] == before and [v for v, _ in back.state.loss[5:]] == [6, 7]
+    assert len(back.state.loss_smooth) == len(back.state.compute_ms) == 7
+    assert back.state.pushed == 7 and back.cards["pushed"].value.text() == "7"
+    back.charts.show_series(back.state.loss, back.state.loss_smooth, [], 60)
+    assert len(back.charts.raw_curve.getData()[0]) == 7  # drawn, not only kept
+    back.confirmed = True
+    back.close()
+
+
+def test_a_new_session_on_the_same_hub_starts_its_curve_again(qtbot):
+    """The host started a new session (round 0) instead of resuming: nothing carries."""
+    from computeshare_desktop.gui.comeback import Comebacks
+    from computeshare_desktop.service import JoinTarget
+    target = JoinTarget("10.0.0.8", 7341, "lab", expected_key="fp-polish4-new")
+    comebacks = Comebacks(lambda t, pin: held(t),
+                          lambda r, events: ProgressWindow.for_worker(r, events))
+    old = stopped_window(qtbot, comebacks, target, rounds=4)
+    back = comebacks.come_back(old, target)
+    qtbot.addWidget(back)
+    back.runner.script = joined() + pushes([0, 1])
+    back.refresh()
+    assert [v for v, _ in back.state.loss] == [1, 2] and back.state.pushed == 2
+    back.confirmed = True
+    back.close()
