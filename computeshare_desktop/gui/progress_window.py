@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMainWindow, QProgressBar, Q
 
 from ..models.specs import model_label
 from ..service import HostService, JoinService, Tagged, approve_code
+from .banner import BannerArea
 from .charts import ChartsPanel
 from .code_dialog import CodeQuestion
 from .confirm import StopQuestion
@@ -145,8 +146,7 @@ class ProgressWindow(QMainWindow):
         self.chip.setObjectName("StatusChip")
         self.banner = QLabel()
         self.banner.setObjectName("Banner")
-        self.banner.setWordWrap(True)
-        self.banner.hide()
+        self.banner_area = BannerArea(self.banner)  # wrapped; past a few lines it scrolls
         self.progress_bar = QProgressBar()
         self.progress_bar.setTextVisible(False)
         self.progress_label = QLabel("Waiting for the session to start")
@@ -203,6 +203,8 @@ class ProgressWindow(QMainWindow):
         titles.addWidget(self.title)
         titles.addWidget(self.subtitle)
         titles.addWidget(self.received)
+        if self.pin_card is not None:  # beside the PIN card: in the height it takes anyway
+            titles.addWidget(self.banner_area)
         titles.addStretch(1)
         head.addLayout(titles, 1)
         if self.pin_card is not None:  # beside the titles: the window fits a 720 px screen
@@ -230,7 +232,8 @@ class ProgressWindow(QMainWindow):
         body.setContentsMargins(20, 16, 20, 16)
         body.setSpacing(10)  # the hub window, PIN and all, fits a 720 px screen
         body.addLayout(head)
-        body.addWidget(self.banner)
+        if self.pin_card is None:
+            body.addWidget(self.banner_area)
         body.addLayout(progress)
         body.addWidget(self.progress_bar)
         body.addLayout(row(*self.cards.values()))
@@ -312,7 +315,7 @@ class ProgressWindow(QMainWindow):
             self.chip.style().unpolish(self.chip)
             self.chip.style().polish(self.chip)
         self.chip.setToolTip(s.chip_tip())
-        self._render_banner()
+        self.banner_area.show_banner(s.banner)
         if self.pin_card is not None and s.port is not None:
             self.pin_card.set_hint(self._join_hint())
         if s.final is not None and s.final is not self._shown_final:  # the hub's may follow
@@ -331,17 +334,17 @@ class ProgressWindow(QMainWindow):
         elif s.role == "hub":  # "Stop training" only once there is a training to stop
             self.stop_button.setText("Stop training" if s.phase == "training" else
                                      "Stop session")
-        if s.phase == "failed" and s.error:
-            self.progress_label.setText(s.error)
+        if s.phase == "failed" and not self.progress_bar.isHidden():  # the banner says it
+            self._make_room()
         if s.code_offer is not None and not self._asked_code:
             self._asked_code = True  # once: the question is modal, so not from this render
             QTimer.singleShot(0, self.ask_code)
 
     def _make_room(self) -> None:
-        """The finish card takes the place of what the end left idle: the round line and
-        bar (the card says the rounds) and a hub's PIN card (its PIN no longer works), so the
-        finished window needs no more height than the running one; then it is fitted inside
-        its screen again (a worker's card is the taller)."""
+        """The finish card (or a failure's banner) takes the place of what the end left
+        idle: the round line and bar (the card says the rounds) and a hub's PIN card (its PIN
+        no longer works), so the ended window needs no more height than the running one;
+        then it is fitted inside its screen again (a worker's card is the taller)."""
         for widget in (self.progress_label, self.eta_label, self.progress_bar):
             widget.hide()
         if self.pin_card is not None:
@@ -354,19 +357,6 @@ class ProgressWindow(QMainWindow):
             for _ in range(3):  # nested layouts: the sizes the last values need, first
                 QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
             fit(self, available_geometry(self))
-
-    def _render_banner(self) -> None:
-        banner = self.state.banner
-        if banner is None:
-            self.banner.hide()
-            return
-        level, text = banner
-        if self.banner.text() != text or self.banner.property("level") != level:
-            self.banner.setText(text)
-            self.banner.setProperty("level", level)
-            self.banner.style().unpolish(self.banner)
-            self.banner.style().polish(self.banner)
-        self.banner.show()
 
     def _join_hint(self) -> str:
         s = self.state

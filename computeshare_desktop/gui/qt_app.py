@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Sequence
 from .. import __version__
 
 if TYPE_CHECKING:
-    from PySide6.QtWidgets import QApplication
+    from PySide6.QtWidgets import QApplication, QWidget
+
+ENTER_KEYS = "computeshare-enter-keys"  # the object name of the one Enter filter of an app
 
 
 def make_app(argv: Sequence[str]) -> QApplication:
@@ -32,7 +34,66 @@ def make_app(argv: Sequence[str]) -> QApplication:
     app.setStyle("Fusion")  # the same look on every platform, which the style sheet extends
     app.setStyleSheet(style_sheet())
     pg.setConfigOptions(antialias=True, background="w", foreground="#475467")
+    _enter_presses_buttons(app)
     return app
+
+
+def takes_enter_as_space(widget: QWidget) -> bool:
+    """Whether Enter on ``widget``, focused, should do what Space does: a button, check box,
+    radio button or checkable group box, except a push button whose Enter Qt already
+    handles (a dialog's default and auto-default buttons click themselves) or gives to its
+    dialog's default button on purpose (autoDefault set off: the folder dialog's Close)."""
+    from PySide6.QtWidgets import QAbstractButton, QDialog, QGroupBox, QPushButton
+
+    if isinstance(widget, QPushButton):
+        return not (widget.autoDefault() or widget.isDefault()
+                    or isinstance(widget.window(), QDialog))
+    return isinstance(widget, QAbstractButton) or \
+        isinstance(widget, QGroupBox) and widget.isCheckable()
+
+
+def _enter_presses_buttons(app: QApplication) -> None:
+    """Enter and Return press the focused button the way Space does, in every window: Qt
+    drops them on a main window's button, and gives them from a dialog's check box to the
+    dialog's default button. Installed once per QApplication, however often ``make_app``
+    runs.
+
+    The filter follows the focus, sitting on the focused button alone: the app's other
+    events (paints, timers, plots, typing) never pass through Python for it.
+    """
+    from PySide6.QtCore import QEvent, QObject, Qt
+    from PySide6.QtGui import QKeyEvent
+    from PySide6.QtWidgets import QWidget
+
+    if app.findChild(QObject, ENTER_KEYS) is not None:
+        return
+    plain = (Qt.KeyboardModifier.NoModifier, Qt.KeyboardModifier.KeypadModifier)
+
+    class EnterKeys(QObject):
+        def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's
+            """Enter or Return, pressed or released: Space's press or release instead."""
+            if event.type() not in (QEvent.Type.KeyPress, QEvent.Type.KeyRelease) or \
+                    not isinstance(event, QKeyEvent) or \
+                    event.key() not in (Qt.Key.Key_Return, Qt.Key.Key_Enter) or \
+                    event.modifiers() not in plain or not isinstance(watched, QWidget) or \
+                    not watched.hasFocus() or not takes_enter_as_space(watched):
+                return False
+            space = QKeyEvent(event.type(), Qt.Key.Key_Space, Qt.KeyboardModifier.NoModifier,
+                              " ", event.isAutoRepeat(), event.count())
+            app.sendEvent(watched, space)
+            return True
+
+        def follow(self, old: QWidget | None, new: QWidget | None) -> None:
+            if old is not None:
+                old.removeEventFilter(self)
+            if new is not None and takes_enter_as_space(new):
+                new.installEventFilter(self)
+
+    keys = EnterKeys(app)
+    keys.setObjectName(ENTER_KEYS)
+    app.focusChanged.connect(keys.follow)
+    if (focused := app.focusWidget()) is not None:
+        keys.follow(None, focused)
 
 
 def qt_self_check() -> str:
