@@ -7,6 +7,7 @@ closing the window stops them all, withdraws the hub's mDNS advert and joins eve
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 from typing import Union
 
@@ -122,11 +123,18 @@ class MainWindow(QMainWindow):
         self.recent.show_folders(self.settings.recent_sessions())
         self.paired = PairedMachinesCard()
         self.setCentralWidget(self._layout(icon, title, subtitle))
-        for a, b in ((self.sessions_view, self.join_button), (self.join_button, self.host_button),
-                     (self.host_button, self.connect_button),
-                     (self.connect_button, self.doctor_button)):
-            self.setTabOrder(a, b)
+        self._tab_in_reading_order()
         self.resize(900, 640)
+
+    def _tab_in_reading_order(self) -> None:
+        """Tab goes as a person reads: the sessions, the buttons under them left to right,
+        then the recent sessions card and the paired machines card beside it."""
+        chain = (self.sessions_view, self.connect_button, self.doctor_button,
+                 self.join_button, self.host_button, self.recent.table,
+                 self.recent.resume_button, self.paired.list, self.paired.enabled_box,
+                 self.paired.remove_button)
+        for a, b in itertools.pairwise(chain):
+            self.setTabOrder(a, b)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's API
         """Enter or Return on a selected session joins it."""

@@ -44,10 +44,10 @@ def test_tab_leaves_the_table_and_enter_joins_the_selected_session(qtbot, main_w
     assert main_window.host_button.objectName() != "Primary"
 
     qtbot.keyClick(view, Qt.Key.Key_Tab)  # out of the table, not to its next cell
-    qtbot.waitUntil(lambda: QApplication.focusWidget() is main_window.join_button,
-                    timeout=2_000)
-    qtbot.keyClick(main_window.join_button, Qt.Key.Key_Tab)
-    assert QApplication.focusWidget() is main_window.host_button
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is main_window.connect_button,
+                    timeout=2_000)  # the first button under it (test_ui_tab_order.py)
+    qtbot.keyClick(main_window.connect_button, Qt.Key.Key_Tab)
+    assert QApplication.focusWidget() is main_window.doctor_button
 
     view.setFocus()
     qtbot.waitUntil(view.hasFocus, timeout=2_000)
