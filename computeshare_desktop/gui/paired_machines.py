@@ -1,7 +1,8 @@
 """The main window's "Paired machines": the machines that join this computer's hub without the
-PIN, each removable (its key forgotten: it needs the PIN again), and the switch that turns
-the feature off. The list is a file the hub writes as machines pair (hub/paired_machines.py);
-the card reads it again every few seconds."""
+PIN, each removable (asked first; its key forgotten: it needs the PIN again), and the switch
+that turns the feature off. The list is a file the hub writes as machines pair
+(hub/paired_machines.py); the card reads it again every few seconds, and says which is true
+when it is empty: no machine paired yet, or none now (removed ones need the PIN again)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,39 @@ from typing import Callable
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (QCheckBox, QFrame, QHBoxLayout, QLabel, QListWidget,
-                               QListWidgetItem, QPushButton, QVBoxLayout)
+                               QListWidgetItem, QPushButton, QVBoxLayout, QWidget)
 
 from ..hub.paired_machines import PairedMachine, PairedMachines
 from ..service.paired import paired_machines
+from .confirm import ModalQuestion
 
 KEY = Qt.ItemDataRole.UserRole
+NAME = Qt.ItemDataRole.UserRole + 1  # the name it paired under, for the question
 REFRESH_MS = 3000
 SWITCH = "Paired machines skip the PIN in later sessions"
+NEVER = "No machine has paired with this computer's hub yet."
+NONE_NOW = "No paired machines now: a removed machine needs the PIN to join again."
+
+
+def remove_text(name: str) -> str:
+    """The question before a Remove, naming the machine as it paired."""
+    return (f"Remove {name} from the paired machines? It will need the PIN to join this "
+            "computer's sessions again.")
+
+
+def empty_text(store: PairedMachines) -> str:
+    """What the card says with no machine listed: whether one ever paired (and was removed
+    or kicked since) or none ever did."""
+    return NONE_NOW if store.removed() else NEVER
+
+
+class RemoveQuestion(ModalQuestion):
+    """``ask(parent, name)`` is True when the host confirms the removal."""
+
+    def ask(self, parent: QWidget | None, name: str) -> bool:
+        """Show the question modally; Escape, Enter and closing keep the machine."""
+        return self.ask_box(parent, "Remove paired machine?", remove_text(name), "Remove",
+                            "Keep machine")[0]
 
 
 def describe(machine: PairedMachine) -> str:
@@ -34,6 +60,7 @@ class PairedMachinesCard(QFrame):
         super().__init__()
         self.setObjectName("Card")
         self._store = store
+        self.question = RemoveQuestion()
         title = QLabel("Paired machines")
         title.setObjectName("SectionTitle")
         self.enabled_box = QCheckBox(SWITCH)
@@ -45,7 +72,7 @@ class PairedMachinesCard(QFrame):
         self.list.setAccessibleName("Paired machines")
         self.list.setMaximumHeight(110)
         self.list.itemSelectionChanged.connect(self._update)
-        self.empty = QLabel("No machine has paired with this computer's hub yet.")
+        self.empty = QLabel(NEVER)
         self.empty.setProperty("role", "muted")
         self.remove_button = QPushButton("Remove")
         self.remove_button.setToolTip("Forget the selected machine's key: it needs the PIN "
@@ -76,10 +103,12 @@ class PairedMachinesCard(QFrame):
             for machine in machines:
                 item = QListWidgetItem(describe(machine))
                 item.setData(KEY, machine.key)
+                item.setData(NAME, machine.name)
                 item.setToolTip(f"Key {machine.key[:8]}…")
                 self.list.addItem(item)
                 item.setSelected(machine.key == selected)
         self.list.setVisible(bool(machines))
+        self.empty.setText(empty_text(store))
         self.empty.setVisible(not machines)
         self.enabled_box.blockSignals(True)
         self.enabled_box.setChecked(store.enabled)
@@ -91,9 +120,13 @@ class PairedMachinesCard(QFrame):
         return items[0].data(KEY) if items else None
 
     def remove_selected(self) -> bool:
-        """Forget the selected machine: its key needs the PIN again."""
-        key = self.selected_key()
-        if key is None:
+        """Forget the selected machine once the host confirms: its key needs the PIN again.
+        True when it was removed."""
+        items = self.list.selectedItems()
+        if not items:
+            return False
+        key, name = items[0].data(KEY), items[0].data(NAME)
+        if not self.question.ask(self.window(), name):
             return False
         self._store().forget(key)
         self.refresh()
