@@ -25,6 +25,7 @@ from .charts import ChartsPanel
 from .code_dialog import CodeQuestion
 from .confirm import StopQuestion
 from .kick_question import KickQuestion
+from .removed_machines import RemovedMachinesCard
 from .formatting import human_bytes, human_duration, human_pair, human_rate, percent
 from .pause_control import PauseControl
 from .panels import FinishCard, FolderDialog, LogPane, StatCard, row
@@ -32,7 +33,7 @@ from .pin_card import PinCard
 from .placement import available_geometry, fit
 from . import progress_worker
 from .progress_hub import hub_traffic
-from .progress_rows import mode_words
+from .progress_rows import ACTIVE_STATES, mode_words
 from .progress_state import ProgressState
 from .resumed import Resumed
 from .sources import LogTap
@@ -172,9 +173,10 @@ class ProgressWindow(QMainWindow):
         self.workers_table = WorkersTable(kickable=hub)
         self.workers_table.setMinimumHeight(MIN_TABLE_HEIGHT)  # three rows at the least
         self.workers_table.setAccessibleName("Workers")
+        self.removed_card = RemovedMachinesCard(self.runner, self.state.note) if hub else None
         self.kick_button = QPushButton("Kick worker")
-        self.kick_button.setToolTip("Remove the selected worker: it cannot pair again in "
-                                    "this session, even with the PIN")
+        self.kick_button.setToolTip("Remove the selected worker from this session (it can "
+                                    "join your next one with the PIN), or block it")
         self.kick_button.setEnabled(False)
         self.kick_button.setVisible(hub)
         self.kick_button.clicked.connect(self.kick_selected)
@@ -214,7 +216,7 @@ class ProgressWindow(QMainWindow):
         progress.addWidget(self.progress_label, 1)  # all the width: one line, no wrapping
         progress.addWidget(self.eta_label)
         lower = QSplitter(Qt.Orientation.Horizontal)
-        lower.addWidget(self.workers_table)
+        lower.addWidget(self._workers_side())
         lower.addWidget(self.log_pane)
         lower.setSizes([700, 400])
         lower.setStretchFactor(0, 3)
@@ -246,6 +248,18 @@ class ProgressWindow(QMainWindow):
         canvas.setLayout(body)
         return canvas
 
+    def _workers_side(self) -> QWidget:
+        """The workers table, and under it the machines the session refuses (a hub's)."""
+        if self.removed_card is None:
+            return self.workers_table
+        side = QWidget()
+        column = QVBoxLayout(side)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(6)
+        column.addWidget(self.workers_table, 1)
+        column.addWidget(self.removed_card)
+        return side
+
     # ----------------------------------------------------------------- refresh
     def refresh(self) -> None:
         """Drain the runner's events, fold them into the state, render (GUI thread)."""
@@ -259,6 +273,8 @@ class ProgressWindow(QMainWindow):
             self.pause_control.apply(events)
         if self._traffic is not None:
             self.state.set_traffic(*self._traffic())
+        if self.removed_card is not None:
+            self.removed_card.refresh()
         self.state.tick()
         lines = self.state.take_log() + self.tap.take()
         self.log_pane.add_lines(lines, time.strftime("%H:%M:%S"))
@@ -305,6 +321,7 @@ class ProgressWindow(QMainWindow):
         if self._ticks % SLOW_EVERY == 1 or not s.active:
             self.charts.show_series(s.loss, s.loss_smooth, s.accuracy, s.total_rounds)
             self.workers_table.show_rows(list(s.workers.values()), now)
+            self._update_kick()  # a row that changed under the selection: Kick follows it
 
     def _render_status(self) -> None:
         s = self.state
@@ -400,8 +417,10 @@ class ProgressWindow(QMainWindow):
                                    "later from the main window.", "Stop training")
         else:
             ok = self.question.ask(self, "Leave the session?", "Leave this training session? "
-                                   "The other machines train on without this one.",
-                                   "Leave session")
+                                   + ("The other machines train on without this one."
+                                      if self._others(self.state.worker_id) else
+                                      "It is the only worker: training waits until another "
+                                      "machine joins."), "Leave session")
         self.confirmed = self.confirmed or ok  # a signal may have confirmed it meanwhile
         return ok
 
@@ -425,9 +444,17 @@ class ProgressWindow(QMainWindow):
         kick = getattr(self.runner, "kick", None)
         row = self.state.workers.get(worker_id)
         name = row.name if row is not None else f"worker {worker_id}"
-        if kick is not None and self.kick_question.ask(self, name):
-            kick(worker_id)
+        if kick is None:
+            return
+        remove, block = self.kick_question.ask(self, name, self._others(worker_id))
+        if remove:
+            kick(worker_id, block)
             self.kick_button.setEnabled(False)
+
+    def _others(self, worker_id: int | None) -> int:
+        """The workers in the session now besides ``worker_id`` (the host's own included)."""
+        return sum(1 for key, w in self.state.workers.items()
+                   if key != worker_id and w.state in ACTIVE_STATES)
 
     def new_pin(self) -> None:
         """Rotate the session PIN and show the new one."""

@@ -174,8 +174,9 @@ class WorkersTable(QTableWidget):
         if worker is None:
             return
         menu = QMenu(self)
-        action = menu.addAction("Kick from the session")
-        action.setToolTip("It leaves now and cannot pair again, even with the PIN")
+        action = menu.addAction("Remove from the session…")
+        action.setToolTip("It leaves now and cannot take part in this session again, even "
+                          "with the PIN, until you choose Allow again")
         action.triggered.connect(lambda: self.kick_requested.emit(worker))
         menu.exec(self.viewport().mapToGlobal(where))
 

@@ -12,6 +12,7 @@ pytest.importorskip("pyqtgraph")
 from PySide6.QtCore import QTimer  # noqa: E402
 
 from computeshare_desktop.gui.formatting import human_pair  # noqa: E402
+from computeshare_desktop.gui.kick_question import kick_text  # noqa: E402
 from computeshare_desktop.protocol.ports import HubPorts  # noqa: E402
 from computeshare_desktop.service.options import HostOptions  # noqa: E402
 from helpers_net import PIN as HUB_PIN  # noqa: E402
@@ -46,10 +47,11 @@ def answer(main_window, button: str, *, never_again: bool = False) -> list[str]:
     return answer_box(main_window.question, button, never_again=never_again)
 
 
-def answer_kick(window, button: str) -> list[str]:
-    """Answer the next kick question of ``window`` with ``button``; the list gets its text
-    (and asserts that the default button keeps the worker)."""
-    return answer_box(window.kick_question, button, default="Keep worker")
+def answer_kick(window, button: str, block: bool = False) -> list[str]:
+    """Answer the next kick question of ``window`` with ``button`` (``block``: with "Block
+    this machine" ticked); the list gets its text (and asserts that the default button
+    keeps the worker)."""
+    return answer_box(window.kick_question, button, default="Keep worker", never_again=block)
 
 
 def test_stop_and_close_ask_first_and_a_stop_keeps_the_model(qtbot, main_window, tmp_path):
@@ -245,10 +247,10 @@ def test_kick_a_worker_from_its_row_and_rotate_the_pin(qtbot, main_window, tmp_p
         table.kick_requested.disconnect(window.kick)  # the menu alone, then the button
         QTimer.singleShot(100, choose)
         table._menu(table.visualItemRect(table.item(row, 0)).center())
-        assert offered == [["Kick from the session"]] and kicked == [table.kickable_at(row)]
+        assert offered == [["Remove from the session…"]] and kicked == [table.kickable_at(row)]
         asked = answer_kick(window, "Keep worker")  # the default: nothing happens
         click(qtbot, window.kick_button)
-        assert asked == ["Remove guest? It cannot join this session again."]
+        assert asked == [kick_text("guest", others=1)]
         assert guest.thread.is_alive() and window.kick_button.isEnabled()
         asked = answer_kick(window, "Remove")
         click(qtbot, window.kick_button)
