@@ -13,9 +13,8 @@ from typing import Union
 
 from PySide6.QtCore import QByteArray, QEvent, QModelIndex, QObject, Qt, QTimer
 from PySide6.QtGui import QCloseEvent, QKeyEvent
-from PySide6.QtWidgets import (QAbstractItemView, QFrame, QHBoxLayout, QHeaderView, QLabel,
-                               QMainWindow, QPushButton, QStackedWidget, QTableView,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QMainWindow, QPushButton,
+                               QStackedWidget, QVBoxLayout, QWidget)
 
 from ..discovery import DiscoveredSession
 from ..errors import ComputeShareError
@@ -34,7 +33,7 @@ from .confirm import StopQuestion
 from .progress_window import ProgressWindow
 from .paired_machines import PairedMachinesCard
 from .recent_sessions import RecentSessions
-from .session_table import SessionTableModel
+from .session_table import SessionsView, SessionTableModel
 from .settings import Settings
 from .sources import DeviceProbe, DiscoveryFeed
 
@@ -81,22 +80,8 @@ class MainWindow(QMainWindow):
         subtitle.setObjectName("Subtitle")
         self.device_label = QLabel("This machine: detecting its device…")
         self.device_label.setObjectName("StatusChip")
-        self.sessions_view = QTableView()
-        self.sessions_view.setModel(self.model)
-        self.sessions_view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.sessions_view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.sessions_view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.sessions_view.verticalHeader().setVisible(False)
-        self.sessions_view.verticalHeader().setDefaultSectionSize(34)
-        self.sessions_view.setShowGrid(False)
-        self.sessions_view.setAlternatingRowColors(True)
-        header = self.sessions_view.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        header.setHighlightSections(False)
+        self.sessions_view = SessionsView(self.model)
         self.sessions_view.doubleClicked.connect(self._double_clicked)
-        self.sessions_view.setTabKeyNavigation(False)  # Tab leaves the table for the buttons
-        self.sessions_view.setAccessibleName("Sessions on your network")
         self.sessions_view.installEventFilter(self)  # Enter on a row joins it
         self.sessions_view.selectionModel().selectionChanged.connect(self._update_buttons)
         self.empty_label = QLabel()
@@ -164,18 +149,18 @@ class MainWindow(QMainWindow):
         inner.setContentsMargins(14, 12, 14, 14)
         inner.addWidget(section)
         inner.addWidget(self.stack, 1)
-        buttons = QHBoxLayout()
+        buttons = QHBoxLayout()  # in the card, under the list they act on: a smaller window
         buttons.addWidget(self.connect_button)
         buttons.addWidget(self.doctor_button)
         buttons.addStretch(1)
         buttons.addWidget(self.join_button)
         buttons.addWidget(self.host_button)
+        inner.addLayout(buttons)
         body = QVBoxLayout()
-        body.setContentsMargins(22, 18, 22, 18)
+        body.setContentsMargins(22, 14, 22, 14)
         body.setSpacing(14)
         body.addLayout(head)
         body.addWidget(card, 2)
-        body.addLayout(buttons)
         lists = QHBoxLayout()
         lists.addWidget(self.recent, 1)
         lists.addWidget(self.paired, 1)

@@ -1,11 +1,13 @@
-"""The live table of sessions on the LAN: a Qt model over DiscoveredSession values."""
+"""The live table of sessions on the LAN: a Qt model over DiscoveredSession values, and the
+view that shows it."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSize, Qt
 from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
 from ..discovery import DiscoveredSession
 from ..models.specs import model_label
@@ -13,6 +15,8 @@ from ..models.specs import model_label
 # Two sessions with one name are told apart by their hub (host and port) and hub key.
 COLUMNS = ("Session", "Hub", "Model", "Rounds", "Workers", "State", "Hub key")
 _STATE_COLORS = {"open": "#067647", "training": "#4338CA", "full": "#B54708", "done": "#667085"}
+ROW_HEIGHT = 30  # as the recent sessions' rows, below it in the same window
+ROWS_SHOWN = 3  # whole rows under the header, however small the window
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -91,3 +95,36 @@ class SessionTableModel(QAbstractTableModel):
             return (f"{advert.name}\n{session.address}\nhub key {advert.key_fingerprint}\n"
                     f"session {advert.session_id}")
         return None
+
+
+class SessionsView(QTableView):
+    """The sessions table: whole rows selected, read-only, and never so short that fewer
+    than ROWS_SHOWN whole rows show under its header (the main window's minimum size)."""
+
+    def __init__(self, model: SessionTableModel) -> None:
+        super().__init__()
+        self.setModel(model)
+        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.verticalHeader().setVisible(False)
+        self.verticalHeader().setDefaultSectionSize(ROW_HEIGHT)
+        self.setShowGrid(False)
+        self.setAlternatingRowColors(True)
+        header = self.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setHighlightSections(False)
+        self.setTabKeyNavigation(False)  # Tab leaves the table for the buttons
+        self.setAccessibleName("Sessions on your network")
+
+    def rows_height(self, rows: int) -> int:
+        """The height that shows ``rows`` whole rows under the header (read when asked:
+        the style sheet's font sets the header's height once the view is polished)."""
+        header = self.horizontalHeader().sizeHint().height()
+        return header + rows * self.verticalHeader().defaultSectionSize() + \
+            2 * self.frameWidth()
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's API
+        hint = super().minimumSizeHint()
+        return QSize(hint.width(), max(hint.height(), self.rows_height(ROWS_SHOWN)))
