@@ -37,7 +37,7 @@ class Held(JoinService):
         return events
 
 
-def test_the_join_dialog_fields_reach_the_workers_plan(qtbot) -> None:
+def test_the_join_dialog_fields_reach_the_workers_plan(qtbot, ui_home) -> None:
     made: list[Held] = []
 
     def start_runner(target: JoinTarget, pin: str) -> Held:

@@ -13,6 +13,7 @@ from computeshare_desktop.gui.join_dialog import FORGOTTEN, PIN_HINT, REMEMBERED
 from computeshare_desktop.gui.main_window import MainWindow  # noqa: E402
 from computeshare_desktop.service.paired import paired_machines  # noqa: E402
 from helpers_net import free_ports  # noqa: E402
+from test_ui_stops import answer_box  # noqa: E402
 from test_ui_two_instances import instance  # noqa: E402
 from ui_helpers import click, click_row, type_into  # noqa: E402
 
@@ -30,6 +31,7 @@ def test_the_paired_machines_card_lists_removes_and_turns_off(qtbot, main_window
     assert "laptop · CPU · 192.168.1.20" in card.list.item(1).text()
     assert not card.remove_button.isEnabled()
     card.list.setCurrentRow(1)
+    answer_box(card.question, "Remove", default="Keep machine")  # Remove asks first
     click(qtbot, card.remove_button)
     assert [m.name for m in store.machines()] == ["desk · CUDA"]
     assert "K" * 40 in store.removed()
@@ -101,6 +103,7 @@ def test_a_paired_machine_joins_the_next_session_without_the_pin_until_removed(
 
         # The host removes it: the next session asks for the PIN, and the dialog says so
         host_app.paired.list.setCurrentRow(0)
+        answer_box(host_app.paired.question, "Remove", default="Keep machine")
         click(qtbot, host_app.paired.remove_button)
         assert host_app.paired.list.count() == 0
         hub = host_session(qtbot, host_app, tmp_path / "three")
