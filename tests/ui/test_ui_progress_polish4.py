@@ -168,3 +168,54 @@ def test_a_new_session_on_the_same_hub_starts_its_curve_again(qtbot):
     assert [v for v, _ in back.state.loss] == [1, 2] and back.state.pushed == 2
     back.confirmed = True
     back.close()
+
+
+@pytest.mark.parametrize("level", ["error", "warning"])
+def test_a_60_line_banner_is_whole_and_scrolls_and_the_window_fits(qtbot, styled_app,
+                                                                    level):
+    """The banner wraps, stops growing at a few lines and scrolls: every line of the text
+    is reachable, and the window at its smallest still fits 720 px less a task bar and a
+    title bar, Stop and Close in it (it was cut at both ends, and not scrollable)."""
+    from PySide6.QtCore import QPoint
+
+    from computeshare_desktop.events import Failed
+    from computeshare_desktop.gui.progress_state import ProgressState
+    from computeshare_desktop.service import Tagged
+    from test_ui_layout import IdleRunner
+    from test_ui_layout_screens import fits
+    text = "The hub failed: Traceback (most recent call last):\n" + "\n".join(
+        f'  File "model.py", line {i}, in forward: x = self.layer{i}(x) and more words '
+        "to wrap" for i in range(59))
+    state = ProgressState("hub", total_rounds=300, expected_workers=2, name="t")
+    if level == "error":  # the session failed: its idle parts give the banner room
+        state.apply([Tagged("hub", Failed(text))])
+    else:  # a running window's banner (the PIN card stays beside it)
+        state._alert(text, "warning")
+    window = ProgressWindow(IdleRunner(), state, title="Hosting t", subtitle="s",
+                            pin="428913")
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    window.refresh()
+    qtbot.wait(50)
+    window.resize(window.minimumSizeHint())
+    qtbot.wait(50)
+    assert fits(window.size()), window.size()  # 1280x720 less a task bar and a title bar
+    area, label = window.banner_area, window.banner
+    assert area.isVisible() and label.text() == text  # whole, not cut
+    assert area.height() <= area.most_height() < 6 * label.fontMetrics().lineSpacing() + 40
+    bar, side = area.verticalScrollBar(), area.horizontalScrollBar()
+    assert bar.isVisible() and bar.maximum() > 0
+    bar.setValue(bar.maximum())  # scrolled to its end: the last line is in view
+    side.setValue(side.maximum())
+    needed = label.heightForWidth(label.width())
+    assert label.height() >= needed  # every line laid out, none cut
+    assert bar.maximum() + area.viewport().height() >= label.height()
+    assert side.maximum() + area.viewport().width() >= label.width()  # a long word too
+    corner = label.mapTo(area.viewport(), QPoint(label.width(), label.height()))
+    assert area.viewport().rect().adjusted(0, 0, 1, 1).contains(corner)
+    for button in (window.stop_button, window.close_button):
+        if button.isVisible():
+            corner = button.mapTo(window, QPoint(button.width(), button.height()))
+            assert window.rect().contains(corner - QPoint(1, 1)), button.text()
+    assert window.progress_bar.isHidden() == (level == "error")
