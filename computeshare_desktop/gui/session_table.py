@@ -28,6 +28,8 @@ def state_text(session: DiscoveredSession) -> tuple[str, str]:
         return "Finished", "done"
     if advert.state == "training":
         rounds = f" · round {advert.round}/{advert.rounds}" if advert.rounds else ""
+        if advert.joined == 0:  # every worker left or was removed: it waits, it does not train
+            return f"Waiting for workers{rounds}", "open"
         return f"Training{rounds}", "training"
     if advert.full:
         return "Full", "full"
