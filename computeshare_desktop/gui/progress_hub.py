@@ -148,7 +148,7 @@ def rejected(s: ProgressFields, e: Rejected, now: float) -> None:
 
 def model_refused(s: ProgressFields, e: ModelRefused, now: float) -> None:
     """A worker that refused the model (or was refused it), and why: a banner and the log."""
-    text = f"Worker {e.name} cannot train this model: {e.reason}"
+    text = f"Worker {e.name} cannot train this model: {words.refusal_for_app(e.reason)}"
     s._say(text)
     s._alert(text, "warning")
     s.refusal_banner = True
@@ -157,7 +157,8 @@ def model_refused(s: ProgressFields, e: ModelRefused, now: float) -> None:
 def all_refused(s: ProgressFields, e: AllRefused, now: float) -> None:
     """Nobody left can train the model: an error banner; the session waits on (Stop ends)."""
     s._alert(f"No worker can train this model: {e.who()} refused it. The last, {e.name}: "
-             f"{e.reason}. The session waits for another worker; Stop ends it.", "error")
+             f"{words.refusal_for_app(e.reason)}. The session waits for another worker; "
+             "Stop ends it.", "error")
     s.refusal_banner = True
     s.status = "Every worker refused the model: waiting for another"
     s._say(f"No worker can train this model: {e.who()} refused it, and none is left")

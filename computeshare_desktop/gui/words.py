@@ -247,3 +247,30 @@ def for_app(text: str) -> str:
         text = pattern.sub(words, text)
     return text
 
+
+
+# What a hub says a host can do about a model its workers refused names the command line's
+# flags (hub/user_model.py's way out and hub/code_offer.HINT: its log is the CLI's too); in
+# the app's windows each names the control that does it, or says plainly that there is none.
+def _offer_code_box() -> str:
+    from ..hub.config import HubConfig
+    from ..schema import spec
+    return f"“{spec(HubConfig, 'offer_code').label}”"
+
+
+_WAYS_OUT: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"as a last resort, --offer-code offers workers the file itself"),
+     f"as a last resort, host it again with {_offer_code_box()} ticked in Host a session… "
+     "(step 2 · How): workers then get the file itself"),
+    (re.compile(r"or join it with --device cpu"),
+     "or have it train on its CPU (the app picks the device itself: the command line's "
+     "join can choose the CPU)"),
+    (re.compile(r"; or join --trust-code [0-9a-fA-F]+\)"), ")"),
+)
+
+
+def refusal_for_app(text: str) -> str:
+    """Why a worker refused the model, and the way out, in the app's words (no flag)."""
+    for pattern, words in _WAYS_OUT:
+        text = pattern.sub(words, text)
+    return text

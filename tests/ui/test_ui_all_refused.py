@@ -84,7 +84,8 @@ def test_each_refusal_is_a_banner_and_everyone_refusing_a_red_one(qtbot, main_wi
         assert window.banner.property("level") == "error"
         assert text.startswith("No worker can train this model: the one worker that came "
                                f"refused it. The last, w1: {LAYER}")
-        assert "_foobar" in text and "--offer-code" in text
+        assert "_foobar" in text and "“Offer the model's code" in text  # its check box
+        assert "--" not in text  # no flag: the app's words (words.refusal_for_app)
         qtbot.waitUntil(lambda: window.workers_table.rowCount() == 1, timeout=5_000)
         state = window.workers_table.item(0, window.workers_table.columnCount() - 1).text()
         assert state == "Refused the model"  # words (gui/words.py), not the event's model_refused

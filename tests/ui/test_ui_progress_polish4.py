@@ -219,3 +219,43 @@ def test_a_60_line_banner_is_whole_and_scrolls_and_the_window_fits(qtbot, styled
             corner = button.mapTo(window, QPoint(button.width(), button.height()))
             assert window.rect().contains(corner - QPoint(1, 1)), button.text()
     assert window.progress_bar.isHidden() == (level == "error")
+
+
+def way_out(offers_code: bool) -> str:
+    """hub/user_model.py's own way out for a refused PATH.py:NAME model (its real words)."""
+    from pathlib import Path
+
+    from computeshare_desktop.hub.user_model import SessionModel
+    graph = SimpleNamespace(manifest=SimpleNamespace(program_sha256="ab12" * 16))
+    model = SimpleNamespace(offers_code=offers_code, graph=graph,
+                            spec=SimpleNamespace(path=Path("net.py")))
+    return SessionModel.way_out(model)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("offers_code", [False, True])
+def test_a_refusal_banner_names_the_apps_check_box_and_no_flag(qtbot, offers_code):
+    from computeshare_desktop.events import AllRefused, ModelRefused
+    from computeshare_desktop.hub.config import HubConfig
+    from computeshare_desktop.schema import spec
+    from computeshare_desktop.service import Tagged
+    from computeshare_desktop.gui.progress_state import ProgressState
+    from ui_helpers import Scripted
+    reason = "layer stem.0: nn.Conv2d: calls an op off this machine's list; " + \
+        way_out(offers_code)
+    assert "--" in reason  # the hub's words are the command line's
+    state = ProgressState("hub", total_rounds=10, expected_workers=1, name="t")
+    runner = Scripted("polish4-refusal")
+    window = ProgressWindow(runner, state, title="Hosting t", subtitle="s", pin="428913",
+                            refresh_ms=10_000)
+    qtbot.addWidget(window)
+    label = spec(HubConfig, "offer_code").label
+    for event in (ModelRefused("w1", reason), AllRefused(1, "w1", reason, 60.0)):
+        runner.script = [Tagged("hub", event)]
+        window.refresh()
+        text = window.banner.text()
+        assert "--" not in text and "w1" in text and "stem.0" in text, text
+        assert (label in text) != offers_code  # the check box, unless it is ticked already
+    lines = window.log_pane.toPlainText()
+    assert "--" not in lines and "cannot train this model" in lines
+    window.confirmed = True
+    window.close()
