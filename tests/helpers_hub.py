@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Sequence
 
 import torch
@@ -21,7 +22,11 @@ from computeshare_desktop.codec import get_codec
 from computeshare_desktop.data import load_dataset
 from computeshare_desktop.graph import torch_release
 from computeshare_desktop.hub import HubConfig, HubCore, Reply
-from computeshare_desktop.hub.allowlist import Allowlist
+from computeshare_desktop.hub.allowlist import Allowlist, PairedView
+from computeshare_desktop.hub.blocked import BlockedMachines
+from computeshare_desktop.hub.keeping import keep
+from computeshare_desktop.hub.outputs import OutputDir
+from computeshare_desktop.hub.paired_machines import PairedMachines
 from computeshare_desktop.hub.trainer import ParameterServer
 from computeshare_desktop.models import build_model, fingerprint
 from computeshare_desktop.protocol import RejectCode, decode, encode
@@ -249,3 +254,32 @@ def optimizer_copy(hub: HubCore) -> tuple[torch.nn.Module, torch.optim.SGD, list
     model = copy.deepcopy(hub.server.model)
     params = [p for p in model.parameters() if p.requires_grad]
     return model, torch.optim.SGD(params, lr=hub.config.lr, momentum=hub.config.momentum), params
+
+
+def kept_hub(folder: Path, *, paired: PairedMachines | None = None,
+             blocked: BlockedMachines | None = None, resume: bool = False,
+             **overrides: Any) -> HubCore:
+    """A hub core whose allowlist is built as HubSession builds it, from the session's
+    folder (a resumed one's keys) and the hub's per-user lists, and kept as it keeps it:
+    after each request, pairing, kick and Allow again (a write error raises here)."""
+    out = OutputDir(folder)
+    keys, addresses = out.read_allowed() if resume else ({}, {})
+    allowlist = Allowlist(keys, addresses, blocked=blocked.machines() if blocked else (),
+                          paired=PairedView(tuple(paired.machines()), paired.removed())
+                          if paired is not None else None)
+    if not resume:
+        allowlist.clear()
+    hub = make_hub(allowlist=allowlist, **overrides)
+
+    def kept(inner: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            result = inner(*args, **kwargs)
+            keep(hub.allowlist.take_changes(), out, paired, blocked,
+                 lambda what, write, *values: write(*values))
+            return result
+        return call
+    for name in ("handle", "handle_pairing", "kick", "allow_again"):
+        setattr(hub, name, kept(getattr(hub, name)))
+    keep(allowlist.take_changes(), out, paired, blocked,
+         lambda what, write, *values: write(*values))
+    return hub

@@ -74,6 +74,9 @@ class PairedMachinesCard(QFrame):
         self.list.itemSelectionChanged.connect(self._update)
         self.empty = QLabel(NEVER)
         self.empty.setProperty("role", "muted")
+        self.problem = QLabel()  # a change that could not be saved, until one can
+        self.problem.setWordWrap(True)
+        self.problem.hide()
         self.remove_button = QPushButton("Remove")
         self.remove_button.setToolTip("Forget the selected machine's key: it needs the PIN "
                                       "to join again")
@@ -81,7 +84,7 @@ class PairedMachinesCard(QFrame):
         self.remove_button.clicked.connect(self.remove_selected)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(14, 12, 14, 14)
-        for widget in (title, self.list, self.empty):
+        for widget in (title, self.list, self.empty, self.problem):
             layout.addWidget(widget)
         buttons = QHBoxLayout()
         buttons.addWidget(self.enabled_box, 1)
@@ -128,12 +131,25 @@ class PairedMachinesCard(QFrame):
         key, name = items[0].data(KEY), items[0].data(NAME)
         if not self.question.ask(self.window(), name):
             return False
-        self._store().forget(key)
+        saved = self._saved(lambda: self._store().forget(key))
         self.refresh()
-        return True
+        return saved
 
     def _switch(self, on: bool) -> None:
-        self._store().set_enabled(on)
+        self._saved(lambda: self._store().set_enabled(on))
+        self.refresh()  # the switch shows what the file says
+
+    def _saved(self, change: Callable[[], object]) -> bool:
+        """Run one change of the file; a disk error says so on the card (False)."""
+        try:
+            change()
+        except OSError as exc:
+            self.problem.setText(f"Could not save the change: {exc.strerror or exc}. Free "
+                                 "some space or check the data folder, then try again.")
+            self.problem.show()
+            return False
+        self.problem.hide()
+        return True
 
     def _update(self) -> None:
         self.remove_button.setEnabled(self.selected_key() is not None)

@@ -33,8 +33,9 @@ from .pin_card import PinCard
 from .placement import available_geometry, fit
 from . import progress_worker
 from .progress_hub import hub_traffic
+from .progress_head import distinct_title, steady_width
 from .progress_rows import ACTIVE_STATES, mode_words
-from .progress_state import ProgressState
+from .progress_state import CHIP_TEXTS, ProgressState
 from .resumed import Resumed
 from .sources import LogTap
 from .words import record_sentence
@@ -85,7 +86,7 @@ class ProgressWindow(QMainWindow):
         self.code_question = code_question  # None: code a hub offers is refused, unasked
         self._asked_code = False
         self.confirmed = False  # the user already said yes (e.g. to quitting the app)
-        self.setWindowTitle(f"{title} — ComputeShare")
+        self.setWindowTitle(distinct_title(title))  # two sessions of one name differ
         self.pin_card = PinCard(pin) if pin else None
         self._ticks = 0
         self._shown_final: object = None
@@ -145,6 +146,7 @@ class ProgressWindow(QMainWindow):
         self.received.hide()
         self.chip = QLabel("Starting")
         self.chip.setObjectName("StatusChip")
+        steady_width(self.chip, CHIP_TEXTS)  # a new text moves nothing beside it
         self.banner = QLabel()
         self.banner.setObjectName("Banner")
         self.banner_area = BannerArea(self.banner)  # wrapped; past a few lines it scrolls

@@ -3,55 +3,104 @@
 Removing a worker (Kick) refuses its key, and the LAN address it paired from (when the
 pairing desk gave one), for the rest of this session: it cannot pair again under a new key.
 A resumed or a new session does not inherit that; a machine the host also blocked ("Block
-this machine", ``blocked``: kept across the hub's sessions) is refused by every session
+this machine": kept across the hub's sessions, hub/blocked.py) is refused by every session
 until the host allows it again. "Allow again" lifts either at once (the machine still pairs
 with the PIN).
 
-With ``paired`` (the hub's Paired machines, kept across its sessions), a new session starts
-with the machines that paired with this hub before, a key that pairs with the PIN is
-remembered there, and a removed one is forgotten there; a key the host removed from that
-list is dropped from a resumed session's list too.
+With ``paired`` (the hub's Paired machines as the session found them), a new session starts
+with the machines that paired with this hub before, a key that pairs with the PIN is to be
+remembered there, and a removed one forgotten there; a key the host removed from that list
+is dropped from a resumed session's list too.
 
-Read from the ZAP authenticator's thread and written from the hub's loop: writers replace
-an immutable snapshot, so a reader never sees a half-updated set.
+Nothing here touches a file: every change that should outlive the process is queued as a
+``Change`` (``take_changes``), which the session writes through its guarded writer (a full
+disk warns and training goes on). Read from the ZAP authenticator's thread and written from
+the hub's loop: writers replace an immutable snapshot, so a reader never sees a half-updated
+set.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-from pathlib import Path
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
+from typing import Mapping, Sequence, Union
 
-from ..files import atomic_write
 from ..protocol.codes import RejectCode
-from .blocked import BlockedMachines, RemovedMachine, now_removed
-from .paired_machines import PairedMachines
+from .blocked import RemovedMachine, now_removed
+from .paired_machines import PairedMachine
 
 log = logging.getLogger(__name__)
 _NONE: Mapping[str, RemovedMachine] = MappingProxyType({})
 
 
-class Allowlist:
-    """Public keys (Z85 text) with the name each was paired under."""
+@dataclass(frozen=True, slots=True)
+class PairedView:
+    """The hub's Paired machines as a session found them (hub/paired_machines.py)."""
 
-    def __init__(self, path: Path | None = None, paired: PairedMachines | None = None,
-                 blocked: BlockedMachines | None = None) -> None:
-        self.path = path
+    machines: tuple[PairedMachine, ...] = ()  # the most recently paired first
+    removed: frozenset[str] = frozenset()  # keys the host removed from the list
+
+
+# What changed, for the session to keep (in the order it happened).
+@dataclass(frozen=True, slots=True)
+class KeysChanged:
+    """The session's allowed keys (and the addresses they paired from) are now these."""
+
+    keys: Mapping[str, str]
+    addresses: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Remembered:
+    """``key`` proved the PIN: the hub's Paired machines should list it."""
+
+    key: str
+    name: str
+    address: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Forgotten:
+    """``key`` was removed: the hub's Paired machines should drop it (the PIN again)."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Blocked:
+    """The host blocked ``machine``: the hub's later sessions should refuse it."""
+
+    machine: RemovedMachine
+
+
+@dataclass(frozen=True, slots=True)
+class Unblocked:
+    """The host allowed ``key`` again: the hub's later sessions should not refuse it."""
+
+    key: str
+
+
+Change = Union[KeysChanged, Remembered, Forgotten, Blocked, Unblocked]
+
+
+class Allowlist:
+    """Public keys (Z85 text) with the name each was paired under.
+
+    ``keys``/``addresses``: a resumed session's (what its last run kept); ``paired``: the
+    hub's Paired machines (None: the feature is off, or the session does not use it);
+    ``blocked``: the machines the host blocked from the hub's sessions."""
+
+    def __init__(self, keys: Mapping[str, str] | None = None,
+                 addresses: Mapping[str, str] | None = None, *,
+                 paired: PairedView | None = None,
+                 blocked: Sequence[RemovedMachine] = ()) -> None:
         self.paired = paired
-        self.blocked = blocked
-        self._keys: dict[str, str] = {}
-        self._addresses: dict[str, str] = {}  # key -> the LAN address it paired from
-        self._removed: Mapping[str, RemovedMachine] = _NONE  # key -> why it is refused
-        if path is not None and path.exists():  # an earlier run of this session (resumed):
-            data = json.loads(path.read_text(encoding="utf-8"))  # its removals are not kept
-            if isinstance(data.get("keys"), dict):
-                self._keys = {str(k): str(v) for k, v in data["keys"].items()}
-                self._addresses = {str(k): str(v)
-                                   for k, v in data.get("addresses", {}).items()}
-            else:  # the first format: the keys alone
-                self._keys = {str(k): str(v) for k, v in data.items()}
+        self._keys: dict[str, str] = dict(keys or {})
+        self._addresses: dict[str, str] = dict(addresses or {})  # key -> where it paired
+        self._removed: Mapping[str, RemovedMachine] = MappingProxyType(
+            {m.key: m for m in blocked})  # key -> why it is refused
+        self._changes: list[Change] = []
         self._seed()
 
     def __contains__(self, key: object) -> bool:
@@ -60,30 +109,32 @@ class Allowlist:
     def __len__(self) -> int:
         return len(self._keys)
 
+    def take_changes(self) -> list[Change]:
+        """What changed since the last call, to be kept (oldest first)."""
+        changes, self._changes = self._changes, []
+        return changes
+
     def clear(self) -> None:
         """Revoke every key (a new session): only the hub's paired machines are allowed,
         and only its blocked ones are refused."""
-        self._keys, self._addresses, self._removed = {}, {}, _NONE
+        self._keys, self._addresses = {}, {}
+        self._removed = MappingProxyType({k: m for k, m in self._removed.items() if m.blocked})
         self._seed()
-        self._save()
+        self._saved()
 
     def _seed(self) -> None:
         """The machines this hub paired with in earlier sessions are allowed (those the
         host removed are not); those it blocked are refused."""
-        if self.blocked is not None:
-            self._removed = MappingProxyType(
-                {**{m.key: m for m in self.blocked.machines()}, **self._removed})
-        if self.paired is None:
-            self._keys = {k: v for k, v in self._keys.items() if k not in self._removed}
-            return
-        removed = self.paired.removed()
-        keys = {k: v for k, v in self._keys.items() if k not in removed}
-        for machine in reversed(self.paired.machines()):
-            keys[machine.key] = machine.name
-            if machine.address:
-                self._addresses = {**self._addresses, machine.key: machine.address}
+        keys = self._keys
+        if self.paired is not None:
+            keys = {k: v for k, v in keys.items() if k not in self.paired.removed}
+            for machine in reversed(self.paired.machines):
+                keys[machine.key] = machine.name
+                if machine.address:
+                    self._addresses = {**self._addresses, machine.key: machine.address}
         self._keys = {k: v for k, v in keys.items() if k not in self._removed}
 
+    # ----------------------------------------------------------------- asking
     def banned(self, key: str) -> bool:
         """True when ``key`` was removed from this session, or blocked: it cannot pair."""
         return key in self._removed
@@ -110,6 +161,11 @@ class Allowlist:
         """The machines refused now (removed from this session, or blocked), newest first."""
         return sorted(self._removed.values(), key=lambda m: -m.when)
 
+    def name(self, key: str) -> str | None:
+        """The name a key was paired under."""
+        return self._keys.get(key)
+
+    # ----------------------------------------------------------------- changing
     def ban(self, key: str, block: bool = False) -> RemovedMachine:
         """Revoke ``key`` and refuse it, and the address it paired from, for the rest of
         the session; with ``block``, in every later session of this hub too."""
@@ -117,11 +173,11 @@ class Allowlist:
                               block)
         self._keys = {k: v for k, v in self._keys.items() if k != key}
         self._removed = MappingProxyType({**self._removed, key: machine})
-        self._save()
+        self._saved()
         if self.paired is not None:  # never let in again without the PIN
-            self.paired.forget(key)
-        if block and self.blocked is not None:
-            self.blocked.block(machine)
+            self._changes.append(Forgotten(key))
+        if block:
+            self._changes.append(Blocked(machine))
         return machine
 
     def allow_again(self, key: str) -> RemovedMachine | None:
@@ -131,37 +187,33 @@ class Allowlist:
         if machine is None:
             return None
         self._removed = MappingProxyType({k: m for k, m in self._removed.items() if k != key})
-        if machine.blocked and self.blocked is not None:
-            self.blocked.unblock(key)
+        if machine.blocked:
+            self._changes.append(Unblocked(key))
         return machine
-
-    def name(self, key: str) -> str | None:
-        """The name a key was paired under."""
-        return self._keys.get(key)
 
     def add(self, key: str, name: str, address: str | None = None) -> None:
         """Allow ``key``, paired from the LAN ``address`` (None: this machine, or unknown)."""
         self._keys = {**self._keys, key: name}
         if address is not None:
             self._addresses = {**self._addresses, key: address}
-        self._save()
+        self._saved()
 
     def pair(self, key: str, name: str, address: str | None = None) -> None:
         """``key`` proved the PIN: allow it, and remember it for the hub's later sessions."""
         self.add(key, name, address)
         if self.paired is not None:
-            self.paired.remember(key, name, address)
+            self._changes.append(Remembered(key, name, address))
 
     def remove(self, key: str) -> bool:
         """Revoke ``key``; True if it was allowed."""
         if key not in self._keys:
             return False
         self._keys = {k: v for k, v in self._keys.items() if k != key}
-        self._save()
+        self._saved()
         return True
 
-    def _save(self) -> None:
-        if self.path is None:
-            return
-        atomic_write(self.path, json.dumps({"keys": self._keys, "addresses": self._addresses},
-                                           indent=1, sort_keys=True).encode())
+    def _saved(self) -> None:
+        """The keys changed: the session keeps the latest set (earlier ones are moot)."""
+        self._changes = [c for c in self._changes if not isinstance(c, KeysChanged)]
+        self._changes.append(KeysChanged(MappingProxyType(dict(self._keys)),
+                                         MappingProxyType(dict(self._addresses))))

@@ -7,8 +7,8 @@ paired from are listed here, for the hub's key, and every session of this hub re
 them (BLOCKED) until the host chooses "Allow again".
 
 One small JSON file in the per-user data folder, mode 600, rewritten atomically; a file
-written for another hub key lists no one. A write that fails (a full disk) is logged and
-the block holds for the running session only.
+written for another hub key lists no one. A write that fails (a full disk) raises OSError:
+the session warns once, and the block holds for the running session only.
 """
 
 from __future__ import annotations
@@ -84,10 +84,7 @@ class BlockedMachines:
             change(blocked)
             text = json.dumps({"hub": self.hub_key, "blocked": blocked}, indent=1,
                               sort_keys=True)
-            try:
-                atomic_write(self.path, text.encode(), mode=0o600)
-            except OSError as exc:  # the block still holds in the running session
-                log.warning("could not save the blocked machines (%s): %s", self.path, exc)
+            atomic_write(self.path, text.encode(), mode=0o600)  # OSError: the caller warns
 
 
 def _machine(key: str, entry: dict[str, Any]) -> RemovedMachine:

@@ -27,6 +27,7 @@ PROGRAM_FILE = "trained_model.pt2"  # eval mode, normalization inside (hub/expor
 CLASSES_FILE = "classes.json"  # the class names in output order, a JSON list
 FEATURES_FILE = "features.json"  # a table's feature columns in input order, a JSON list
 SNAPSHOT_DIR = "snapshots"
+ALLOWED_FILE = "allowed_workers.json"  # the keys this session let in (a resume keeps them)
 
 
 def metric_records(folder: Path) -> Iterator[dict[str, Any]]:
@@ -92,6 +93,25 @@ class OutputDir:
             return json.loads((self.path / SESSION_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ConfigError(f"cannot resume: no readable {SESSION_FILE} in {self.path}") from exc
+
+    def save_allowed(self, keys: dict[str, str], addresses: dict[str, str]) -> None:
+        """Keep the keys this session allowed (and where each paired from) for a resume."""
+        atomic_write(self.path / ALLOWED_FILE, json.dumps(
+            {"keys": keys, "addresses": addresses}, indent=1, sort_keys=True).encode())
+
+    def read_allowed(self) -> tuple[dict[str, str], dict[str, str]]:
+        """The keys a resumed session allowed before, and their addresses; none when the
+        file is missing or damaged (its workers then pair with the PIN again)."""
+        try:
+            data = json.loads((self.path / ALLOWED_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}, {}
+        if not isinstance(data, dict):
+            return {}, {}
+        keys = data.get("keys") if "keys" in data else data  # the first format: keys alone
+        addresses = data.get("addresses")
+        return (_strings(keys),
+                _strings(addresses) if "keys" in data else {})
 
     def append_metric(self, record: dict[str, Any]) -> None:
         """Append one JSON line to metrics.jsonl."""
@@ -166,3 +186,10 @@ class OutputDir:
         self.append_metric({"type": "snapshot", "version": version, "path": str(path),
                             "elapsed_s": elapsed_s})
         return path
+
+
+def _strings(value: Any) -> dict[str, str]:
+    """A JSON object of strings as a dict (anything else: empty)."""
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): str(v) for k, v in value.items() if isinstance(v, str)}

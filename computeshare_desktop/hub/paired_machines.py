@@ -114,11 +114,8 @@ class PairedMachines:
         with _LOCK:
             data = self._load()
             change(data)
-            try:
-                atomic_write(self.path, json.dumps(data, indent=1, sort_keys=True).encode(),
-                             mode=0o600)
-            except OSError as exc:  # a convenience: the PIN still works
-                log.warning("could not save the paired machines (%s): %s", self.path, exc)
+            atomic_write(self.path, json.dumps(data, indent=1, sort_keys=True).encode(),
+                         mode=0o600)  # OSError: the caller warns (the PIN still works)
 
 
 def _machine(key: str, entry: dict[str, Any]) -> PairedMachine:

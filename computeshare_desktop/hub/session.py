@@ -32,8 +32,9 @@ from ..pacing import Throttle
 from ..protocol import PROTOCOL_VERSION, auth
 from ..protocol.wire import Frame
 from .config import HubConfig, absolute_dataset, absolute_model
-from .allowlist import Allowlist
+from .allowlist import Allowlist, PairedView
 from .blocked import BlockedMachines, RemovedMachine
+from .keeping import keep
 from .paired_machines import PairedMachines
 from .augment import augment_line
 from .core import HubCore, Reply
@@ -49,7 +50,6 @@ from .writer import CheckpointWriter, copy_tensors
 
 log = logging.getLogger(__name__)
 
-ALLOWLIST_FILE = "allowed_workers.json"
 
 ROUND_RECORD = ("round", "version", "loss", "contributors", "rejected", "bytes_in",
                 "bytes_out", "payload_bytes", "data_bytes", "model_bytes", "update_bytes",
@@ -95,6 +95,7 @@ class HubSession:
         session.json for a resume (None: what the folder holds)."""
         self.out = OutputDir(out_dir)
         self.disk_errors = 0
+        self._disk_warned: set[str] = set()  # what failed to write already (warned once)
         self.sinks: list[EventSink] = [on_event] if on_event else []
         if not resume and self.out.holds_session():
             raise ConfigError(f"{self.out.path} already holds a session: resume it "
@@ -134,7 +135,11 @@ class HubSession:
                 log.info("dropped %d metrics records past version %d", dropped,
                          self.server.version)
         self.session_id = meta.get("session_id") or auth.new_nonce()[:16]
-        allowlist = Allowlist(self.out.path / ALLOWLIST_FILE, paired, blocked)
+        self._paired, self._blocked = paired, blocked  # the per-user lists it keeps
+        keys, addresses = self.out.read_allowed() if resume else ({}, {})
+        allowlist = Allowlist(keys, addresses, blocked=blocked.machines() if blocked else (),
+                              paired=PairedView(tuple(paired.machines()), paired.removed())
+                              if paired is not None else None)
         if not resume:
             allowlist.clear()  # a new session: nobody paired, but the hub's paired machines
         self.core = HubCore(config, pin=pin, session_id=self.session_id, hub_key=hub_key,
@@ -254,6 +259,7 @@ class HubSession:
         without pairing. A banned key stays banned."""
         if not self.core.allowlist.banned(key):
             self.core.allowlist.add(key, name)
+            self._after()
 
     def kick(self, worker_id: int, block: bool = False) -> bool:
         """Remove a worker and revoke its key; with ``block``, from later sessions too
@@ -264,7 +270,9 @@ class HubSession:
 
     def allow_again(self, key: str) -> bool:
         """Let a removed or blocked machine pair with the PIN again (HubCore.allow_again)."""
-        return self.core.allow_again(key)
+        allowed = self.core.allow_again(key)
+        self._after()
+        return allowed
 
     def removed_machines(self) -> list[RemovedMachine]:
         """The machines refused now: removed from this session, or blocked (any thread)."""
@@ -346,6 +354,8 @@ class HubSession:
 
     # ----------------------------------------------------------------- internals
     def _after(self) -> None:
+        keep(self.core.allowlist.take_changes(), self.out, self._paired, self._blocked,
+             self._write)
         for event in self.core.drain_events():
             if isinstance(event, StateChanged) and event.state == "training" and \
                     self.training_since is None:
@@ -432,8 +442,13 @@ class HubSession:
             return None
 
     def _disk_error(self, what: str, exc: OSError) -> None:
+        """Count it; warn (the log and an event) the first time ``what`` fails only."""
         self.disk_errors += 1
-        log.warning("could not write the %s to %s: %s", what, self.out.path, exc)
+        if what in self._disk_warned:
+            log.debug("could not write the %s again: %s", what, exc)
+            return
+        self._disk_warned.add(what)
+        log.warning("could not write the %s: %s", what, exc)
         self._emit(DiskError(what, str(exc)))
 
     def _elapsed(self) -> float:

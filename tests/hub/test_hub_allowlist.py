@@ -11,7 +11,9 @@ from helpers_hub import (T0, TORCH, admit, decode_replies, fake_key, grads, make
 
 from computeshare_desktop.codec import get_codec
 from computeshare_desktop.events import RoundClosed, WorkerLeft
-from computeshare_desktop.hub.allowlist import Allowlist
+from computeshare_desktop.hub.allowlist import Allowlist, KeysChanged
+from computeshare_desktop.hub.keeping import keep
+from computeshare_desktop.hub.outputs import ALLOWED_FILE, OutputDir
 from computeshare_desktop.protocol import RejectCode, encode
 from computeshare_desktop.protocol.messages import (Ack, Bye, Join, Ping, Pong, Pull, Push,
                                                     Shard, Welcome)
@@ -102,29 +104,36 @@ def test_kick_removes_every_worker_on_that_key() -> None:
     assert reject_code(only(w1.ping(hub, T0))) is RejectCode.BANNED  # told it was removed
 
 
-def test_allowlist_persists_every_change(tmp_path: Path) -> None:
-    path = tmp_path / "sub" / "allowed.json"
-    allow = Allowlist(path)
+def test_the_session_keeps_every_change_and_a_resume_reads_it_back(tmp_path: Path) -> None:
+    """The allowlist writes nothing; what it queues (take_changes) is what the session
+    writes to allowed_workers.json, and what a resumed session reads (not its removals)."""
+    out = OutputDir(tmp_path / "sub")
+    allow = Allowlist()
     a, b = fake_key(b"a"), fake_key(b"b")
     allow.add(a, "alice")
     allow.add(b, "bob", "192.168.1.20")
-    assert json.loads(path.read_text(encoding="utf-8")) == {
-        "keys": {a: "alice", b: "bob"}, "addresses": {b: "192.168.1.20"}}
+    changes = allow.take_changes()
+    assert [type(c) for c in changes] == [KeysChanged]  # the latest set only
+    keep(changes, out, None, None, lambda what, write, *values: write(*values))
+    assert out.read_allowed() == ({a: "alice", b: "bob"}, {b: "192.168.1.20"})
+    assert allow.take_changes() == []
     assert allow.remove(a) is True and allow.remove(a) is False
     allow.ban(b)
+    keep(allow.take_changes(), out, None, None, lambda what, write, *values: write(*values))
     assert allow.banned(b) and allow.address_banned("192.168.1.20")
-    again = Allowlist(path)  # a resumed session: its keys, but not its removals
+    again = Allowlist(*out.read_allowed())  # a resumed session: its keys, not its removals
     assert a not in again and b not in again and not again.banned(b)
     assert not again.address_banned("192.168.1.20")  # (tests/hub/test_hub_removal.py)
-    again.add(a, "alice")
-    again.clear()  # a new session: nobody allowed
-    fresh = Allowlist(path)
-    assert len(fresh) == 0 and not fresh.banned(b) and not list(tmp_path.rglob("*.tmp"))
+    path = out.path / ALLOWED_FILE
     path.write_text(json.dumps({a: "alice"}), encoding="utf-8")  # the first format still loads
-    assert a in Allowlist(path) and not Allowlist(path).banned(a)
+    assert a in Allowlist(*out.read_allowed())
     old = {"keys": {a: "alice"}, "banned": [b], "banned_addresses": ["192.168.1.20"]}
     path.write_text(json.dumps(old), encoding="utf-8")  # a file of the earlier story
-    assert a in Allowlist(path) and not Allowlist(path).banned(b)
+    assert a in Allowlist(*out.read_allowed()) and not Allowlist(*out.read_allowed()).banned(b)
+    for damaged in ("[1, 2]", "not json", json.dumps({"keys": [a]}),
+                    json.dumps({"keys": {a: 5}})):
+        path.write_text(damaged, encoding="utf-8")
+        assert out.read_allowed()[0] == {}  # pair with the PIN again, nothing raised
     memory = Allowlist()
     memory.add(a, "alice")
     assert a in memory and memory.name(b) is None and 5 not in memory

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers_hub import HUB_KEY, T0, fake_key, join, make_hub, only, pair, reject_code, send
+from helpers_hub import (HUB_KEY, T0, fake_key, join, kept_hub, only, pair,
+                         reject_code, send)
 
 from computeshare_desktop.hub import HubCore
-from computeshare_desktop.hub.allowlist import Allowlist
 from computeshare_desktop.hub.paired_machines import PairedMachine, PairedMachines
 from computeshare_desktop.protocol import RejectCode
 from computeshare_desktop.protocol.messages import Join, Paired, Welcome
@@ -21,13 +21,8 @@ LAPTOP = b"laptop"
 
 
 def session(folder: Path, paired: PairedMachines | None, resume: bool = False) -> HubCore:
-    """A hub core whose allowlist is built as HubSession builds it, in ``folder``."""
-    hub = make_hub()
-    allowlist = Allowlist(folder / "allowed_workers.json", paired)
-    if not resume:
-        allowlist.clear()
-    hub.allowlist = hub.pairing.allowlist = allowlist
-    return hub
+    """A hub core whose allowlist is built and kept as HubSession does, in ``folder``."""
+    return kept_hub(folder, paired=paired, resume=resume)
 
 
 def pairs_and_joins(hub: HubCore) -> None:

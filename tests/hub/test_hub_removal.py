@@ -7,12 +7,13 @@ transport does, with the allowlist and the blocked machines' file a real session
 
 from __future__ import annotations
 
+import errno
 import json
 from pathlib import Path
 
-from helpers_hub import HUB_KEY, T0, admit, fake_key, make_hub, only, pair, reject_code
+from helpers_hub import HUB_KEY, T0, admit, fake_key, kept_hub, only, pair, reject_code
 
-from computeshare_desktop.hub.allowlist import Allowlist
+from computeshare_desktop.hub.outputs import ALLOWED_FILE
 from computeshare_desktop.hub.blocked import BlockedMachines, now_removed
 from computeshare_desktop.protocol import RejectCode
 from computeshare_desktop.protocol.messages import Paired
@@ -25,10 +26,7 @@ def session(tmp_path: Path, *, resume: bool = False, other_hub: bool = False):
     machines in the per-user folder (for this hub's key, or another's)."""
     blocked = BlockedMachines(tmp_path / "user" / "blocked-machines.json",
                               "another-hub" if other_hub else HUB_KEY)
-    allowlist = Allowlist(tmp_path / "out" / "allowlist.json", None, blocked)
-    if not resume:
-        allowlist.clear()
-    return make_hub(workers=3, allowlist=allowlist), blocked
+    return kept_hub(tmp_path / "out", blocked=blocked, resume=resume, workers=3), blocked
 
 
 def test_a_kick_refuses_key_and_address_for_this_session_until_allowed_again(tmp_path):
@@ -85,26 +83,57 @@ def test_a_blocked_machine_is_refused_by_every_later_session_until_allowed(tmp_p
 
 
 def test_the_allowlist_file_keeps_keys_not_removals(tmp_path):
-    path = tmp_path / "allowed.json"
-    allow = Allowlist(path)
-    a, b = fake_key(b"a"), fake_key(b"b")
-    allow.add(a, "alice")
-    allow.add(b, "bob", "192.168.1.20")
-    allow.ban(b)
-    assert json.loads(path.read_text(encoding="utf-8")) == {"keys": {a: "alice"},
-                                                            "addresses": {b: "192.168.1.20"}}
-    assert allow.address_refusal("192.168.1.20") is RejectCode.BANNED
-    assert allow.address_refusal("192.168.1.21") is None
+    hub, _ = session(tmp_path)
+    w1, w2 = admit(hub, b"w1", T0), admit(hub, b"w2", T0)
+    hub.kick(w1.welcome.worker_id)
+    kept = json.loads((tmp_path / "out" / ALLOWED_FILE).read_text(encoding="utf-8"))
+    assert kept == {"keys": {w2.key: "w2"}, "addresses": {w1.key: ADDRESS,
+                                                         w2.key: "lan/w2"}}
+    assert hub.allowlist.address_refusal(ADDRESS) is RejectCode.BANNED
+    assert hub.allowlist.address_refusal("lan/w3") is None
 
 
-def test_a_block_that_cannot_be_saved_still_holds_in_the_session(tmp_path, caplog):
-    (tmp_path / "user").write_text("a file where the folder should be")
-    hub, blocked = session(tmp_path)
-    w1 = admit(hub, b"w1", T0)
-    assert hub.kick(w1.welcome.worker_id, block=True)
-    assert reject_code(only(w1.ping(hub, T0))) is RejectCode.BLOCKED
-    assert "could not save the blocked machines" in caplog.text
-    assert blocked.machines() == []
+def test_a_full_disk_during_pairing_and_kick_warns_once_and_the_session_goes_on(
+        tmp_path, monkeypatch):
+    """Every file the allowlist's changes go to fails (ENOSPC): pairing, joining, a kick
+    with block and Allow again all still work in the session, and each list that could not
+    be written is warned of once (a DiskError event), never raised into the hub's loop."""
+    from helpers_hub import PIN
+
+    from computeshare_desktop.events import DiskError
+    from computeshare_desktop.hub import HubConfig, HubSession
+    from computeshare_desktop.hub import outputs, paired_machines
+    from computeshare_desktop.hub import blocked as blocked_module
+    from computeshare_desktop.hub.paired_machines import PairedMachines
+
+    events: list = []
+    paired = PairedMachines(tmp_path / "user" / "paired.json", HUB_KEY)
+    blocked = BlockedMachines(tmp_path / "user" / "blocked.json", HUB_KEY)
+    hub = HubSession(HubConfig(workers=3, rounds=5, batch_size=8, eval_every=0), pin=PIN,
+                     hub_key=HUB_KEY, out_dir=tmp_path / "out", on_event=events.append,
+                     paired=paired, blocked=blocked)
+
+    def full(path, data, **kw):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    for module in (outputs, paired_machines, blocked_module):
+        monkeypatch.setattr(module, "atomic_write", full)
+    try:
+        w1 = admit(hub.core, b"w1", T0)  # through the core, then the session keeps it
+        hub._after()
+        w2 = admit(hub.core, b"w2", T0)
+        hub._after()
+        assert hub.kick(w1.welcome.worker_id, block=True)
+        assert reject_code(only(w1.ping(hub.core, T0))) is RejectCode.BLOCKED  # it holds
+        assert hub.allow_again(w1.key)
+        assert isinstance(pair(hub.core, b"w3", T0), Paired)
+        hub._after()
+        assert w2.key in hub.core.allowlist and len(hub.core.members) == 1
+        warned = sorted(e.what for e in events if isinstance(e, DiskError))
+        assert warned == ["blocked machines", "list of allowed machines", "paired machines"]
+        assert all("No space" in e.error for e in events if isinstance(e, DiskError))
+        assert hub.disk_errors > len(warned)  # counted every time, warned once each
+    finally:
+        hub.close()
 
 
 def test_a_damaged_blocked_file_lists_no_one(tmp_path):
