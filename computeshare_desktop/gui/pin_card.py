@@ -10,6 +10,7 @@ from .formatting import group_pin
 from .panels import CopyButton
 
 HINT_WIDTH = 340  # the join hint in three lines at most: the hub window fits 720 px high
+HINT_LINES = 3  # the room the hint keeps from the start ("Starting the hub…": one line)
 
 
 class PinCard(QFrame):
@@ -43,6 +44,10 @@ class PinCard(QFrame):
         self.new_button.setToolTip("Replace the PIN (machines already paired stay; the old "
                                    "PIN stops working)")
         self._describe()
+        for button in (self.copy_button, self.new_button):  # end() hides them: the card
+            policy = button.sizePolicy()  # keeps its width, so the head does not move
+            policy.setRetainSizeWhenHidden(True)
+            button.setSizePolicy(policy)
 
         text = QVBoxLayout()
         text.setSpacing(2)
@@ -67,12 +72,21 @@ class PinCard(QFrame):
 
     def _keep_whole(self) -> None:
         """The digits as tall as their font (the style sheet's), the hint as tall as its
-        lines at its width; the window's minimum grows with them."""
+        lines at its width, and never less than ``HINT_LINES`` (the join hint that replaces
+        "Starting the hub…" moves nothing); the window's minimum grows with them."""
         self.digits.setMinimumSize(self.digits.sizeHint())
         width = self.hint.width() if self.hint.width() > 1 else self.hint.sizeHint().width()
-        needed = self.hint.heightForWidth(width)
+        needed = max(self.hint.heightForWidth(width), self._lines_height(width))
         if needed > 0 and needed != self.hint.minimumHeight():
             self.hint.setMinimumHeight(needed)
+
+    def _lines_height(self, width: int) -> int:
+        """The height of ``HINT_LINES`` lines of the hint, as the hint lays them out."""
+        shown = self.hint.text()
+        self.hint.setText("\n".join("x" * HINT_LINES))
+        height = self.hint.heightForWidth(width)
+        self.hint.setText(shown)
+        return height
 
     def set_pin(self, pin: str) -> None:
         """Show a new PIN."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QPoint, QRect, QSize
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QApplication, QWidget
 
 CASCADE = QPoint(32, 32)  # a new window's offset from its anchor's top-left corner
 FRAME_GUESS = QSize(8, 38)  # a title bar and borders, before the window manager says
@@ -46,7 +46,22 @@ def fit(window: QWidget, area: QRect, near: QPoint | None = None) -> QRect:
 
 def place(window: QWidget, anchor: QWidget | None, area: QRect | None = None) -> QRect:
     """Place a new ``window`` inside the available geometry of ``anchor``'s screen (or
-    ``area``), cascaded from the anchor's corner."""
+    ``area``), cascaded from the anchor's corner and past each shown window already there
+    (a second worker window never hides the first exactly)."""
     area = area if area is not None else available_geometry(anchor)
     near = anchor.frameGeometry().topLeft() + CASCADE if anchor is not None else None
+    if near is not None:
+        taken = [w.frameGeometry().topLeft() for w in QApplication.topLevelWidgets()
+                 if w.isVisible() and w is not window and w is not anchor]
+        for _ in range(len(taken)):  # a window in each step: at most that many steps
+            corner = fit(window, area, near).topLeft()
+            if not any(_close(corner, other) for other in taken):
+                break
+            near += CASCADE
     return fit(window, area, near)
+
+
+def _close(a: QPoint, b: QPoint) -> bool:
+    """Two windows' corners within half a cascade step: one would all but hide the other
+    (a window manager may move a window by its frame's few pixels)."""
+    return abs(a.x() - b.x()) < CASCADE.x() // 2 and abs(a.y() - b.y()) < CASCADE.y() // 2

@@ -37,6 +37,9 @@ REFUSALS_EVERY_S = 60.0  # at most one "Refused requests" line in the log per th
 CHIPS = {"starting": "Starting", "waiting": "Waiting", "training": "Training",
          "finished": "Finished", "stopped": "Stopped", "failed": "Error"}
 WAITING_FOR_WORKERS = "Waiting for workers"
+STOPPING, LEAVING, PAUSED = "Stopping…", "Leaving…", "Paused"
+# every text the chip shows (the window keeps it as wide as the widest: the head stays put)
+CHIP_TEXTS = (*CHIPS.values(), WAITING_FOR_WORKERS, STOPPING, LEAVING, PAUSED)
 BUSY_STATES = ("training", "done")  # rows whose device counts in "Devices busy"
 
 
@@ -63,9 +66,9 @@ class ProgressState(ProgressFields):
         if not self.active:
             return CHIPS[self.phase], self.phase
         if self.stopping:
-            return ("Stopping…" if self.role == "hub" else "Leaving…"), "stopped"
+            return (STOPPING if self.role == "hub" else LEAVING), "stopped"
         if self.paused:
-            return "Paused", "waiting"
+            return PAUSED, "waiting"
         if self.idle():
             return WAITING_FOR_WORKERS, "waiting"
         return CHIPS[self.phase], self.phase

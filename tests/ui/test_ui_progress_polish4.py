@@ -259,3 +259,92 @@ def test_a_refusal_banner_names_the_apps_check_box_and_no_flag(qtbot, offers_cod
     assert "--" not in lines and "cannot train this model" in lines
     window.confirmed = True
     window.close()
+
+
+def test_two_sessions_of_one_name_get_two_window_titles(qtbot, tmp_path):
+    from computeshare_desktop.hub.config import HubConfig
+    windows = []
+    for i in (1, 2, 3):
+        plan = HostPlan(HubConfig(), out_dir=tmp_path / f"run{i}", name="lab")
+        window = ProgressWindow.for_hub(HostService(plan), refresh_ms=10_000)
+        qtbot.addWidget(window)
+        window.show()
+        windows.append(window)
+    titles = [w.windowTitle() for w in windows]
+    assert titles == ["Hosting lab — ComputeShare", "Hosting lab (2) — ComputeShare",
+                      "Hosting lab (3) — ComputeShare"]
+    for window in windows:
+        window.confirmed = True
+        window.close()
+
+
+def test_a_second_window_opens_offset_from_the_first(qtbot):
+    from PySide6.QtCore import QRect
+    from PySide6.QtWidgets import QWidget
+
+    from computeshare_desktop.gui.placement import CASCADE, place
+    area = QRect(0, 0, 1920, 1080)
+    anchor = QWidget()
+    qtbot.addWidget(anchor)
+    anchor.setGeometry(100, 100, 400, 300)
+    anchor.show()
+    windows, kept = [], []  # kept: qtbot holds its widgets weakly
+    for _ in range(3):
+        window = QWidget()
+        qtbot.addWidget(window)
+        kept.append(window)
+        window.resize(600, 400)
+        place(window, anchor, area)  # as the main window opens each worker window
+        window.show()
+        qtbot.waitExposed(window)
+        windows.append(window.frameGeometry().topLeft())
+    steps = [b - a for a, b in zip(windows, windows[1:], strict=False)]
+    assert all(min(step.x(), step.y()) >= CASCADE.x() // 2 for step in steps), windows
+
+
+@pytest.mark.parametrize("role", ["hub", "worker"])
+def test_the_header_stays_put_when_the_status_chip_changes(qtbot, styled_app, role):
+    """Starting → Waiting for workers → Training → Paused / Stopping…: the title, and the
+    head's height (the round line under it), do not move."""
+    from computeshare_desktop.events import (Joined, Listening, Paused, StateChanged,
+                                             WorkerJoined, WorkerReady)
+    from computeshare_desktop.gui.progress_state import ProgressState
+    from computeshare_desktop.service import Tagged
+    from test_ui_fix_states import LAPTOP, a_round
+    from ui_helpers import Scripted
+    runner = Scripted("polish4-head")
+    state = ProgressState(role, total_rounds=100, expected_workers=1, name="t")
+    window = ProgressWindow(runner, state, title="Hosting a session with a long name",
+                            subtitle="simplenet on mnist-sample · 2 worker(s) · 300 rounds of "
+                                     "32 per worker · Synchronous rounds",
+                            pin="428913" if role == "hub" else None, refresh_ms=10_000)
+    qtbot.addWidget(window)
+    window.resize(1000, 700)
+    window.show()
+    qtbot.waitExposed(window)
+
+    def looks() -> tuple:
+        window.refresh()
+        qtbot.wait(20)
+        return (window.title.geometry(), window.subtitle.geometry(),
+                window.progress_label.mapTo(window, window.progress_label.rect().topLeft()))
+
+    shown = {window.chip.text(): looks()}
+    if role == "hub":
+        steps = [[Listening("0.0.0.0", 7341, 7342, 7343, "ab" * 8, ("10.0.0.2",), "/o")],
+                 [WorkerJoined(LAPTOP), WorkerReady(LAPTOP), StateChanged("training"),
+                  a_round(1, 2.0).event]]
+    else:
+        steps = [[Joined(1, 0, 1, "mnist-sample", "simplenet", 100, "cpu")],
+                 [a_round(1, 2.0, source="feed").event], [Paused(reason="you")]]
+    for events in steps:
+        runner.script = [Tagged("feed" if role == "worker" and
+                                type(e).__name__ == "RoundClosed" else role, e)
+                         for e in events]
+        shown[window.chip.text()] = looks()
+    runner.stopping = True  # Stop (or Leave) pressed
+    shown[window.chip.text()] = looks()
+    assert len(shown) >= 4, list(shown)  # the chip went through that many texts
+    assert len(set(shown.values())) == 1, "\n".join(f"{k}: {v}" for k, v in shown.items())
+    window.confirmed = True
+    window.close()
