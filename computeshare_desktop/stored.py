@@ -1,0 +1,127 @@
+"""The files this package writes and reads back, as typed msgspec Structs. No Qt.
+
+Each stored file has a Struct that says what it holds (``gui/settings.SettingsFile``,
+``hub/paired_machines.PairedFile``...). ``read_stored`` decodes a file into its Struct:
+a missing file gives the reader's default, and so does a damaged one (not JSON, a value of
+the wrong type), after a warning that says what was wrong (msgspec names the field:
+"Expected `bool`, got `str` - at `$.enabled`") and a copy of the file kept beside it
+(``NAME.damaged-YYYYmmdd-HHMMSS``), so that the next write, which replaces the file, loses
+nothing the user may want back. ``write_stored`` writes what the Struct encodes, atomically.
+
+A file read often (the paired machines, a recent session's summary) warns once per damage
+in a process and keeps one copy of each damaged content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import stat
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+
+from .files import atomic_write
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+DAMAGED = ".damaged-"  # NAME.damaged-YYYYmmdd-HHMMSS: a copy of a file that did not read
+Older = Sequence[tuple[Any, Callable[[Any], T]]]  # an older format and its upgrade
+_REPORTED: set[tuple[str, str]] = set()  # (path, digest of its damaged bytes) warned of
+_LOCK = threading.Lock()
+
+
+class Damaged(ValueError):
+    """A stored file that does not hold what its reader expects; the message says what,
+    and ``kept`` where its copy is (None when none could be written)."""
+
+    def __init__(self, path: Path, reason: str, kept: Path | None) -> None:
+        super().__init__(f"{path} is damaged ({reason})")
+        self.path, self.reason, self.kept = path, reason, kept
+
+
+def load_stored(path: str | os.PathLike[str], kind: Any, *, older: Older[Any] = ()) -> Any:
+    """``path`` decoded as ``kind`` (a Struct, or any type msgspec decodes).
+
+    ``older``: formats the file had before, each with a function that turns it into
+    ``kind``'s value, tried in order when the file is not in the current one.
+
+    Raises:
+        FileNotFoundError: there is no file.
+        OSError: it cannot be read.
+        Damaged: it is not what ``kind`` (or an older format) holds; warned of, copy kept.
+    """
+    target = Path(path)
+    raw = target.read_bytes()
+    try:
+        return msgspec.json.decode(raw, type=kind)
+    except msgspec.DecodeError as exc:
+        error = exc
+    for old, upgrade in older:
+        try:
+            return upgrade(msgspec.json.decode(raw, type=old))
+        except msgspec.DecodeError:
+            continue
+    raise _damaged(target, raw, str(error))
+
+
+def read_stored(path: str | os.PathLike[str], kind: type[T], default: T, *,
+                older: Older[T] = ()) -> T:
+    """``path`` decoded as ``kind``; ``default`` when the file is missing, cannot be read
+    or is damaged (see ``load_stored``; only a missing file goes unsaid)."""
+    try:
+        value: T = load_stored(path, kind, older=older)
+    except FileNotFoundError:
+        return default
+    except Damaged:
+        return default
+    except OSError as exc:
+        log.warning("cannot read %s (%s): using the defaults", path, exc)
+        return default
+    return value
+
+
+def write_stored(path: str | os.PathLike[str], value: Any, *, mode: int | None = None) -> Path:
+    """Write ``value`` (a Struct, or plain JSON values) as indented JSON, atomically;
+    OSError as ``files.atomic_write`` raises it."""
+    return atomic_write(path, msgspec.json.format(msgspec.json.encode(value), indent=1),
+                        mode=mode)
+
+
+def _damaged(path: Path, raw: bytes, reason: str) -> Damaged:
+    digest = hashlib.sha256(raw).hexdigest()
+    with _LOCK:
+        kept = _keep(path, raw)
+        first = (str(path), digest) not in _REPORTED
+        _REPORTED.add((str(path), digest))
+    if first:
+        log.warning("%s is damaged (%s): %s; using the defaults", path, reason,
+                    f"a copy is kept as {kept.name}" if kept else "no copy could be kept")
+    return Damaged(path, reason, kept)
+
+
+def _keep(path: Path, raw: bytes) -> Path | None:
+    """A copy of ``raw`` beside ``path`` (the one made before, if any holds the same
+    bytes), with the file's permissions; None when it cannot be written."""
+    for earlier in sorted(path.parent.glob(f"{path.name}{DAMAGED}*")):
+        try:
+            if earlier.read_bytes() == raw:
+                return earlier
+        except OSError:
+            continue
+    copy = path.with_name(f"{path.name}{DAMAGED}{time.strftime('%Y%m%d-%H%M%S')}")
+    n = 1
+    while copy.exists():
+        n += 1
+        copy = copy.with_name(f"{path.name}{DAMAGED}{time.strftime('%Y%m%d-%H%M%S')}-{n}")
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+        return atomic_write(copy, raw, mode=mode)
+    except OSError:
+        return None

@@ -1,0 +1,102 @@
+"""Stored files read back through one reader: a damaged file gives the default, says what
+was wrong and is kept beside itself; a missing one gives the default quietly."""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import sys
+
+import msgspec
+import pytest
+
+from computeshare_desktop.stored import Damaged, load_stored, read_stored, write_stored
+
+
+class Thing(msgspec.Struct):
+    enabled: bool = True
+    names: dict[str, list[str]] = {}
+
+
+def damaged_copies(path):
+    return sorted(path.parent.glob(path.name + ".damaged-*"))
+
+
+def test_a_file_in_its_format_reads_and_a_missing_one_is_the_default(tmp_path, caplog):
+    path = tmp_path / "thing.json"
+    write_stored(path, Thing(False, {"a": ["x"]}))
+    assert read_stored(path, Thing, Thing()) == Thing(False, {"a": ["x"]})
+    assert b'\n "enabled": false' in path.read_bytes()  # indented JSON, as before
+    with caplog.at_level(logging.WARNING):
+        assert read_stored(tmp_path / "none.json", Thing, Thing()) == Thing()
+    assert not caplog.records
+
+
+@pytest.mark.parametrize("text, said", [
+    ('{"enabled": "yes"}', "Expected `bool`, got `str` - at `$.enabled`"),
+    ('{"names": {"a": [1]}}', "at `$.names[...][0]`"),
+    ("[1, 2]", "Expected `object`, got `array`"),
+    ("{not json", "JSON is malformed"),
+    ("", "truncated"),
+])
+def test_a_damaged_file_says_what_is_wrong_and_is_kept(tmp_path, caplog, text, said):
+    path = tmp_path / "thing.json"
+    path.write_text(text, encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="computeshare_desktop.stored"):
+        assert read_stored(path, Thing, Thing(names={"d": []})) == Thing(names={"d": []})
+    [kept] = damaged_copies(path)
+    assert kept.read_text(encoding="utf-8") == text
+    [record] = caplog.records
+    assert said in record.getMessage() and kept.name in record.getMessage()
+    assert str(path) in record.getMessage()
+
+
+def test_the_same_damage_warns_once_and_keeps_one_copy(tmp_path, caplog):
+    path = tmp_path / "thing.json"
+    path.write_text('{"enabled": 3}', encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="computeshare_desktop.stored"):
+        for _ in range(3):
+            assert read_stored(path, Thing, Thing()) == Thing()
+        assert len(caplog.records) == 1 and len(damaged_copies(path)) == 1
+        path.write_text('{"enabled": 4}', encoding="utf-8")  # damaged anew: said again
+        read_stored(path, Thing, Thing())
+    assert len(caplog.records) == 2 and len(damaged_copies(path)) == 2
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+def test_the_copy_keeps_the_files_permissions(tmp_path):
+    path = tmp_path / "private.json"
+    path.write_text("{oops", encoding="utf-8")
+    os.chmod(path, 0o600)
+    with pytest.raises(Damaged) as raised:
+        load_stored(path, Thing)
+    assert raised.value.kept is not None
+    assert stat.S_IMODE(raised.value.kept.stat().st_mode) == 0o600
+    assert "JSON is malformed" in raised.value.reason
+
+
+class Named(msgspec.Struct):
+    names: dict[str, list[str]]  # required: a file in the first format has none
+    enabled: bool = True
+
+
+def test_an_older_format_is_read_through_its_upgrade(tmp_path, caplog):
+    path = tmp_path / "thing.json"
+    path.write_text('{"a": ["x"]}', encoding="utf-8")  # the first format: names alone
+    older = [(dict[str, list[str]], lambda names: Named(names))]
+    with caplog.at_level(logging.WARNING):
+        assert read_stored(path, Named, Named({}), older=older) == Named({"a": ["x"]})
+    assert not caplog.records
+    path.write_text('{"names": {}, "enabled": 1}', encoding="utf-8")  # neither format
+    with caplog.at_level(logging.WARNING):
+        assert read_stored(path, Named, Named({}), older=older) == Named({})
+    assert "Expected `bool`, got `int` - at `$.enabled`" in caplog.text  # the newest's
+
+
+def test_an_unreadable_file_is_the_default_and_said(tmp_path, caplog):
+    path = tmp_path / "thing.json"
+    path.mkdir()  # a folder where the file should be
+    with caplog.at_level(logging.WARNING):
+        assert read_stored(path, Thing, Thing()) == Thing()
+    assert "cannot read" in caplog.text and not damaged_copies(path)
