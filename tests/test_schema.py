@@ -5,7 +5,7 @@ The round trip through the real Host dialog is in tests/ui/test_ui_schema.py; he
 no module outside the schema names an option's default (checked on the source, with a
 self-test that the check catches each kind of copy), the command line's flags reach the
 config and the settings file, join's flags reach the worker's plan, and the exit codes of
-``--help`` and the README are the enum's.
+``--help`` and the manual (docs/cli.md) are the enum's.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from computeshare_desktop.worker import WorkerOptions, pick_device
 from helpers_schema import flag_argv, other_value
 
 ROOT = Path(computeshare_desktop.__file__).parent
-README = ROOT.parent / "README.md"
+CLI_PAGE = ROOT.parent / "docs" / "cli.md"  # the manual's command line page
 SCHEMAS = (SessionOptions, HubConfig, HostOptions, AppConfig, JoinOptions)
 # Where options are declared (their defaults are written there, and only there).
 DECLARING = {"schema.py", "hub/config.py", "service/options.py", "app_options.py",
@@ -325,7 +325,7 @@ def test_help_lists_the_exit_codes_of_the_enum(capsys):
         assert re.search(rf"^  {code.value} +{re.escape(code.meaning)}$", out, re.M), code
 
 
-def test_the_readme_table_of_exit_codes_is_the_enum():
-    text = README.read_text(encoding="utf-8")
-    rows = re.findall(r"^\| `(\d+)` \| (.+?) \|$", text.split("### Exit codes", 1)[1], re.M)
+def test_the_manuals_table_of_exit_codes_is_the_enum():
+    text = CLI_PAGE.read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(\d+)` \| (.+?) \|$", text.split("## Exit codes", 1)[1], re.M)
     assert [(int(c), m) for c, m in rows] == [(c.value, c.meaning) for c in ExitCode]
