@@ -6,7 +6,8 @@ a missing file gives the reader's default, and so does a damaged one (not JSON, 
 the wrong type), after a warning that says what was wrong (msgspec names the field:
 "Expected `bool`, got `str` - at `$.enabled`") and a copy of the file kept beside it
 (``NAME.damaged-YYYYmmdd-HHMMSS``), so that the next write, which replaces the file, loses
-nothing the user may want back. ``write_stored`` writes what the Struct encodes, atomically.
+nothing the user may want back. A writer writes ``stored_bytes`` of its Struct with
+``files.atomic_write``.
 
 A file read often (the paired machines, a recent session's summary) warns once per damage
 in a process and keeps one copy of each damaged content.
@@ -87,11 +88,10 @@ def read_stored(path: str | os.PathLike[str], kind: type[T], default: T, *,
     return value
 
 
-def write_stored(path: str | os.PathLike[str], value: Any, *, mode: int | None = None) -> Path:
-    """Write ``value`` (a Struct, or plain JSON values) as indented JSON, atomically;
-    OSError as ``files.atomic_write`` raises it."""
-    return atomic_write(path, msgspec.json.format(msgspec.json.encode(value), indent=1),
-                        mode=mode)
+def stored_bytes(value: Any) -> bytes:
+    """``value`` (a Struct, or plain JSON values) as the indented JSON a stored file holds;
+    its writer writes them with ``files.atomic_write``."""
+    return msgspec.json.format(msgspec.json.encode(value), indent=1)
 
 
 def _damaged(path: Path, raw: bytes, reason: str) -> Damaged:

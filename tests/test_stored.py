@@ -11,7 +11,8 @@ import sys
 import msgspec
 import pytest
 
-from computeshare_desktop.stored import Damaged, load_stored, read_stored, write_stored
+from computeshare_desktop.files import atomic_write
+from computeshare_desktop.stored import Damaged, load_stored, read_stored, stored_bytes
 
 
 class Thing(msgspec.Struct):
@@ -25,7 +26,7 @@ def damaged_copies(path):
 
 def test_a_file_in_its_format_reads_and_a_missing_one_is_the_default(tmp_path, caplog):
     path = tmp_path / "thing.json"
-    write_stored(path, Thing(False, {"a": ["x"]}))
+    atomic_write(path, stored_bytes(Thing(False, {"a": ["x"]})))
     assert read_stored(path, Thing, Thing()) == Thing(False, {"a": ["x"]})
     assert b'\n "enabled": false' in path.read_bytes()  # indented JSON, as before
     with caplog.at_level(logging.WARNING):

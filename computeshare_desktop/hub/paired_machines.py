@@ -14,15 +14,17 @@ written for another hub key (the hub's key file was deleted: a new hub) lists no
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+import msgspec
 
 from ..files import atomic_write
+from ..stored import read_stored, stored_bytes
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +44,24 @@ class PairedMachine:
     paired_at: float  # seconds since the epoch
 
 
+class Entry(msgspec.Struct):
+    """A machine as the file keeps it, under its key."""
+
+    name: str = ""
+    address: str = ""
+    paired_at: float = 0.0
+
+
+class PairedFile(msgspec.Struct):
+    """paired-machines.json: ``{"enabled": true, "hub": KEY, "machines": {KEY: {"name": ...,
+    "address": ..., "paired_at": ...}}, "removed": [KEY, ...]}``."""
+
+    enabled: bool = True
+    hub: str | None = None  # the hub key it was written for (None: not said)
+    machines: dict[str, Entry] = {}  # the oldest pairing first
+    removed: list[str] = []
+
+
 class PairedMachines:
     """The paired machines of the hub whose public key is ``hub_key`` (None: whatever hub
     the file was written for; the app's list reads it so)."""
@@ -51,77 +71,62 @@ class PairedMachines:
         self.hub_key = hub_key
 
     # ----------------------------------------------------------------- reading
-    def _load(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            data = {}
-        if not isinstance(data, dict):
-            data = {}
-        machines = data.get("machines")
-        mine = self.hub_key is None or data.get("hub") in (None, self.hub_key)
-        return {"enabled": bool(data.get("enabled", True)),
-                "hub": data.get("hub") if self.hub_key is None else self.hub_key,
-                "machines": machines if mine and isinstance(machines, dict) else {},
-                "removed": [str(k) for k in data.get("removed", [])] if mine else []}
+    def _load(self) -> PairedFile:
+        data = read_stored(self.path, PairedFile, PairedFile())
+        if self.hub_key is None:
+            return data
+        if data.hub not in (None, self.hub_key):  # written for another hub: no one
+            return PairedFile(enabled=data.enabled, hub=self.hub_key)
+        return msgspec.structs.replace(data, hub=self.hub_key)
 
     @property
     def enabled(self) -> bool:
         """True when paired machines rejoin later sessions without the PIN (the default)."""
-        return bool(self._load()["enabled"])
+        return self._load().enabled
 
     def machines(self) -> list[PairedMachine]:
         """Every remembered machine, the most recently paired first."""
-        found = [_machine(str(key), entry) for key, entry in self._load()["machines"].items()
-                 if isinstance(entry, dict)]
+        found = [PairedMachine(key, entry.name, entry.address, entry.paired_at)
+                 for key, entry in self._load().machines.items()]
         return sorted(found, key=lambda m: -m.paired_at)
 
     def removed(self) -> frozenset[str]:
         """The keys the host removed or kicked (until they pair with the PIN again)."""
-        return frozenset(self._load()["removed"])
+        return frozenset(self._load().removed)
 
     # ----------------------------------------------------------------- writing
     def set_enabled(self, enabled: bool) -> None:
         """Turn the feature on or off (the list is kept either way)."""
-        self._change(lambda data: data.update(enabled=bool(enabled)))
+        def change(data: PairedFile) -> None:
+            data.enabled = bool(enabled)
+        self._change(change)
 
     def remember(self, key: str, name: str, address: str | None) -> None:
         """``key`` paired with the PIN: it rejoins later sessions without it."""
-        def change(data: dict[str, Any]) -> None:
-            machines = dict(data["machines"])
+        def change(data: PairedFile) -> None:
+            machines = dict(data.machines)
             machines.pop(key, None)
-            machines[key] = {"name": name, "address": address or "",
-                             "paired_at": time.time()}
+            machines[key] = Entry(name, address or "", time.time())
             while len(machines) > MAX_MACHINES:
                 machines.pop(next(iter(machines)))
-            data["machines"] = machines
-            data["removed"] = [k for k in data["removed"] if k != key]
+            data.machines = machines
+            data.removed = [k for k in data.removed if k != key]
         self._change(change)
 
     def forget(self, key: str) -> bool:
         """Remove ``key`` (the host's Remove, or a kick): it needs the PIN again. True if it
         was listed."""
-        listed = key in self._load()["machines"]
+        listed = key in self._load().machines
 
-        def change(data: dict[str, Any]) -> None:
-            data["machines"] = {k: v for k, v in data["machines"].items() if k != key}
-            data["removed"] = [k for k in data["removed"] if k != key][-(MAX_REMOVED - 1):] \
-                + [key]
+        def change(data: PairedFile) -> None:
+            data.machines = {k: v for k, v in data.machines.items() if k != key}
+            data.removed = [k for k in data.removed if k != key][-(MAX_REMOVED - 1):] + [key]
         self._change(change)
         return listed
 
-    def _change(self, change: Any) -> None:
+    def _change(self, change: Callable[[PairedFile], None]) -> None:
         with _LOCK:
             data = self._load()
             change(data)
-            atomic_write(self.path, json.dumps(data, indent=1, sort_keys=True).encode(),
-                         mode=0o600)  # OSError: the caller warns (the PIN still works)
+            atomic_write(self.path, stored_bytes(data), mode=0o600)  # OSError: the caller warns
 
-
-def _machine(key: str, entry: dict[str, Any]) -> PairedMachine:
-    try:
-        when = float(entry.get("paired_at") or 0.0)
-    except (TypeError, ValueError):
-        when = 0.0
-    return PairedMachine(key, str(entry.get("name") or ""), str(entry.get("address") or ""),
-                         when)

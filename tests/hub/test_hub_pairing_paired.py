@@ -4,6 +4,7 @@ without it, until the host removes it, a kick forgets it, or the feature is off.
 from __future__ import annotations
 
 import json
+import logging
 import stat
 import sys
 from pathlib import Path
@@ -88,11 +89,33 @@ def test_the_list_belongs_to_one_hub_key_and_the_switch_is_kept(tmp_path):
     assert paired.machines() == [] and paired.enabled
 
 
-@pytest.mark.parametrize("garbage", ['[1, 2]', '{"machines": [1]}',
-                                     '{"machines": {"k": 3}, "removed": []}'])
-def test_a_damaged_file_lists_no_one(tmp_path, garbage):
+@pytest.mark.parametrize("garbage, said", [
+    ("[1, 2]", "Expected `object`, got `array`"),
+    ('{"machines": [1]}', "got `array` - at `$.machines`"),
+    ('{"machines": {"k": 3}, "removed": []}', "got `int` - at `$.machines[...]`"),
+    ('{"machines": {"k": {"paired_at": "noon", "name": "laptop"}}}',
+     "Expected `float`, got `str` - at `$.machines[...].paired_at`")])
+def test_a_damaged_file_lists_no_one_says_why_and_is_kept(tmp_path, caplog, garbage, said):
     path = tmp_path / "paired.json"
     path.write_text(garbage, encoding="utf-8")
-    assert PairedMachines(path, HUB_KEY).machines() == []
-    path.write_text('{"machines": {"k": {"paired_at": "noon", "name": 7}}}', encoding="utf-8")
-    assert PairedMachines(path, HUB_KEY).machines() == [PairedMachine("k", "7", "", 0.0)]
+    with caplog.at_level(logging.WARNING):
+        assert PairedMachines(path, HUB_KEY).machines() == []
+        assert PairedMachines(path, HUB_KEY).enabled  # the default, said once
+    assert said in caplog.text and len(caplog.records) == 1
+    [kept] = tmp_path.glob("paired.json.damaged-*")
+    assert kept.read_text(encoding="utf-8") == garbage
+    PairedMachines(path, HUB_KEY).remember(fake_key(LAPTOP), "laptop", None)  # written anew
+    assert [m.name for m in PairedMachines(path, HUB_KEY).machines()] == ["laptop"]
+
+
+def test_a_file_written_before_reads_as_it_did(tmp_path):
+    path = tmp_path / "paired.json"  # as the first version wrote it (sorted keys)
+    path.write_text(json.dumps({"enabled": False, "hub": HUB_KEY, "machines": {
+        "k1": {"address": "192.168.1.20", "name": "laptop", "paired_at": 20.5},
+        "k2": {"address": "", "name": "desk", "paired_at": 30}}, "removed": ["k3"]},
+        indent=1, sort_keys=True), encoding="utf-8")
+    paired = PairedMachines(path, HUB_KEY)
+    assert paired.machines() == [PairedMachine("k2", "desk", "", 30.0),
+                                 PairedMachine("k1", "laptop", "192.168.1.20", 20.5)]
+    assert paired.removed() == {"k3"} and not paired.enabled
+    assert not list(tmp_path.glob("*.damaged-*"))
