@@ -13,15 +13,17 @@ the session warns once, and the block holds for the running session only.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+import msgspec
 
 from ..files import atomic_write
+from ..stored import read_stored, stored_bytes
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +43,22 @@ class RemovedMachine:
     when: float  # seconds since the epoch
 
 
+class Entry(msgspec.Struct):
+    """A blocked machine as the file keeps it, under its key."""
+
+    name: str = ""
+    address: str = ""
+    when: float = 0.0
+
+
+class BlockedFile(msgspec.Struct):
+    """blocked-machines.json: ``{"hub": KEY, "blocked": {KEY: {"name": ..., "address": ...,
+    "when": ...}}}``, the oldest block first."""
+
+    hub: str = ""
+    blocked: dict[str, Entry] = {}
+
+
 class BlockedMachines:
     """The blocked machines of the hub whose public key is ``hub_key``."""
 
@@ -50,16 +68,15 @@ class BlockedMachines:
 
     def machines(self) -> list[RemovedMachine]:
         """Every blocked machine, the most recently blocked first."""
-        found = [_machine(str(key), entry) for key, entry in self._load().items()
-                 if isinstance(entry, dict)]
+        found = [RemovedMachine(key, entry.name, entry.address, True, entry.when)
+                 for key, entry in self._load().items()]
         return sorted(found, key=lambda m: -m.when)
 
     def block(self, machine: RemovedMachine) -> None:
         """Refuse ``machine`` (its key and address) in every later session of this hub."""
-        def change(blocked: dict[str, Any]) -> None:
+        def change(blocked: dict[str, Entry]) -> None:
             blocked.pop(machine.key, None)
-            blocked[machine.key] = {"name": machine.name, "address": machine.address,
-                                    "when": machine.when}
+            blocked[machine.key] = Entry(machine.name, machine.address, machine.when)
             while len(blocked) > MAX_BLOCKED:
                 blocked.pop(next(iter(blocked)))
         self._change(change)
@@ -68,32 +85,16 @@ class BlockedMachines:
         """Allow ``key`` again (it still pairs with the PIN)."""
         self._change(lambda blocked: blocked.pop(key, None))
 
-    def _load(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        if not isinstance(data, dict) or data.get("hub") != self.hub_key:
-            return {}
-        blocked = data.get("blocked")
-        return dict(blocked) if isinstance(blocked, dict) else {}
+    def _load(self) -> dict[str, Entry]:
+        data = read_stored(self.path, BlockedFile, BlockedFile())
+        return dict(data.blocked) if data.hub == self.hub_key else {}
 
-    def _change(self, change: Any) -> None:
+    def _change(self, change: Callable[[dict[str, Entry]], object]) -> None:
         with _LOCK:
             blocked = self._load()
             change(blocked)
-            text = json.dumps({"hub": self.hub_key, "blocked": blocked}, indent=1,
-                              sort_keys=True)
-            atomic_write(self.path, text.encode(), mode=0o600)  # OSError: the caller warns
-
-
-def _machine(key: str, entry: dict[str, Any]) -> RemovedMachine:
-    try:
-        when = float(entry.get("when") or 0.0)
-    except (TypeError, ValueError):
-        when = 0.0
-    return RemovedMachine(key, str(entry.get("name") or ""), str(entry.get("address") or ""),
-                          True, when)
+            atomic_write(self.path, stored_bytes(BlockedFile(self.hub_key, blocked)),
+                         mode=0o600)  # OSError: the caller warns
 
 
 def now_removed(key: str, name: str, address: str, blocked: bool) -> RemovedMachine:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 from pathlib import Path
 
 from helpers_hub import HUB_KEY, T0, admit, fake_key, kept_hub, only, pair, reject_code
 
 from computeshare_desktop.hub.outputs import ALLOWED_FILE
-from computeshare_desktop.hub.blocked import BlockedMachines, now_removed
+from computeshare_desktop.hub.blocked import BlockedMachines, RemovedMachine, now_removed
 from computeshare_desktop.protocol import RejectCode
 from computeshare_desktop.protocol.messages import Paired
 
@@ -136,12 +137,32 @@ def test_a_full_disk_during_pairing_and_kick_warns_once_and_the_session_goes_on(
         hub.close()
 
 
-def test_a_damaged_blocked_file_lists_no_one(tmp_path):
+def test_a_damaged_blocked_file_lists_no_one_says_why_and_is_kept(tmp_path, caplog):
     path = tmp_path / "blocked-machines.json"
     store = BlockedMachines(path, HUB_KEY)
-    for text in ("not json", "[1, 2]", json.dumps({"hub": HUB_KEY, "blocked": [1]}),
-                 json.dumps({"hub": HUB_KEY, "blocked": {"k": "x"}})):
+    cases = {"not json": "JSON is malformed", "[1, 2]": "Expected `object`, got `array`",
+             json.dumps({"hub": HUB_KEY, "blocked": [1]}): "at `$.blocked`",
+             json.dumps({"hub": HUB_KEY, "blocked": {"k": "x"}}): "at `$.blocked[...]`",
+             json.dumps({"hub": HUB_KEY, "blocked": {"k": {"when": "noon"}}}):
+             "Expected `float`, got `str` - at `$.blocked[...].when`"}
+    for text, said in cases.items():
         path.write_text(text)
-        assert store.machines() == []
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            assert store.machines() == []
+        assert said in caplog.text
+        assert text in [kept.read_text() for kept in tmp_path.glob(path.name + ".damaged-*")]
     store.block(now_removed("k", "n", "", True))
     assert [m.key for m in store.machines()] == ["k"]
+
+
+def test_a_blocked_file_written_before_reads_as_it_did(tmp_path):
+    path = tmp_path / "blocked-machines.json"  # as the first version wrote it
+    path.write_text(json.dumps({"hub": HUB_KEY, "blocked": {
+        "k1": {"address": "192.168.1.20", "name": "laptop", "when": 5},
+        "k2": {"address": "", "name": "desk", "when": 7.5}}}, indent=1, sort_keys=True))
+    assert BlockedMachines(path, HUB_KEY).machines() == [
+        RemovedMachine("k2", "desk", "", True, 7.5),
+        RemovedMachine("k1", "laptop", "192.168.1.20", True, 5.0)]
+    assert BlockedMachines(path, "another-hub").machines() == []
+    assert not list(tmp_path.glob("*.damaged-*"))
