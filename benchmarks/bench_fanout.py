@@ -27,6 +27,7 @@ import zmq
 
 from benchmarks._common import median, table, table_row
 from benchmarks.lan.net import ShapedLan
+from computeshare_desktop.transport.curve import curve_client, curve_server
 
 SIZES = {"simplenet zstd delta (52 kB)": 52_000, "ResNet-18 top-k 2% delta (1.8 MB)": 1_800_000,
          "ResNet-18 int8 delta (11.5 MB)": 11_500_000}
@@ -38,19 +39,11 @@ def keypair() -> tuple[bytes, bytes]:
 
 
 def server_socket(ctx: zmq.Context, kind: int, secret: bytes) -> zmq.Socket:
-    sock = ctx.socket(kind)
-    sock.setsockopt(zmq.LINGER, 0)
-    sock.curve_server = True
-    sock.curve_secretkey = secret
-    return sock
+    return curve_server(ctx, kind, secret)
 
 
 def client_socket(ctx: zmq.Context, kind: int, server_public: bytes) -> zmq.Socket:
-    sock = ctx.socket(kind)
-    sock.setsockopt(zmq.LINGER, 0)
-    public, secret = keypair()
-    sock.curve_serverkey, sock.curve_publickey, sock.curve_secretkey = server_public, public, secret
-    return sock
+    return curve_client(ctx, kind, server_public)  # a fresh key pair of its own
 
 
 def started(target: Callable[[], None], n: int) -> list[threading.Thread]:

@@ -36,6 +36,7 @@ from computeshare_desktop.protocol import RejectCode, decode, encode
 from computeshare_desktop.protocol.messages import Ack, Model, Ping, Reject, ShardData
 from computeshare_desktop.protocol.ports import HubPorts
 from computeshare_desktop.transport import Identity
+from computeshare_desktop.transport.curve import curve_client
 from computeshare_desktop.worker import WorkerCore, WorkerOptions
 from computeshare_desktop.worker.compute import Update
 from computeshare_desktop.worker.effects import (Effect, Emit, Finish, Goodbye, Load, Prepare,
@@ -374,11 +375,7 @@ class SimWorker(threading.Thread):
     # ----------------------------------------------------------------- sockets
     def _curve(self) -> zmq.Socket:
         assert self.hub_key is not None
-        sock = self.ctx.socket(zmq.REQ)
-        sock.setsockopt(zmq.LINGER, 0)
-        sock.curve_serverkey = self.hub_key.encode()
-        sock.curve_publickey = self.identity.public.encode()
-        sock.curve_secretkey = self.identity.secret.encode()
+        sock = curve_client(self.ctx, zmq.REQ, self.hub_key, self.identity)
         sock.connect(self._endpoint(self.port))
         return sock
 

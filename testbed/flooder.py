@@ -22,6 +22,7 @@ import zmq
 
 from computeshare_desktop.protocol.ports import HubPorts
 from computeshare_desktop.protocol.wire import Frame
+from computeshare_desktop.transport.curve import curve_client
 from computeshare_desktop.worker import WorkerCore, WorkerOptions
 from computeshare_desktop.worker.effects import Send
 
@@ -73,11 +74,7 @@ def main() -> None:
             pairing.recv_multipart()
             counts["replies"] += 1
         if i % 10 == 0:
-            sock = ctx.socket(zmq.DEALER)
-            sock.setsockopt(zmq.LINGER, 0)
-            public, secret = zmq.curve_keypair()
-            sock.curve_serverkey, sock.curve_publickey, sock.curve_secretkey = (
-                zmq.curve_keypair()[0], public, secret)
+            sock = curve_client(ctx, zmq.DEALER, zmq.curve_keypair()[0])  # a stranger's keys
             sock.connect(f"tcp://{via}{host}:{ports.request}")
             sock.send(b"let me in", zmq.NOBLOCK)
             sock.close(0)

@@ -21,6 +21,8 @@ from computeshare_desktop.protocol.pake import WorkerPairing
 from computeshare_desktop.protocol.ports import HubPorts
 from computeshare_desktop.transport import (EVENT_TOPIC, HubServer, Identity, ReqChannel,
                                             ZmqConnector)
+from computeshare_desktop.transport.curve import curve_client
+from computeshare_desktop.transport.sockets import configure
 from computeshare_desktop.worker import WorkerOptions, WorkerSession, pick_device
 from testbed.ports import free_ports  # noqa: F401  (the tests import it from here)
 
@@ -202,12 +204,10 @@ class EventListener(EventLog):
         self.bad: list[tuple[Any, str]] = []
         self._stop = threading.Event()
         self._ctx = zmq.Context()
-        self._sock = self._ctx.socket(zmq.SUB)
-        self._sock.setsockopt(zmq.LINGER, 0)
         if identity is not None and hub_key is not None:
-            self._sock.curve_serverkey = hub_key.encode()
-            self._sock.curve_publickey = identity.public.encode()
-            self._sock.curve_secretkey = identity.secret.encode()
+            self._sock = curve_client(self._ctx, zmq.SUB, hub_key, identity)
+        else:
+            self._sock = configure(self._ctx.socket(zmq.SUB))
         self._sock.setsockopt(zmq.SUBSCRIBE, EVENT_TOPIC)
         self._sock.connect(f"tcp://{host}:{port}")
         self._thread = threading.Thread(target=self._run, name="test-events")

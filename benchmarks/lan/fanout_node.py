@@ -17,27 +17,15 @@ import time
 
 import zmq
 
-
-def _curve_server(sock: zmq.Socket, secret: bytes) -> zmq.Socket:
-    sock.setsockopt(zmq.LINGER, 0)
-    sock.curve_server, sock.curve_secretkey = True, secret
-    return sock
-
-
-def _curve_client(sock: zmq.Socket, server_key: bytes) -> zmq.Socket:
-    public, secret = zmq.curve_keypair()
-    sock.setsockopt(zmq.LINGER, 0)
-    sock.curve_serverkey, sock.curve_publickey, sock.curve_secretkey = (server_key, public,
-                                                                          secret)
-    return sock
+from computeshare_desktop.transport.curve import curve_client, curve_server
 
 
 def hub(mode: str, port: int, workers: int, size: int, versions: int) -> None:
     ctx = zmq.Context()
     public, secret = zmq.curve_keypair()
-    router = _curve_server(ctx.socket(zmq.ROUTER), secret)
+    router = curve_server(ctx, zmq.ROUTER, secret)
     router.bind(f"tcp://0.0.0.0:{port}")
-    pub = _curve_server(ctx.socket(zmq.PUB), secret)
+    pub = curve_server(ctx, zmq.PUB, secret)
     pub.bind(f"tcp://0.0.0.0:{port + 1}")
     print(json.dumps({"key": public.decode()}), flush=True)
     payload = bytes(size)
@@ -71,10 +59,10 @@ def hub(mode: str, port: int, workers: int, size: int, versions: int) -> None:
 
 def worker(mode: str, address: str, port: int, server_key: str) -> None:
     ctx = zmq.Context()
-    req = _curve_client(ctx.socket(zmq.REQ), server_key.encode())
+    req = curve_client(ctx, zmq.REQ, server_key)
     req.connect(f"tcp://{address}:{port}")
     if mode == "pubsub":
-        sub = _curve_client(ctx.socket(zmq.SUB), server_key.encode())
+        sub = curve_client(ctx, zmq.SUB, server_key)
         sub.setsockopt(zmq.SUBSCRIBE, b"")
         sub.connect(f"tcp://{address}:{port + 1}")
         while sub.recv() != b"probe":

@@ -16,6 +16,7 @@ import zmq
 
 from ..protocol.ports import HubPorts
 from ..protocol.wire import Frame
+from .curve import curve_client
 from .keys import Identity
 from .sockets import configure
 
@@ -49,12 +50,11 @@ class ReqChannel:
         if self.sock is None:
             kwargs = {} if self.max_message_bytes is None else {
                 "max_message_bytes": self.max_message_bytes}
-            self.sock = configure(self.ctx.socket(zmq.REQ), **kwargs)
-            if self.curve is not None:
+            if self.curve is None:
+                self.sock = configure(self.ctx.socket(zmq.REQ), **kwargs)
+            else:
                 server_key, identity = self.curve
-                self.sock.curve_serverkey = server_key.encode()
-                self.sock.curve_publickey = identity.public.encode()
-                self.sock.curve_secretkey = identity.secret.encode()
+                self.sock = curve_client(self.ctx, zmq.REQ, server_key, identity, **kwargs)
                 # The hub's ZAP handler refuses a key it does not allow: learn it at once
                 # from the handshake instead of waiting out the request's timeout.
                 self.monitor = self.sock.get_monitor_socket(zmq.EVENT_HANDSHAKE_FAILED_AUTH)

@@ -15,8 +15,8 @@ from typing import Callable
 import zmq
 
 from ..events import Event, from_wire
+from .curve import curve_client
 from .keys import Identity
-from .sockets import configure
 from .zmq_hub import EVENT_TOPIC
 
 log = logging.getLogger(__name__)
@@ -44,11 +44,9 @@ class EventSubscriber:
 
     def _run(self) -> None:
         ctx = zmq.Context()
-        sock = configure(ctx.socket(zmq.SUB), max_message_bytes=MAX_EVENT_BYTES)
+        sock = curve_client(ctx, zmq.SUB, self.hub_key, self.identity,
+                            max_message_bytes=MAX_EVENT_BYTES)
         try:
-            sock.curve_serverkey = self.hub_key.encode()
-            sock.curve_publickey = self.identity.public.encode()
-            sock.curve_secretkey = self.identity.secret.encode()
             sock.setsockopt(zmq.SUBSCRIBE, EVENT_TOPIC)
             sock.connect(self.address)
             while not self._stop.is_set():

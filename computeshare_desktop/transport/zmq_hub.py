@@ -24,6 +24,7 @@ from ..errors import PortInUseError
 from ..events import Event, HubStopped
 from ..hub.endpoint import HubEndpoint, HubResult
 from ..protocol.ports import HubPorts
+from .curve import curve_server
 from .keys import Identity
 from .sockets import DEFAULT_PORT, bind, configure
 
@@ -89,11 +90,7 @@ class HubServer:
 
     # ----------------------------------------------------------------- sockets
     def _curve_socket(self, kind: int, domain: str = ZAP_DOMAIN) -> zmq.Socket:
-        sock = configure(self.ctx.socket(kind))
-        sock.curve_server = True
-        sock.curve_secretkey = self.identity.secret.encode()
-        sock.zap_domain = domain.encode()
-        return sock
+        return curve_server(self.ctx, kind, self.identity.secret, zap_domain=domain)
 
     def _pub_socket(self) -> zmq.Socket:
         # A listener only sends subscriptions: it can make the hub hold a few small ones.
