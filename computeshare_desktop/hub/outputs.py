@@ -13,10 +13,12 @@ import os
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+import msgspec
 import torch
 
 from ..errors import ConfigError
 from ..files import atomic_write
+from ..stored import Damaged, load_stored, read_stored
 from .folder_lock import holder
 
 SESSION_FILE = "session.json"
@@ -45,6 +47,31 @@ def metric_records(folder: Path) -> Iterator[dict[str, Any]]:
     except OSError:
         return
 
+class SessionFile(msgspec.Struct):
+    """session.json: the session's configuration (``HubConfig.to_json``, checked by
+    ``HubConfig.from_json``), who hosted it and how (``host``: HostService.hosted's name,
+    port...; {} in one written before they were kept, and read value by value by
+    ``service.options.hosted_options``)."""
+
+    config: dict[str, Any]
+    session_id: str = ""
+    hub_key: str = ""
+    fingerprint: str = ""
+    protocol: int = 0
+    computeshare: str = ""
+    parameters: int = 0
+    compute: str = ""
+    host: dict[str, Any] = {}
+
+
+class AllowedFile(msgspec.Struct):
+    """allowed_workers.json: ``{"keys": {KEY: NAME}, "addresses": {KEY: ADDRESS}}`` (the
+    first format held the keys alone: ``{KEY: NAME}``)."""
+
+    keys: dict[str, str]
+    addresses: dict[str, str] = {}
+
+
 class OutputDir:
     """The folder of one session."""
 
@@ -69,30 +96,31 @@ class OutputDir:
         can be resumed, whether a session runs in it now (``running``: its folder_lock.Holder,
         or None; a running one is not resumable), and how it was hosted (``host``: its name,
         port... {} in a session.json written before they were kept). None when the folder
-        holds no readable session."""
-        try:
-            saved = json.loads((self.path / SESSION_FILE).read_text(encoding="utf-8"))
-            config = saved["config"]
-            host = saved.get("host")
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        holds no readable session (a damaged session.json is said and kept aside)."""
+        saved = read_stored(self.path / SESSION_FILE, SessionFile, None)
+        if saved is None:
             return None
         version, finished = 0, False
         for record in metric_records(self.path):
             version = max(version, int(record.get("version", 0)))
             finished = finished or bool(record.get("final"))
         running = holder(self.path)
-        return {"config": config, "version": version, "finished": finished,
+        return {"config": saved.config, "version": version, "finished": finished,
                 "running": running,
                 "resumable": self.has_checkpoint() and not finished and running is None,
-                "model_saved": (self.path / MODEL_FILE).exists(),
-                "host": host if isinstance(host, dict) else {}}
+                "model_saved": (self.path / MODEL_FILE).exists(), "host": saved.host}
 
     def read_session(self) -> dict[str, Any]:
-        """Read session.json; ConfigError when missing or unreadable."""
+        """Read session.json; ConfigError when missing or unreadable (saying what was
+        wrong with a damaged one, which is kept aside)."""
         try:
-            return json.loads((self.path / SESSION_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            saved = load_stored(self.path / SESSION_FILE, SessionFile)
+        except Damaged as exc:
+            raise ConfigError(f"cannot resume: {SESSION_FILE} in {self.path} is damaged "
+                              f"({exc.reason})") from exc
+        except OSError as exc:
             raise ConfigError(f"cannot resume: no readable {SESSION_FILE} in {self.path}") from exc
+        return msgspec.structs.asdict(saved)
 
     def save_allowed(self, keys: dict[str, str], addresses: dict[str, str]) -> None:
         """Keep the keys this session allowed (and where each paired from) for a resume."""
@@ -102,16 +130,9 @@ class OutputDir:
     def read_allowed(self) -> tuple[dict[str, str], dict[str, str]]:
         """The keys a resumed session allowed before, and their addresses; none when the
         file is missing or damaged (its workers then pair with the PIN again)."""
-        try:
-            data = json.loads((self.path / ALLOWED_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}, {}
-        if not isinstance(data, dict):
-            return {}, {}
-        keys = data.get("keys") if "keys" in data else data  # the first format: keys alone
-        addresses = data.get("addresses")
-        return (_strings(keys),
-                _strings(addresses) if "keys" in data else {})
+        allowed = read_stored(self.path / ALLOWED_FILE, AllowedFile, AllowedFile({}),
+                              older=[(dict[str, str], AllowedFile)])  # keys alone
+        return allowed.keys, allowed.addresses
 
     def append_metric(self, record: dict[str, Any]) -> None:
         """Append one JSON line to metrics.jsonl."""
@@ -187,9 +208,3 @@ class OutputDir:
                             "elapsed_s": elapsed_s})
         return path
 
-
-def _strings(value: Any) -> dict[str, str]:
-    """A JSON object of strings as a dict (anything else: empty)."""
-    if not isinstance(value, dict):
-        return {}
-    return {str(k): str(v) for k, v in value.items() if isinstance(v, str)}
