@@ -10,13 +10,15 @@ from another hub, needs its own approval. A file that cannot be read approves no
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
 from pathlib import Path
 
+import msgspec
+
 from ..files import atomic_write
+from ..stored import read_stored, stored_bytes
 
 log = logging.getLogger(__name__)
 
@@ -31,18 +33,34 @@ def is_sha256(text: str) -> bool:
     return bool(_SHA256.match(text))
 
 
+class Approval(msgspec.Struct):
+    """One approved source: its sha256, for one hub key."""
+
+    hub_key: str
+    sha256: str
+    model: str = ""  # what the hub called it, for the person reading the file
+    approved_at: str = ""  # ISO 8601, UTC
+
+
+class ApprovalsFile(msgspec.Struct):
+    """approved-code.json: ``{"version": 1, "approved": [{"hub_key": ..., "sha256": ...,
+    "model": ..., "approved_at": ...}]}``, the oldest first."""
+
+    version: int = VERSION
+    approved: list[Approval] = []
+
+
 class CodeApprovals:
     """The (hub key, sha256) pairs this machine's person approved; ``path`` None keeps
     them in memory only (tests, a session that must not remember)."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self._memory: list[dict[str, object]] = []
+        self._memory: list[Approval] = []
 
     def approved(self, hub_key: str, sha256: str) -> bool:
         """True when ``sha256`` was approved for ``hub_key``."""
-        return any(a.get("hub_key") == hub_key and a.get("sha256") == sha256
-                   for a in self._load())
+        return any(a.hub_key == hub_key and a.sha256 == sha256 for a in self._load())
 
     def approve(self, hub_key: str, sha256: str, model: str = "") -> None:
         """Remember that ``sha256`` may run when ``hub_key`` offers it.
@@ -54,33 +72,25 @@ class CodeApprovals:
         sha256 = sha256.lower()
         if not is_sha256(sha256) or not hub_key:
             raise ValueError("an approval needs a hub key and a sha256 of 64 hex digits")
-        kept = [a for a in self._load()
-                if not (a.get("hub_key") == hub_key and a.get("sha256") == sha256)]
-        kept.append({"hub_key": hub_key, "sha256": sha256, "model": model[:200],
-                     "approved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        kept = [a for a in self._load() if not (a.hub_key == hub_key and a.sha256 == sha256)]
+        kept.append(Approval(hub_key, sha256, model[:200],
+                             time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())))
         self._save(kept[-MAX_APPROVALS:])
         log.info("approved code %s (%s) for hub key %s...", sha256, model or "a model",
                  hub_key[:8])
 
-    def _load(self) -> list[dict[str, object]]:
+    def _load(self) -> list[Approval]:
         if self.path is None:
             return list(self._memory)
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        data = read_stored(self.path, ApprovalsFile, ApprovalsFile())
+        if data.version != VERSION:
+            log.warning("the code approvals in %s are of another version (%d): none is used",
+                        self.path, data.version)
             return []
-        except (OSError, ValueError) as exc:
-            log.warning("cannot read the code approvals in %s (%s): none is used",
-                        self.path, exc)
-            return []
-        if not isinstance(data, dict) or data.get("version") != VERSION \
-                or not isinstance(data.get("approved"), list):
-            return []
-        return [a for a in data["approved"] if isinstance(a, dict)]
+        return data.approved
 
-    def _save(self, approvals: list[dict[str, object]]) -> None:
+    def _save(self, approvals: list[Approval]) -> None:
         if self.path is None:
             self._memory = approvals
             return
-        text = json.dumps({"version": VERSION, "approved": approvals}, indent=1)
-        atomic_write(self.path, text.encode("utf-8"), mode=0o600)
+        atomic_write(self.path, stored_bytes(ApprovalsFile(VERSION, approvals)), mode=0o600)

@@ -6,6 +6,7 @@ have run nothing."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -194,3 +195,30 @@ def test_frozen_batchnorm_keeps_its_statistics_in_code_as_in_a_graph(branchy, mo
     peers = run(hub, factory(approvals), factory(approvals))
     assert hub.done and all(p.finish.error is None for p in peers)
     assert all(torch.equal(a, b) for a, b in zip(shipped.stat_buffers(), before, strict=True))
+
+
+@pytest.mark.parametrize("text, said", [
+    ('{"version": 1, "approved": [{"hub_key": "K", "sha256": 5}]}',
+     "Expected `str`, got `int` - at `$.approved[0].sha256`"),
+    ('{"version": 1, "approved": {"K": "a"}}', "Expected `array`, got `object`"),
+    ("not json", "JSON is malformed")])
+def test_a_damaged_approvals_file_approves_nothing_says_why_and_is_kept(tmp_path, caplog,
+                                                                       text, said):
+    path = tmp_path / "approved-code.json"
+    path.write_text(text, encoding="utf-8")
+    with caplog.at_level(logging.WARNING):
+        assert not CodeApprovals(path).approved("K", "a" * 64)
+    assert said in caplog.text
+    assert [p.read_text() for p in tmp_path.glob("approved-code.json.damaged-*")] == [text]
+
+
+def test_an_approvals_file_written_before_reads_as_it_did(tmp_path):
+    path = tmp_path / "approved-code.json"
+    path.write_text(json.dumps({"version": 1, "approved": [
+        {"hub_key": HUB_KEY, "sha256": "b" * 64, "model": "net.py:Net",
+         "approved_at": "2026-12-01T10:00:00Z"}]}, indent=1), encoding="utf-8")
+    store = CodeApprovals(path)
+    assert store.approved(HUB_KEY, "b" * 64) and not store.approved("other", "b" * 64)
+    path.write_text(json.dumps({"version": 2, "approved": []}), encoding="utf-8")
+    assert not CodeApprovals(path).approved(HUB_KEY, "b" * 64)  # a newer format: none
+    assert not list(tmp_path.glob("*.damaged-*"))
