@@ -33,7 +33,8 @@ class ExitCode(IntEnum):
     DATASET_OFFLINE = 6, "dataset not available offline"
     HUB_STOPPED = 7, ("the hub stopped the session before its end (join: it was not "
                       "resumed within --come-back, 10 min by default)")
-    REMOVED = 8, "the host removed this machine from the session (join: it cannot join it again)"
+    REMOVED = 8, ("the host removed this machine from the session (join: not that session "
+                  "again, unless the host allows it again) or blocked it from its sessions")
     MODEL_REFUSED = 9, ("host: every worker that came refused the model, and no other came "
                         "within 60 s")
     FOLDER_IN_USE = 10, ("host: the output folder belongs to a session that is running "

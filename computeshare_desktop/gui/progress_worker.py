@@ -16,6 +16,7 @@ from ..events import (CodeRefused, DeviceChosen, Ended, Evaluated, Failed, Finis
                       Rejoining, RoundClosed, SessionFull, ShardReceived, StateChanged,
                       WorkerDone, WorkerJoined, WorkerLeft)
 from . import progress_hub, words
+from ..service.options import JoinTarget
 from ..worker.pause import pause_text
 from .formatting import percent
 from .progress_fields import LeftBehind, ProgressFields
@@ -29,10 +30,11 @@ REMOVED_CODES = ("BANNED", "BLOCKED")
 _LEFT: dict[str, LeftBehind] = {}
 
 
-def hub_of(target: object) -> str:
+def hub_of(target: JoinTarget | None) -> str:
     """The hub a worker's window is for: its key when known, else its address."""
-    key = getattr(target, "expected_key", None)
-    return key or f"{getattr(target, 'host', '')}:{getattr(target, 'port', '')}"
+    if target is None:
+        return ""
+    return target.expected_key or f"{target.host}:{target.port}"
 
 
 def leave_behind(hub: str, s: ProgressFields) -> None:
