@@ -13,7 +13,6 @@ least recently used first. File I/O only: the driver calls it, never the core.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import os
@@ -21,14 +20,15 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+import msgspec
 import numpy as np
 import platformdirs
 import torch
 
 from ..data.digests import chunk_digest
 from ..files import atomic_write
+from ..stored import read_stored, stored_bytes
 from ..protocol.messages import Welcome
 from .download import sample_form
 from .shard_reuse import CachedShard, Fresh, Held
@@ -54,6 +54,19 @@ def entry_key(welcome: Welcome) -> str:
     """The folder name of ``welcome``'s shard: its data, its cut and its place."""
     text = f"{welcome.data_hash}:{welcome.num_shards}:{welcome.shard}:{welcome.seed}"
     return hashlib.sha256(text.encode("ascii")).hexdigest()[:32]
+
+
+class ShardManifest(msgspec.Struct):
+    """An entry's manifest.json: the form of its samples, its last use, its size, and the
+    chunks it holds that were checked, as ``[offset, count, sha256]``."""
+
+    format: int = 0
+    count: int = 0
+    dtype: str = ""
+    sample: list[int] = []
+    used: float = 0.0  # seconds since the epoch
+    bytes: int = 0
+    chunks: list[tuple[int, int, str]] = []
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,37 +161,28 @@ class ShardEntry:
         """The manifest's chunks that fit this shard, in order and apart; none when the
         manifest is missing, unreadable or for another form of sample."""
         meta = read_manifest(self.folder)
-        if meta is None or (meta.get("format"), meta.get("count"), meta.get("dtype"),
-                            meta.get("sample")) != (FORMAT, self.count, self.dtype, self.sample):
+        if meta is None or (meta.format, meta.count, meta.dtype, meta.sample) != (
+                FORMAT, self.count, self.dtype, self.sample):
             return []
         out: list[Held] = []
         end = 0
-        try:
-            for offset, count, digest in meta.get("chunks", []):
-                if (type(offset) is int and type(count) is int and isinstance(digest, str)
-                        and end <= offset and count > 0 and offset + count <= self.count):
-                    out.append(Held(offset, count, digest))
-                    end = offset + count
-        except (TypeError, ValueError):
-            return []
+        for offset, count, digest in meta.chunks:
+            if end <= offset and count > 0 and offset + count <= self.count:
+                out.append(Held(offset, count, digest))
+                end = offset + count
         return out
 
     def _save(self) -> None:
-        chunks = [[h.offset, h.count, h.digest]
+        chunks = [(h.offset, h.count, h.digest)
                   for h in sorted(self.chunks.values(), key=lambda h: h.offset)]
-        meta = {"format": FORMAT, "count": self.count, "dtype": self.dtype,
-                "sample": self.sample, "used": time.time(), "bytes": self.size,
-                "chunks": chunks}
-        atomic_write(self.folder / MANIFEST, json.dumps(meta).encode("utf-8"))
+        meta = ShardManifest(FORMAT, self.count, self.dtype, self.sample, time.time(),
+                             self.size, chunks)
+        atomic_write(self.folder / MANIFEST, stored_bytes(meta))
 
 
-def read_manifest(folder: Path) -> dict[str, Any] | None:
-    """An entry's manifest, or None when it is missing or unreadable."""
-    try:
-        meta = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return meta if isinstance(meta, dict) else None
+def read_manifest(folder: Path) -> ShardManifest | None:
+    """An entry's manifest, or None when it is missing, unreadable or damaged."""
+    return read_stored(folder / MANIFEST, ShardManifest, None)
 
 
 class ShardCache:
@@ -210,10 +214,8 @@ class ShardCache:
         for folder in self.root.iterdir():
             if not folder.is_dir():
                 continue
-            meta = read_manifest(folder) or {}
-            used = meta.get("used", 0.0)
-            found.append((float(used) if isinstance(used, (int, float)) else 0.0,
-                          _bytes(folder), folder))
+            meta = read_manifest(folder)
+            found.append((meta.used if meta else 0.0, _bytes(folder), folder))
         return sorted(found, key=lambda e: e[0])
 
     def evict(self, room: int, keep: Path | None = None) -> None:

@@ -4,6 +4,7 @@ the same data fetch only what the worker lacks (real cores and driver, in-proces
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import msgspec
@@ -12,7 +13,7 @@ import pytest
 import torch
 from helpers_hub import make_hub, train_set
 from helpers_protocol import EXAMPLES
-from worker_sim import DEVICE, Clock, FakeFactory, HubConnector
+from worker_sim import DEVICE, Clock, HubConnector
 
 from computeshare_desktop.data import ArrayDataset
 from computeshare_desktop.data.digests import chunk_digest
@@ -26,6 +27,7 @@ from computeshare_desktop.worker import WorkerCore, WorkerDriver, WorkerOptions
 from computeshare_desktop.worker.shard_cache import (LABELS, MANIFEST, SAMPLES, ShardCache,
                                                       ShardEntry)
 from computeshare_desktop.worker.shard_reuse import CachedShard, Fresh, Held
+from testbed.fake_compute import FakeFactory
 
 SAMPLE = 28 * 28 + 8  # bytes of one image and its label on the wire
 
@@ -101,12 +103,32 @@ def test_a_changed_byte_drops_that_chunk_only(tmp_path: Any) -> None:
     assert [c[:2] for c in kept] == [[0, 6]]
 
 
-def test_a_mangled_manifest_holds_nothing(tmp_path: Any) -> None:
+def test_a_mangled_manifest_holds_nothing_says_why_and_is_kept(
+        tmp_path: Any, caplog: pytest.LogCaptureFixture) -> None:
     cache = ShardCache(tmp_path, 10**6)
     entry = stored(cache, welcome(), chunk(0, 10))
-    for text in ("{", "[]", json.dumps({"format": 1, "chunks": [[0, "x", 1]]})):
+    cases = {"{": "truncated", "[]": "Expected `object`, got `array`",
+             json.dumps({"format": 1, "chunks": [[0, "x", 1]]}):
+             "Expected `int`, got `str` - at `$.chunks[0][1]`",
+             json.dumps({"format": 1, "used": "noon"}): "at `$.used`"}
+    for text, said in cases.items():
         (entry.folder / MANIFEST).write_text(text, encoding="utf-8")
-        assert held_of(cache, welcome()) == ()
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            assert held_of(cache, welcome()) == ()
+        assert said in caplog.text
+        assert text in [p.read_text() for p in entry.folder.glob(MANIFEST + ".damaged-*")]
+
+
+def test_a_manifest_written_before_reads_as_it_did(tmp_path: Any) -> None:
+    cache = ShardCache(tmp_path, 10**6)
+    entry = stored(cache, welcome(), chunk(0, 4), chunk(4, 6))
+    digests = [chunk_digest(c.images, c.labels) for c in (chunk(0, 4), chunk(4, 6))]
+    (entry.folder / MANIFEST).write_text(json.dumps(  # as the first version wrote it
+        {"format": 1, "count": 10, "dtype": "uint8", "sample": [1, 28, 28], "used": 5,
+         "bytes": 10 * SAMPLE, "chunks": [[0, 4, digests[0]], [4, 6, digests[1]]]}))
+    assert [(h.offset, h.count) for h in held_of(cache, welcome())] == [(0, 4), (4, 6)]
+    assert not list(entry.folder.glob("*.damaged-*"))
 
 
 def test_the_cap_evicts_the_least_recently_used_and_a_shard_over_it_is_not_kept(
