@@ -112,13 +112,15 @@ def test_a_session_json_in_its_format_reads_as_before(tmp_path):
     saved = {"config": {"rounds": 5, "dataset": "synthetic"}, "session_id": "abc",
              "hub_key": "K", "fingerprint": "f" * 64, "protocol": 7, "computeshare": "0.1",
              "parameters": 1234, "compute": "builtin", "host": {"name": "Lab", "port": 7070}}
-    (tmp_path / SESSION_FILE).write_text(json.dumps(saved, indent=2, sort_keys=True))
+    (tmp_path / SESSION_FILE).write_text(json.dumps(saved, indent=2, sort_keys=True),
+                                         encoding="utf-8")
     out = OutputDir(tmp_path)
     assert out.read_session() == saved
     summary = out.summary()
     assert summary is not None and summary["config"] == saved["config"]
     assert summary["host"] == {"name": "Lab", "port": 7070} and not summary["resumable"]
-    (tmp_path / SESSION_FILE).write_text(json.dumps({"config": {"rounds": 5}}))  # an early one
+    (tmp_path / SESSION_FILE).write_text(json.dumps({"config": {"rounds": 5}}),  # an early one
+                                         encoding="utf-8")
     assert out.summary()["host"] == {} and out.read_session()["session_id"] == ""
     assert not damaged_copies(tmp_path / SESSION_FILE)
 
@@ -133,12 +135,13 @@ def test_a_damaged_session_json_lists_no_session_and_says_why(tmp_path, caplog, 
     from computeshare_desktop.hub.outputs import SESSION_FILE, OutputDir
 
     path = tmp_path / SESSION_FILE
-    path.write_text(text)
+    path.write_text(text, encoding="utf-8")
     with caplog.at_level(logging.WARNING):
         assert OutputDir(tmp_path).summary() is None
     assert said in caplog.text
     [kept] = damaged_copies(path)
-    assert kept.read_text() == text and path.read_text() == text  # the session's own stays
+    assert kept.read_text(encoding="utf-8") == text
+    assert path.read_text(encoding="utf-8") == text  # the session's own stays
     with pytest.raises(ConfigError, match=re.escape(f"is damaged ({said}")):
         OutputDir(tmp_path).read_session()
     assert len(damaged_copies(path)) == 1
@@ -150,10 +153,11 @@ def test_a_damaged_allowlist_file_says_why_and_is_kept(tmp_path, caplog):
     out, path = OutputDir(tmp_path), tmp_path / ALLOWED_FILE
     out.save_allowed({"k1": "alice"}, {"k1": "192.168.1.20"})
     assert out.read_allowed() == ({"k1": "alice"}, {"k1": "192.168.1.20"})
-    path.write_text(json.dumps({"k1": "alice"}))  # the first format: the keys alone
+    path.write_text(json.dumps({"k1": "alice"}), encoding="utf-8")  # the first format: keys
     assert out.read_allowed() == ({"k1": "alice"}, {})
-    path.write_text(json.dumps({"keys": {"k1": 5}}))
+    path.write_text(json.dumps({"keys": {"k1": 5}}), encoding="utf-8")
     with caplog.at_level(logging.WARNING):
         assert out.read_allowed() == ({}, {})  # its workers pair with the PIN again
     assert "Expected `str`, got `int` - at `$.keys[...]`" in caplog.text
-    assert [kept.read_text() for kept in damaged_copies(path)] == ['{"keys": {"k1": 5}}']
+    assert [kept.read_text(encoding="utf-8") for kept in damaged_copies(path)] == [
+        '{"keys": {"k1": 5}}']

@@ -7,7 +7,6 @@ ACL that grants this user alone (``acl.restrict_to_user``), and nothing is check
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -15,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import msgspec
 import platformdirs
 import zmq
 
@@ -22,6 +22,9 @@ from ..acl import restrict_to_user
 from ..defaults import HOME_ENV
 from ..errors import ConfigError
 from ..files import atomic_write
+from ..stored import read_stored, stored_bytes
+
+KnownFile = dict[str, list[str]]  # a worker's known hubs: {HUB_KEY: [ADDRESS, ...]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,10 +67,9 @@ def load_or_create(path: Path) -> Identity:
         if CHECK_MODE and mode & 0o077:
             raise ConfigError(f"{path} is readable by other users (mode {mode:o}): "
                               f"chmod 600 it or delete it to make a new key")
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            identity = Identity(str(data["public"]), str(data["secret"]))
-        except (OSError, ValueError, KeyError) as exc:
+        try:  # never replaced on its own: the user chooses to make a new key
+            identity = msgspec.json.decode(path.read_bytes(), type=Identity)
+        except (OSError, msgspec.DecodeError) as exc:
             raise ConfigError(f"cannot read key file {path}: {exc}") from None
         if zmq.curve_public(identity.secret.encode()).decode() != identity.public:
             raise ConfigError(f"key file {path} is corrupt: delete it to make a new key")
@@ -78,8 +80,7 @@ def load_or_create(path: Path) -> Identity:
     # Windows: the folder first, so the temporary file that receives the secret inherits
     # the private ACL from its first byte; then the file itself, for good measure.
     restrict_to_user(path.parent, folder=True)
-    atomic_write(path, json.dumps({"public": identity.public, "secret": identity.secret}).encode(),
-                 mode=0o600)
+    atomic_write(path, stored_bytes(identity), mode=0o600)
     restrict_to_user(path)
     return identity
 
@@ -95,14 +96,8 @@ class KnownHubs:
     def __init__(self, key_file: Path) -> None:
         self.path = key_file.with_name(key_file.stem + "-hubs.json")
 
-    def _load(self) -> dict[str, list[str]]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        if not isinstance(data, dict):
-            return {}
-        return {str(k): [str(a) for a in v] for k, v in data.items() if isinstance(v, list)}
+    def _load(self) -> KnownFile:
+        return read_stored(self.path, KnownFile, {})
 
     def key_for(self, address: str) -> str | None:
         """The key of the hub last reached at ``address`` ("host:port"), if any."""
@@ -132,7 +127,6 @@ class KnownHubs:
 
     def _save(self, known: dict[str, list[str]]) -> None:
         try:
-            atomic_write(self.path, json.dumps(known, indent=1, sort_keys=True).encode(),
-                         mode=0o600)
+            atomic_write(self.path, stored_bytes(known), mode=0o600)
         except OSError:  # a convenience: the PIN still works
             pass

@@ -146,12 +146,13 @@ def test_a_damaged_blocked_file_lists_no_one_says_why_and_is_kept(tmp_path, capl
              json.dumps({"hub": HUB_KEY, "blocked": {"k": {"when": "noon"}}}):
              "Expected `float`, got `str` - at `$.blocked[...].when`"}
     for text, said in cases.items():
-        path.write_text(text)
+        path.write_text(text, encoding="utf-8")
         caplog.clear()
         with caplog.at_level(logging.WARNING):
             assert store.machines() == []
         assert said in caplog.text
-        assert text in [kept.read_text() for kept in tmp_path.glob(path.name + ".damaged-*")]
+        assert text in [kept.read_text(encoding="utf-8")
+                        for kept in tmp_path.glob(path.name + ".damaged-*")]
     store.block(now_removed("k", "n", "", True))
     assert [m.key for m in store.machines()] == ["k"]
 
@@ -160,7 +161,8 @@ def test_a_blocked_file_written_before_reads_as_it_did(tmp_path):
     path = tmp_path / "blocked-machines.json"  # as the first version wrote it
     path.write_text(json.dumps({"hub": HUB_KEY, "blocked": {
         "k1": {"address": "192.168.1.20", "name": "laptop", "when": 5},
-        "k2": {"address": "", "name": "desk", "when": 7.5}}}, indent=1, sort_keys=True))
+        "k2": {"address": "", "name": "desk", "when": 7.5}}}, indent=1, sort_keys=True),
+        encoding="utf-8")
     assert BlockedMachines(path, HUB_KEY).machines() == [
         RemovedMachine("k2", "desk", "", True, 7.5),
         RemovedMachine("k1", "laptop", "192.168.1.20", True, 5.0)]

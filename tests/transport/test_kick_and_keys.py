@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+import re
 import stat
 import sys
 
@@ -11,7 +14,7 @@ import pytest
 from computeshare_desktop.errors import ConfigError, RejectedError, RemovedError
 from computeshare_desktop.events import RoundClosed, WorkerLeft
 from computeshare_desktop.protocol import RejectCode
-from computeshare_desktop.transport import Identity, identity_path, load_or_create
+from computeshare_desktop.transport import Identity, KnownHubs, identity_path, load_or_create
 from helpers_net import EventListener, RunningHub, WorkerThread, pair, wait_for
 
 
@@ -99,3 +102,33 @@ def test_key_files_load_where_modes_mean_nothing(tmp_path, monkeypatch):
     monkeypatch.setattr(keys, "CHECK_MODE", True)
     with pytest.raises(ConfigError, match="readable by other users"):
         load_or_create(path)
+
+
+def test_a_key_file_written_before_loads_and_a_damaged_one_says_what_is_wrong(tmp_path):
+    path = tmp_path / "worker.key"
+    first = Identity.generate()
+    path.write_text(json.dumps({"public": first.public, "secret": first.secret}), encoding="utf-8")
+    os.chmod(path, 0o600)
+    assert load_or_create(path) == first  # the format the first version wrote
+    path.write_text(json.dumps({"public": first.public, "secret": 5}), encoding="utf-8")
+    with pytest.raises(ConfigError, match=re.escape("Expected `str`, got `int` - at `$.secret`")):
+        load_or_create(path)
+    path.write_text(json.dumps({"public": first.public}), encoding="utf-8")
+    with pytest.raises(ConfigError, match="missing required field `secret`"):
+        load_or_create(path)  # never replaced by a new key on its own
+
+
+def test_known_hubs_read_as_written_and_a_damaged_file_says_why_and_is_kept(tmp_path, caplog):
+    key_file = tmp_path / "worker-laptop.key"
+    known = KnownHubs(key_file)
+    known.path.write_text(json.dumps({"HUBKEY": ["10.0.0.2:7070", "lan:7070"]}, indent=1,
+                                     sort_keys=True), encoding="utf-8")  # as first written
+    assert known.key_for("lan:7070") == "HUBKEY" and known.key_for("x:1") is None
+    known.path.write_text(json.dumps({"HUBKEY": "10.0.0.2:7070"}), encoding="utf-8")
+    with caplog.at_level(logging.WARNING):
+        assert known.key_for("10.0.0.2:7070") is None  # it pairs with the PIN again
+    assert "Expected `array`, got `str` - at `$[...]`" in caplog.text
+    [kept] = tmp_path.glob(known.path.name + ".damaged-*")
+    assert kept.read_text(encoding="utf-8") == json.dumps({"HUBKEY": "10.0.0.2:7070"})
+    known.remember("OTHER", "lan:7070")
+    assert KnownHubs(key_file).key_for("lan:7070") == "OTHER"

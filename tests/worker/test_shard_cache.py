@@ -117,7 +117,8 @@ def test_a_mangled_manifest_holds_nothing_says_why_and_is_kept(
         with caplog.at_level(logging.WARNING):
             assert held_of(cache, welcome()) == ()
         assert said in caplog.text
-        assert text in [p.read_text() for p in entry.folder.glob(MANIFEST + ".damaged-*")]
+        assert text in [p.read_text(encoding="utf-8")
+                        for p in entry.folder.glob(MANIFEST + ".damaged-*")]
 
 
 def test_a_manifest_written_before_reads_as_it_did(tmp_path: Any) -> None:
@@ -126,7 +127,8 @@ def test_a_manifest_written_before_reads_as_it_did(tmp_path: Any) -> None:
     digests = [chunk_digest(c.images, c.labels) for c in (chunk(0, 4), chunk(4, 6))]
     (entry.folder / MANIFEST).write_text(json.dumps(  # as the first version wrote it
         {"format": 1, "count": 10, "dtype": "uint8", "sample": [1, 28, 28], "used": 5,
-         "bytes": 10 * SAMPLE, "chunks": [[0, 4, digests[0]], [4, 6, digests[1]]]}))
+         "bytes": 10 * SAMPLE, "chunks": [[0, 4, digests[0]], [4, 6, digests[1]]]}),
+        encoding="utf-8")
     assert [(h.offset, h.count) for h in held_of(cache, welcome())] == [(0, 4), (4, 6)]
     assert not list(entry.folder.glob("*.damaged-*"))
 

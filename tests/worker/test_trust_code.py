@@ -209,7 +209,8 @@ def test_a_damaged_approvals_file_approves_nothing_says_why_and_is_kept(tmp_path
     with caplog.at_level(logging.WARNING):
         assert not CodeApprovals(path).approved("K", "a" * 64)
     assert said in caplog.text
-    assert [p.read_text() for p in tmp_path.glob("approved-code.json.damaged-*")] == [text]
+    kept = tmp_path.glob("approved-code.json.damaged-*")
+    assert [p.read_text(encoding="utf-8") for p in kept] == [text]
 
 
 def test_an_approvals_file_written_before_reads_as_it_did(tmp_path):
