@@ -1,14 +1,15 @@
 """Lightweight simulated workers for the soak benchmark: the real protocol, no training.
 
-A ``SimWorker`` is one thread that drives the package's own ``WorkerCore`` (the protocol a
-real worker speaks: SPAKE2 pairing, joining, the shard, the model copy with its deltas,
-pushes through the codecs) over real ZeroMQ: a plain REQ socket to pair with the PIN, then
-two CURVE REQ sockets (requests, heartbeats). It is a driver of that core like
-``worker/driver.py``, with the soak's own policies: a fixed timeout and a few retries, a
-heartbeat polled on the same thread, and a tally of what it saw. Instead of computing, it
-hands the core one fixed random gradient of the model's size (N(0, 1e-3)), its sign
-alternating with the version: the hub decodes, averages and steps for real, and the weights
-oscillate instead of drifting, so they stay finite however long the soak runs.
+A ``SimWorker`` is one thread that runs the package's own worker: a ``WorkerCore`` (SPAKE2
+pairing, joining, the shard, the model copy with its deltas, pushes through the codecs)
+carried out by the one ``WorkerDriver`` (its Lazy Pirate retry with back-off, its heartbeat
+on a thread and channel of its own, its give-up rule) over real ZeroMQ: the transport's
+``ReqChannel``s, made by the soak's ``SoakConnector`` from the worker's own loopback address
+and wrapped to tally what comes back and to carry out the churn. Instead of computing, it
+hands the core testbed's ``FakeCompute``: one fixed random gradient of the model's size
+(N(0, 1e-3)), its sign alternating with the version: the hub decodes, averages and steps
+for real, and the weights oscillate instead of drifting, so they stay finite however long
+the soak runs.
 
 The soak's churn tells a worker how to go (``Leave``): say goodbye, rejoin at once with
 the same key, vanish without a word (the hub reaps it), or stall (keep heart-beating,
@@ -17,39 +18,37 @@ stop working: the hub's watchdog frees its shard).
 
 from __future__ import annotations
 
+import enum
 import logging
 import threading
 import time
 from collections import Counter
 from enum import Enum
-from functools import lru_cache
-from typing import Any, Callable
+from typing import Callable, Sequence
 
-import torch
 import zmq
 
-from computeshare_desktop.data import dataset_info
 from computeshare_desktop.errors import HubStoppedError
 from computeshare_desktop.events import Event, Joined, PairedWith, Pushed, Rejoining, Resync
-from computeshare_desktop.models import build_model, parameter_count
-from computeshare_desktop.protocol import RejectCode, decode, encode
-from computeshare_desktop.protocol.messages import Ack, Model, Ping, Reject, ShardData
+from computeshare_desktop.protocol import RejectCode, decode
+from computeshare_desktop.protocol.messages import Ack, Model, Reject, ShardData
 from computeshare_desktop.protocol.ports import HubPorts
-from computeshare_desktop.transport import Identity
-from computeshare_desktop.transport.curve import curve_client
+from computeshare_desktop.protocol.wire import Frame
+from computeshare_desktop.transport import Identity, ReqChannel
 from computeshare_desktop.worker import WorkerCore, WorkerOptions
-from computeshare_desktop.worker.compute import Update
-from computeshare_desktop.worker.effects import (Effect, Emit, Finish, Goodbye, Load, Prepare,
-                                                 Send, WaitUntil, Work)
+from computeshare_desktop.worker.driver import WorkerDriver
 from computeshare_desktop.worker.liveness import read_beat
+from testbed.fake_compute import FakeFactory
 
 # Each simulated worker would say what a real worker tells its user (a full session, a
 # rejoin, the hub's stop): the soak counts those instead.
 logging.getLogger("computeshare_desktop.worker").setLevel(logging.ERROR)
 
+DEVICE = "cpu (simulated)"
 PULL_WAIT_MS = 2000  # as a real worker's long-poll
-RETRIES = 5  # a request that times out is sent again this many times (Lazy Pirate)
+PAIRING_MESSAGE_BYTES = 4096  # as the real pairing channel (ZmqConnector.pairing)
 STALL_LIMIT_S = 90.0  # a stalled worker the hub never frees is an error after this long
+STALL_POLL_S = 0.2  # how often a stalled worker looks whether the hub has forgotten it
 FOREVER_S = 1e9  # a full session is asked again for as long as the soak runs
 # Refusals a worker meets in a churning session; any other one is an error of the soak.
 EXPECTED = {RejectCode.STALE, RejectCode.DUPLICATE, RejectCode.NOT_TRAINING,
@@ -77,8 +76,20 @@ class Phase(str, Enum):
     GONE = "gone"  # its thread has ended
 
 
+class Kind(enum.Enum):
+    """Which of a worker's channels."""
+
+    PAIRING = "pairing"  # unencrypted, SPAKE2 with the PIN
+    REQUESTS = "requests"  # the driver's requests (join, pull, push, goodbye)
+    BEAT = "beat"  # the driver's heartbeat (its own thread)
+
+
 class _Gone(Exception):
-    """The worker ends now (it vanished, or the hub stopped)."""
+    """The worker ends now (it vanished, stalled until freed, or the hub stopped)."""
+
+
+class SoakError(RuntimeError):
+    """A finding of the soak (an unexpected refusal, a stall never freed)."""
 
 
 class Tally:
@@ -103,33 +114,6 @@ class Tally:
             self.version = max(self.version, version)
 
 
-@lru_cache(maxsize=8)
-def model_size(model: str, dataset: str) -> int:
-    """Trainable values of a registry model (what the hub's weights hold)."""
-    return parameter_count(build_model(model, dataset_info(dataset)))
-
-
-class FixedGradient:
-    """The soak's compute: one fixed random gradient, its sign alternating with ``version``."""
-
-    def __init__(self, numel: int, seed: int, ms_per_sample: float) -> None:
-        self.numel = numel
-        self.device = torch.device("cpu")
-        self.version = 0  # of the model being worked on (the driver sets it)
-        self.ms_per_sample = ms_per_sample
-        self._grad = torch.randn(numel, generator=torch.Generator().manual_seed(seed)) * 1e-3
-
-    def gradient(self, weights: torch.Tensor, start: int, batch: int) -> Update:
-        sign = 1 if self.version % 2 == 0 else -1
-        return Update(sign * self._grad, 0.5, batch, batch * self.ms_per_sample / 1000)
-
-    def local_steps(self, weights: torch.Tensor, start: int, batch: int, steps: int,
-                    lr: float, *, momentum: float = 0.0,
-                    velocity: torch.Tensor | None = None) -> Update:
-        one = self.gradient(weights, start, batch)
-        return Update(one.flat * lr * steps, one.loss, batch * steps, one.seconds * steps)
-
-
 class SimWorker(threading.Thread):
     """One simulated worker; ``leave`` asks it to go (see ``Leave``)."""
 
@@ -141,28 +125,37 @@ class SimWorker(threading.Thread):
         super().__init__(name=f"soak-{name}", daemon=True)
         self.ctx, self.host, self.port, self.pin = ctx, host, port, pin
         self.source = source
-        self.worker_name, self.tally, self.seed = name, tally, seed
-        self.heartbeat_s, self.timeout_s = heartbeat_s, timeout_s
+        self.worker_name, self.tally = name, tally
+        self.options = WorkerOptions(pin=pin, name=name, give_up_s=FOREVER_S,
+                                     pull_wait_ms=PULL_WAIT_MS, heartbeat_s=heartbeat_s,
+                                     request_timeout_s=timeout_s)
         self.identity = Identity.generate()
         self.hub_key: str | None = None
         self.phase = Phase.PAIRING
         self.leaving: Leave | None = None
         self.last_ack = 0.0  # monotonic time of its latest accepted push
-        self._core: WorkerCore | None = None
-        self._compute: FixedGradient | None = None
-        self._pairing: zmq.Socket | None = None
-        self._main: zmq.Socket | None = None
-        self._beat: zmq.Socket | None = None
-        self._beat_sent: float | None = None  # when the ping in flight went out
-        self._next_beat = 0.0
+        self.model_version = 0  # of the latest model received (the gradient's sign)
+        ms_per_sample = 0.02 + 0.01 * (seed % 4)  # what it reports: the planner balances
+        self.factory = FakeFactory(None, seed=seed, seconds=0.0, sample_s=ms_per_sample / 1000,
+                                   version=lambda: self.model_version, record=False)
+        self._driver: WorkerDriver | None = None
         self._forgotten = False  # a ping was answered UNKNOWN_WORKER
-        self._ms_per_sample = 0.02 + 0.01 * (seed % 4)  # what it reports: the planner balances
 
     def leave(self, how: Leave) -> None:
-        """Ask the worker to go (it acts between requests; VANISH at once)."""
+        """Ask the worker to go: the driver's own leave for a goodbye; VANISH stops it
+        at once, without a word; STALL holds its next request (``SoakChannel``)."""
         self.leaving = how
         self.phase = Phase.LEAVING
         self.tally.add(f"leave_{how.value}")
+        driver = self._driver
+        if driver is not None and how in (Leave.BYE, Leave.REJOIN):
+            driver.leave()
+        elif driver is not None and how is Leave.VANISH:
+            driver.stop.set()  # wakes every wait; the channels then send nothing more
+
+    @property
+    def vanished(self) -> bool:
+        return self.leaving is Leave.VANISH
 
     # ----------------------------------------------------------------- life
     def run(self) -> None:
@@ -174,87 +167,60 @@ class SimWorker(threading.Thread):
         except Exception as exc:  # noqa: BLE001 - every failure is a finding of the soak
             self.tally.error(f"{self.worker_name}: {exc!r}")
         finally:
-            self._close()
             self.phase = Phase.GONE
 
     def _session(self) -> bool:
-        """One core from its start (pairing, or joining with the remembered key) to its
-        end; True to join again with the same key."""
-        options = WorkerOptions(pin=self.pin, name=self.worker_name, give_up_s=FOREVER_S,
-                                pull_wait_ms=PULL_WAIT_MS)
-        core = WorkerCore(options, device="cpu (simulated)", worker_key=self.identity.public,
+        """One driver from its start (pairing, or joining with the remembered key) to its
+        end; True to join again with the same key (REJOIN)."""
+        core = WorkerCore(self.options, device=DEVICE, worker_key=self.identity.public,
                           hub_key=self.hub_key)
-        self._core, self._forgotten = core, False
-        effects = core.start(time.monotonic())
-        while True:
-            *events, action = effects
-            for effect in events:
-                assert isinstance(effect, Emit)
-                self._saw(effect.event)
-            if isinstance(action, Finish):
-                return self._finished(action)
-            effects = self._carry_out(core, action)
-
-    def _carry_out(self, core: WorkerCore, action: Any) -> list[Effect]:
-        match action:
-            case Send():
-                return self._input(core.replied, self._send(action))
-            case Prepare():
-                return self._input(core.prepared)
-            case Load():
-                numel = model_size(action.welcome.model, action.welcome.dataset)
-                self._compute = FixedGradient(numel, self.seed, self._ms_per_sample)
-                return self._input(core.loaded, numel, self._compute.device)
-            case Work():
-                assert self._compute is not None and isinstance(core.last_reply, Model)
-                self._compute.version = core.last_reply.version
-                return self._input(core.computed, action.task.run(self._compute))
-            case WaitUntil():
-                self._pause(action.at - time.monotonic())
-                return self._input(core.woke)
-            case Goodbye():
-                if self.leaving is Leave.STALL:
-                    self._stall()
-                    raise _Gone()
-                self._send(action.send)
-                return self._input(core.said_goodbye)
-        raise AssertionError(f"no way to carry out {action!r}")
-
-    def _input(self, step: Callable[..., list[Effect]], *args: Any) -> list[Effect]:
-        """Feed the core, after telling it that the churn asked the worker to go (not one
-        that vanishes: it would say goodbye)."""
-        assert self._core is not None
-        if self.leaving is not None and self.leaving is not Leave.VANISH:
-            self._core.leave()
-        return step(*args, time.monotonic())
-
-    def _finished(self, finish: Finish) -> bool:
-        """The core ended: join again for a REJOIN, else end the thread (cleanly unless a
-        refusal or an error ended it while nobody asked the worker to go)."""
-        if isinstance(finish.error, HubStoppedError):
+        stop = threading.Event()
+        self._forgotten = False
+        self._driver = WorkerDriver(core, SoakConnector(self), self.factory, self.options,
+                                    self._saw, stop=stop,
+                                    wait=lambda seconds: self._wait(stop, seconds))
+        if self.leaving is not None:  # told to go before this driver could hear it
             raise _Gone()
-        if finish.error is not None and self.leaving is None:
-            raise finish.error
+        try:
+            self._driver.run()
+        except HubStoppedError:
+            raise _Gone() from None
+        except (_Gone, SoakError):
+            raise
+        except Exception:
+            if self.leaving is None:  # a refusal or an error nobody asked for
+                raise
         if self.leaving is Leave.REJOIN:  # a restarted worker: new connections, the same key
-            self._close()
             self.leaving = None
             return True
         return False
 
-    def _stall(self) -> None:
-        """Heartbeats only, until the hub says it no longer knows this worker."""
+    def _wait(self, stop: threading.Event, seconds: float) -> bool:
+        """The driver's waits (a back-off, a pause the hub asked for): cut short by its
+        stop; a worker told to vanish ends there."""
+        stopped = stop.wait(seconds)
+        if self.vanished:
+            raise _Gone()
+        return stopped
+
+    def stall(self, abort: Callable[[], bool] | None) -> None:
+        """Hold the next request while the heartbeat goes on, until the hub says it no
+        longer knows this worker (then end); SoakError if it never does."""
         until = time.monotonic() + STALL_LIMIT_S
         while not self._forgotten:
+            if self.vanished or (abort is not None and abort()):  # the hub stopped meanwhile
+                raise _Gone()
             if time.monotonic() > until:
-                raise RuntimeError("stalled worker never freed by the hub's watchdog")
-            self._pause(0.2)
+                raise SoakError("stalled worker never freed by the hub's watchdog")
+            time.sleep(STALL_POLL_S)
         self.tally.add("stall_freed")
+        raise _Gone()
 
     # ----------------------------------------------------------------- what it saw
     def _saw(self, event: Event) -> None:
-        if isinstance(event, PairedWith):
-            assert self._core is not None
-            self.hub_key = self._core.hub_key
+        core = self._driver.core if self._driver is not None else None
+        if isinstance(event, PairedWith) and core is not None:
+            self.hub_key = core.hub_key
             self.tally.add("paired")
         elif isinstance(event, Joined):
             self.tally.add("joined")
@@ -264,19 +230,25 @@ class SimWorker(threading.Thread):
             self.phase = Phase.JOINING
         elif isinstance(event, Resync):  # its copy of the model was not the hub's: a finding
             self.tally.add("resyncs")
-        elif isinstance(event, Pushed) and self._core is not None \
-                and isinstance(self._core.last_reply, Ack):
+        elif isinstance(event, Pushed) and core is not None \
+                and isinstance(core.last_reply, Ack):
             self.tally.add("pushed")
             self.last_ack = time.monotonic()
             if self.leaving is None:
                 self.phase = Phase.TRAINING
 
-    def _count(self, send: Send, frames: list[bytes]) -> None:
-        """Tally one reply (its header, the bytes of a shard chunk); an unexpected refusal
-        is an error of the soak."""
+    def count(self, kind: Kind, frames: list[bytes]) -> None:
+        """Tally one reply (its header, the bytes of a shard chunk, a heartbeat's answer);
+        an unexpected refusal is an error of the soak."""
+        if kind is Kind.BEAT:
+            said = read_beat(frames)
+            if said.alive:
+                self.tally.add("pongs")
+            self._forgotten = self._forgotten or said.forgotten
+            return
         reply, _ = decode(frames)
         if isinstance(reply, Reject):
-            if send.hub_key is None:
+            if kind is Kind.PAIRING:
                 if reply.code in PAIRING_RETRIES:
                     self.tally.add(PAIRING_RETRIES[reply.code])
                 return
@@ -284,130 +256,82 @@ class SimWorker(threading.Thread):
                 return
             self.tally.add(f"reject_{reply.code}")
             if reply.code not in {c.value for c in EXPECTED}:
-                raise RuntimeError(f"unexpected refusal {reply.code}: {reply.detail}")
+                raise SoakError(f"unexpected refusal {reply.code}: {reply.detail}")
         elif isinstance(reply, Model):
+            self.model_version = reply.version
             self.tally.saw(reply.version)
             self.tally.add("models")
         elif isinstance(reply, ShardData):
             self.tally.add("shard_bytes", sum(len(f) for f in frames[1:]))
 
-    # ----------------------------------------------------------------- requests
-    def _send(self, send: Send) -> list[bytes]:
-        """One request: on the pairing socket (one try), or on the request socket, sent
-        again after a timeout (RETRIES times); the reply's frames. A worker told to vanish
-        sends nothing more: told between two requests, it would otherwise still send one,
-        a goodbye among them, and the hub would not have to reap it."""
-        if self.leaving is Leave.VANISH:
-            raise _Gone()
-        if send.hub_key is None:
-            frames = self._ask_pairing(send.frames)
-        else:
-            self._close_pairing()
-            frames = self._call(send.frames)
-        self._count(send, frames)
-        return frames
 
-    def _ask_pairing(self, frames: list[Any]) -> list[bytes]:
-        if self._pairing is None:
-            self._pairing = self.ctx.socket(zmq.REQ)
-            self._pairing.setsockopt(zmq.LINGER, 0)
-            self._pairing.connect(self._endpoint(HubPorts.at(self.port).pairing))
-        self._pairing.send_multipart(frames)
-        if not self._wait(self._pairing):
-            raise TimeoutError("no pairing reply")
-        return self._pairing.recv_multipart()
+class SoakChannel:
+    """A driver's channel as the soak runs it: the transport's ``ReqChannel``, with each
+    reply tallied and the churn carried out. A worker told to vanish sends nothing more
+    (told between two requests, it would otherwise still send one, a goodbye among them,
+    and the hub would not have to reap it); a stalled one holds its next request."""
 
-    def _call(self, frames: list[Any]) -> list[bytes]:
-        for _ in range(RETRIES + 1):
-            sock = self._main_socket()
-            sock.send_multipart(frames, copy=False)
-            if self._wait(sock):
-                return sock.recv_multipart()
-            self._reset_main()
-            self.tally.add("timeouts")
-        raise TimeoutError(f"no reply after {RETRIES + 1} tries")
+    def __init__(self, worker: SimWorker, kind: Kind, inner: ReqChannel) -> None:
+        self.worker, self.kind, self.inner = worker, kind, inner
 
-    def _wait(self, sock: zmq.Socket) -> bool:
-        """True when a reply is ready within timeout_s; heart-beats meanwhile, and gives up
-        at once when told to vanish."""
-        deadline = time.monotonic() + self.timeout_s
-        while (now := time.monotonic()) < deadline:
-            if self.leaving is Leave.VANISH:
-                raise _Gone()
-            self._heartbeat(now)
-            wait = min(deadline, self._next_beat, now + 0.25) - now
-            if sock.poll(max(1, int(wait * 1000))):
-                return True
-        return False
+    def request(self, frames: Sequence[Frame], timeout_s: float,
+                keep_waiting: Callable[[], bool] | None = None,
+                abort: Callable[[], bool] | None = None) -> list[bytes]:
+        """The reply, as ``ReqChannel.request``; ends the worker (``_Gone``) when it
+        vanishes or has stalled until freed."""
+        worker, beat = self.worker, self.kind is Kind.BEAT
+        if worker.vanished:
+            raise InterruptedError() if beat else _Gone()  # the heartbeat's thread: quietly
+        if worker.leaving is Leave.STALL and self.kind is Kind.REQUESTS:
+            worker.stall(abort)
+        try:
+            reply = self.inner.request(
+                frames, timeout_s, keep_waiting,
+                lambda: worker.vanished or (abort is not None and abort()))
+        except InterruptedError:
+            if worker.vanished and not beat:
+                raise _Gone() from None
+            raise
+        except TimeoutError:
+            worker.tally.add("ping_timeouts" if beat else "timeouts")
+            raise
+        worker.count(self.kind, reply)
+        return reply
 
-    def _pause(self, seconds: float) -> None:
-        until = time.monotonic() + seconds
-        while (now := time.monotonic()) < until:
-            if self.leaving is Leave.VANISH:
-                raise _Gone()
-            self._heartbeat(now)
-            time.sleep(min(0.05, until - now))
+    def close(self) -> None:
+        self.inner.close()
 
-    def _heartbeat(self, now: float) -> None:
-        """Collect the pong in flight; send a ping when one is due (after joining)."""
-        token = self._core.token if self._core is not None else None
-        if token is None:
-            return
-        beat = self._beat_socket()
-        if self._beat_sent is not None:
-            if beat.poll(0):
-                said = read_beat(beat.recv_multipart())
-                self._beat_sent = None
-                if said.alive:
-                    self.tally.add("pongs")
-                elif said.stopped is not None:
-                    raise _Gone()
-                elif said.forgotten:
-                    self._forgotten = True
-            elif now - self._beat_sent > self.timeout_s:
-                self.tally.add("ping_timeouts")
-                self._close_beat()
-            return
-        if now >= self._next_beat:
-            beat.send_multipart(encode(Ping(token=token)))
-            self._beat_sent, self._next_beat = now, now + self.heartbeat_s
+    @property
+    def bytes_sent(self) -> int:
+        return self.inner.bytes_sent
 
-    # ----------------------------------------------------------------- sockets
-    def _curve(self) -> zmq.Socket:
-        assert self.hub_key is not None
-        sock = curve_client(self.ctx, zmq.REQ, self.hub_key, self.identity)
-        sock.connect(self._endpoint(self.port))
-        return sock
+    @property
+    def bytes_received(self) -> int:
+        return self.inner.bytes_received
+
+
+class SoakConnector:
+    """A simulated worker's channels to the hub, from its own loopback address, on the
+    swarm's shared context; the heartbeat's channel is the one its own thread asks for."""
+
+    def __init__(self, worker: SimWorker) -> None:
+        self.worker = worker
+        self.host, self.port = worker.host, worker.port  # the driver's closed-hub check
+
+    @property
+    def public_key(self) -> str:
+        return self.worker.identity.public
+
+    def pairing(self) -> SoakChannel:
+        inner = ReqChannel(self._endpoint(HubPorts.at(self.port).pairing),
+                           max_message_bytes=PAIRING_MESSAGE_BYTES, ctx=self.worker.ctx)
+        return SoakChannel(self.worker, Kind.PAIRING, inner)
+
+    def channel(self, server_key: str) -> SoakChannel:
+        kind = Kind.REQUESTS if threading.current_thread() is self.worker else Kind.BEAT
+        inner = ReqChannel(self._endpoint(self.port), server_key=server_key,
+                           identity=self.worker.identity, ctx=self.worker.ctx)
+        return SoakChannel(self.worker, kind, inner)
 
     def _endpoint(self, port: int) -> str:
-        return f"tcp://{self.source}:0;{self.host}:{port}"
-
-    def _main_socket(self) -> zmq.Socket:
-        if self._main is None:
-            self._main = self._curve()
-        return self._main
-
-    def _beat_socket(self) -> zmq.Socket:
-        if self._beat is None:
-            self._beat = self._curve()
-        return self._beat
-
-    def _reset_main(self) -> None:
-        if self._main is not None:
-            self._main.close(0)
-            self._main = None
-
-    def _close_pairing(self) -> None:
-        if self._pairing is not None:
-            self._pairing.close(0)
-            self._pairing = None
-
-    def _close_beat(self) -> None:
-        if self._beat is not None:
-            self._beat.close(0)
-            self._beat, self._beat_sent = None, None
-
-    def _close(self) -> None:
-        self._close_pairing()
-        self._reset_main()
-        self._close_beat()
+        return f"tcp://{self.worker.source}:0;{self.host}:{port}"

@@ -34,13 +34,17 @@ class ReqChannel:
     """Request/reply to one hub address, e.g. ``tcp://192.168.1.20:7341``."""
 
     def __init__(self, address: str, *, max_message_bytes: int | None = None,
-                 server_key: str | None = None, identity: Identity | None = None) -> None:
+                 server_key: str | None = None, identity: Identity | None = None,
+                 ctx: zmq.Context | None = None) -> None:
         """With ``server_key`` and ``identity`` the channel is CURVE-encrypted and the hub
-        is authenticated by its public key (a different server cannot answer)."""
+        is authenticated by its public key (a different server cannot answer). ``ctx``:
+        a context shared with other channels, which ``close`` leaves to its owner (None:
+        one of its own)."""
         self.address = address
         self.max_message_bytes = max_message_bytes
         self.curve = (server_key, identity) if server_key and identity else None
-        self.ctx = zmq.Context()
+        self._own_ctx = ctx is None
+        self.ctx = zmq.Context() if ctx is None else ctx
         self.sock: zmq.Socket | None = None
         self.monitor: zmq.Socket | None = None
         self.bytes_sent = 0
@@ -121,7 +125,8 @@ class ReqChannel:
     def close(self) -> None:
         """Close for good (idempotent)."""
         self.reset()
-        self.ctx.term()
+        if self._own_ctx:
+            self.ctx.term()
 
 
 class ZmqConnector:

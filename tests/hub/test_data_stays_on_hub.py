@@ -14,12 +14,13 @@ import pytest
 import torch
 from helpers_hub import PIN
 from PIL import Image
-from worker.worker_sim import FakeFactory, Sim
+from worker.worker_sim import Sim
 
 from computeshare_desktop.errors import ConfigError
 from computeshare_desktop.hub.config import HubConfig
 from computeshare_desktop.hub.session import HubSession
 from computeshare_desktop.protocol.messages import Welcome
+from testbed.fake_compute import FakeFactory
 
 CLASSES = ("secret-alpha", "secret-beta")
 

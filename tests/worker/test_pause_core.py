@@ -5,7 +5,7 @@ without the PIN (a JOIN, no pairing) on the shard it held, and nothing computed 
 from __future__ import annotations
 
 from helpers_hub import T0, make_hub
-from worker_sim import DEVICE, Clock, FakeFactory, HubConnector, Sim
+from worker_sim import DEVICE, Clock, HubConnector, Sim
 
 from computeshare_desktop.events import Event, Joined, Paused, Pushed, Resumed, WorkerDone
 from computeshare_desktop.events import WorkerLeft
@@ -13,6 +13,7 @@ from computeshare_desktop.protocol.messages import Bye, Join, PairStart
 from computeshare_desktop.worker import WorkerCore, WorkerDriver, WorkerOptions
 from computeshare_desktop.worker.battery import BatteryWatch, Power
 from computeshare_desktop.worker.pause import PauseReason, PauseSwitch, PauseView, pause_text
+from testbed.fake_compute import FakeFactory
 
 
 def test_a_paused_worker_frees_its_share_and_returns_without_the_pin() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import torch
 from helpers_hub import HUB_KEY, WRONG, fake_key, make_hub, pair
-from worker_sim import DEVICE, FakeFactory, Peer, Sim
+from worker_sim import DEVICE, Peer, Sim
 
 from computeshare_desktop.errors import HubStoppedError, HubUnreachableError, RejectedError
 from computeshare_desktop.events import (HubStopped, Joined, ModelReceived, PairedWith,
@@ -25,6 +25,7 @@ from computeshare_desktop.worker.core import Phase
 from computeshare_desktop.worker.download import MAX_SHARD_REPLY
 from computeshare_desktop.worker.effects import Emit, Finish, Goodbye, WaitUntil
 from computeshare_desktop.worker.link import ASSUMED_RATE, SAFETY
+from testbed.fake_compute import FakeFactory
 
 
 def kinds(events: list) -> list[str]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from helpers_hub import HUB_KEY, T0, make_hub
-from worker_sim import DEVICE, Clock, FakeFactory, HubConnector, Sim
+from worker_sim import DEVICE, Clock, HubConnector, Sim
 
 from computeshare_desktop.errors import HubStoppedError, HubUnreachableError
 from computeshare_desktop.events import (Event, HubBack, HubLost, HubSilent, HubStopped,
@@ -17,6 +17,7 @@ from computeshare_desktop.protocol.messages import (Bye, Done, Join, PairStart, 
                                                     Push, Reject)
 from computeshare_desktop.worker import WorkerCore, WorkerDriver, WorkerOptions
 from computeshare_desktop.worker.liveness import Liveness, read_beat
+from testbed.fake_compute import FakeFactory
 
 
 def driver(hub: Any, *, hub_key: str | None = None, **options: Any

@@ -3,8 +3,8 @@
 Both cores are sans-I/O: each request a worker core sends goes into ``hub.handle`` (or
 ``hub.handle_pairing``) and every reply the hub releases goes back to the core that asked,
 so whole sessions run in milliseconds. ``Sim`` is a driver like ``worker/driver.py``, minus
-the retries (nothing is ever lost here). Compute is fake (``FakeFactory``: a fixed gradient)
-unless a test passes another factory.
+the retries (nothing is ever lost here). Compute is fake (testbed's ``FakeFactory``: a fixed
+gradient, as the soak's workers push) unless a test passes another factory.
 
 Not a test module: the worker tests import it by name.
 """
@@ -14,63 +14,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import torch
 from helpers_hub import PIN, T0, fake_key
 
-from computeshare_desktop.errors import RejectedError
 from computeshare_desktop.events import Event
 from computeshare_desktop.hub import HubCore, Reply
-from computeshare_desktop.protocol import RejectCode, decode
+from computeshare_desktop.protocol import decode
 from computeshare_desktop.worker import Compute, ComputeFactory, WorkerCore, WorkerOptions
-from computeshare_desktop.worker.compute import Update
 from computeshare_desktop.worker.effects import (Action, Effect, Emit, Finish, Goodbye, Load,
                                                  Prepare, Send, WaitUntil, Work)
+from testbed.fake_compute import FakeFactory
 
 DEVICE = "cpu (simulated)"
-
-
-class FakeCompute:
-    """A fixed gradient instead of a model (as the soak's workers push)."""
-
-    def __init__(self, numel: int, *, seed: int = 0, seconds: float = 0.01,
-                 on_work: Callable[[], None] | None = None) -> None:
-        self.numel = numel
-        self.on_work = on_work  # called during each round's work
-        self.device = torch.device("cpu")
-        self.grad = torch.randn(numel, generator=torch.Generator().manual_seed(seed)) * 1e-3
-        self.seconds = seconds
-        self.seen: list[torch.Tensor] = []  # the weights of every round's work
-
-    def gradient(self, weights: torch.Tensor, start: int, batch: int) -> Update:
-        self.seen.append(weights.clone())
-        if self.on_work is not None:
-            self.on_work()
-        return Update(self.grad.clone(), 0.5, batch, self.seconds)
-
-    def local_steps(self, weights: torch.Tensor, start: int, batch: int, steps: int,
-                    lr: float, *, momentum: float = 0.0,
-                    velocity: torch.Tensor | None = None) -> Update:
-        self.seen.append(weights.clone())
-        return Update(self.grad * lr * steps, 0.5, batch * steps, self.seconds)
-
-
-class FakeFactory:
-    """Builds a FakeCompute of ``numel`` values; ``refuse``: the model check fails."""
-
-    def __init__(self, numel: int, *, refuse: bool = False, seconds: float = 0.01,
-                 on_work: Callable[[], None] | None = None) -> None:
-        self.numel, self.refuse, self.seconds, self.on_work = numel, refuse, seconds, on_work
-        self.built: list[FakeCompute] = []
-        self.shard_sizes: list[int] = []
-
-    def check(self, welcome: Any, graph: Any = None) -> None:
-        if self.refuse:
-            raise RejectedError(RejectCode.ARCH_MISMATCH, "this machine builds another model")
-
-    def build(self, welcome: Any, images: torch.Tensor, labels: torch.Tensor) -> FakeCompute:
-        self.shard_sizes.append(len(labels))
-        self.built.append(FakeCompute(self.numel, seconds=self.seconds, on_work=self.on_work))
-        return self.built[-1]
 
 
 @dataclass
