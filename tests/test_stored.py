@@ -161,3 +161,43 @@ def test_a_damaged_allowlist_file_says_why_and_is_kept(tmp_path, caplog):
     assert "Expected `str`, got `int` - at `$.keys[...]`" in caplog.text
     assert [kept.read_text(encoding="utf-8") for kept in damaged_copies(path)] == [
         '{"keys": {"k1": 5}}']
+
+
+# ---------------------------------------------------------------- the app's settings
+def test_settings_written_before_read_as_before(tmp_path):
+    from computeshare_desktop.gui.settings import Settings
+
+    path = tmp_path / "settings.json"  # as the first version wrote it
+    path.write_text(json.dumps({"version": 1, "host": {"rounds": 7, "out_parent": "/runs"},
+                                "join": {"max_rate": 250.0}, "window": {"geometry": "AAAA"},
+                                "recent": ["/runs/a", "/runs/b"], "confirm_stop": False},
+                               indent=2), encoding="utf-8")
+    settings = Settings(path)
+    assert settings.host_options().rounds == 7 and settings.output_parent() == "/runs"
+    assert settings.worker_choices(["max_rate", "threads"]) == {"max_rate": 250.0}
+    assert settings.geometry() == "AAAA" and settings.recent_sessions() == ["/runs/a", "/runs/b"]
+    assert settings.confirm_stop() is False
+    path.write_text('{"version": 1}', encoding="utf-8")  # sections missing: their defaults
+    assert Settings(path).confirm_stop() and Settings(path).geometry() is None
+    assert Settings(path).output_parent() is None
+    assert not damaged_copies(path)
+
+
+@pytest.mark.parametrize("text, said", [
+    ('{"version": 1, "recent": "/runs/a"}', "Expected `array`, got `str` - at `$.recent`"),
+    ('{"version": 1, "window": {"geometry": 5}}', "at `$.window.geometry`"),
+    ('{"version": 1, "confirm_stop": "no"}', "Expected `bool`, got `str`"),
+    ('{"version": 1, "host": []}', "at `$.host`")])
+def test_damaged_settings_give_the_defaults_say_why_and_are_kept(tmp_path, caplog, text, said):
+    from computeshare_desktop.gui.settings import Settings
+
+    path = tmp_path / "settings.json"
+    path.write_text(text, encoding="utf-8")
+    with caplog.at_level(logging.WARNING):
+        settings = Settings(path)
+    assert settings.recent_sessions() == [] and settings.confirm_stop()
+    assert said in caplog.text
+    [kept] = damaged_copies(path)
+    settings.set_confirm_stop(False)
+    settings.save()  # the damaged file is replaced, its copy stays
+    assert kept.read_text(encoding="utf-8") == text and not Settings(path).confirm_stop()
