@@ -22,7 +22,6 @@ from .sockets import configure
 
 log = logging.getLogger(__name__)
 
-EXTENSIONS = 3  # how many more timeouts a request waits while the hub is known to be alive
 ABORT_POLL_S = 0.1  # how often a waiting request asks whether to give up
 
 
@@ -70,10 +69,11 @@ class ReqChannel:
                 abort: Callable[[], bool] | None = None) -> list[bytes]:
         """Send ``frames`` and return the reply's frames.
 
-        When ``timeout_s`` runs out and ``keep_waiting()`` says the hub is still alive (its
-        heartbeats are answered), the request is given another ``timeout_s``, at most
-        EXTENSIONS times, instead of being abandoned and sent again. ``abort()`` is asked
-        every ABORT_POLL_S: when it says so, the request is dropped at once.
+        Each time ``timeout_s`` runs out, ``keep_waiting()`` is asked whether to wait
+        another ``timeout_s`` instead of abandoning the request (the caller's policy: the
+        driver's says yes a few times while the hub's heartbeats are answered, see
+        ``worker/liveness.Patience``). ``abort()`` is asked every ABORT_POLL_S: when it
+        says so, the request is dropped at once.
 
         Raises:
             ChannelTimeout: nothing came back in time.
@@ -83,15 +83,13 @@ class ReqChannel:
         sock = self._open()
         sock.send_multipart(list(frames), copy=False)
         self.bytes_sent += sum(len(f) for f in frames)
-        for attempt in range(1 + EXTENSIONS):
-            if attempt and not (keep_waiting is not None and keep_waiting()):
-                break
-            if self._wait(sock, timeout_s, abort):
-                reply = sock.recv_multipart()
-                self.bytes_received += sum(len(f) for f in reply)
-                return reply
-        self.reset()
-        raise ChannelTimeout(f"no reply from {self.address} in {timeout_s:.1f} s")
+        while not self._wait(sock, timeout_s, abort):
+            if keep_waiting is None or not keep_waiting():
+                self.reset()
+                raise ChannelTimeout(f"no reply from {self.address} in {timeout_s:.1f} s")
+        reply = sock.recv_multipart()
+        self.bytes_received += sum(len(f) for f in reply)
+        return reply
 
     def _wait(self, sock: zmq.Socket, timeout_s: float, abort: Callable[[], bool] | None) -> bool:
         """True when a reply is ready within ``timeout_s``; InterruptedError on abort."""

@@ -25,7 +25,8 @@ from .compute import Compute, ComputeFactory
 from .core import WorkerCore
 from .effects import (Action, Effect, Emit, Finish, Goodbye, Keep, Load, Prepare, Send,
                       WaitUntil, Work)
-from .liveness import BACKOFF, BEAT_TIMEOUT_S, Liveness, next_backoff, read_beat
+from .liveness import (BACKOFF, BEAT_TIMEOUT_S, Liveness, Patience, next_backoff,
+                       read_beat)
 from ..protocol.messages import Welcome
 from .options import Channel, Connector, WorkerOptions, WorkerResult
 from .pause import PauseSwitch
@@ -156,9 +157,9 @@ class WorkerDriver:
         channel = self._channel_for(send.hub_key)
         backoff = BACKOFF[0]
         while True:
+            patient = functools.partial(self._patient, Patience(self.watch))
             try:
-                reply = channel.request(send.frames, send.timeout_s,
-                                        keep_waiting=lambda: self.watch.alive(self.clock()),
+                reply = channel.request(send.frames, send.timeout_s, keep_waiting=patient,
                                         abort=self.stop.is_set)
             except InterruptedError:
                 return self._input(self.core.failed, _stopped_waiting())
@@ -176,6 +177,10 @@ class WorkerDriver:
                 continue
             self.watch.answered(self.clock())
             return self._input(self.core.replied, reply)
+
+    def _patient(self, patience: Patience) -> bool:
+        """Whether a request whose timeout ran out is waited for again (liveness.py)."""
+        return patience.more(self.clock())
 
     def _hub_closed(self) -> HubUnreachableError | None:
         """The end of a worker that is not in the session (waiting for a shard, coming

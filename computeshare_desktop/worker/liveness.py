@@ -4,7 +4,8 @@ A silent hub is retried with exponential back-off (Lazy Pirate, see ``BACKOFF``)
 ``give_up_s`` has passed since its last answer, or ``first_contact_s`` when it never
 answered at all. A heartbeat (Paranoid Pirate) tells a slow transfer from a hub that has
 gone: the hub is reported lost after ``lost_after_s`` without a pong, and back when it
-answers again; while pongs come, a long request is waited for rather than sent again.
+answers again; while pongs come, a long request is waited for rather than sent again
+(``Patience``: EXTENSIONS more timeouts at most; the channel asks, the policy answers).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ log = logging.getLogger(__name__)
 
 BACKOFF = (0.25, 2.0, 5.0)  # the first retry's wait, its growth factor, the longest wait
 BEAT_TIMEOUT_S = 2.0  # a heartbeat waits this long at most (less if requests do)
+EXTENSIONS = 3  # how many more timeouts a request waits while the hub is known to be alive
 
 
 def next_backoff(wait_s: float) -> float:
@@ -107,3 +109,20 @@ class Liveness:
         log.warning("the hub has not answered for %.0f s: it may have gone; still "
                     "trying for up to %.0f s", silent, self.opts.give_up_s)
         return [HubLost(silent_s=silent, give_up_s=self.opts.give_up_s)]
+
+
+class Patience:
+    """One request's wait: when its timeout runs out while the hub is alive (its heartbeat
+    is answered: a transfer is just slow), it is waited for again rather than sent again,
+    EXTENSIONS times at most."""
+
+    def __init__(self, watch: Liveness) -> None:
+        self.watch = watch
+        self.left = EXTENSIONS
+
+    def more(self, now: float) -> bool:
+        """Whether to wait another timeout now (each yes uses one extension)."""
+        if self.left <= 0 or not self.watch.alive(now):
+            return False
+        self.left -= 1
+        return True
