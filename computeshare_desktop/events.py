@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Callable, ClassVar, Iterable, TypeVar
 
 import msgspec
@@ -37,6 +38,30 @@ class WorkerInfo(msgspec.Struct, frozen=True):
     batch: int = 0
     busy: float = 0.0
     key: str = ""  # its key's fingerprint: the same machine across rejoins
+
+
+class Word(str, Enum):
+    """A state named in code and said as its value everywhere else: on the wire (msgspec
+    encodes the value), in logs and f-strings, and as a dict key (it hashes as its value),
+    as ``enum.StrEnum`` does from Python 3.11."""
+
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    __hash__ = str.__hash__
+
+
+class LeaveReason(Word):
+    """Why a worker left a session (``WorkerLeft.reason``); a window's row takes it as its
+    state (gui/words.RowState names each one's words)."""
+
+    LEFT = "left"  # said goodbye
+    PAUSED = "paused"  # its person (or its battery) paused it; it may come back
+    SILENT = "silent"  # stopped answering: the hub freed its shard
+    KICKED = "kicked"  # the host removed it
+    ARCH_MISMATCH = "arch_mismatch"  # it builds another architecture than the hub's
+    STUCK = "stuck"  # missed several rounds: its shard went to others
+    MODEL_REFUSED = "model_refused"  # it refused the model (or was refused it)
 
 
 class Event(msgspec.Struct, frozen=True):
@@ -68,11 +93,12 @@ class WorkerReady(Event, frozen=True):
 
 
 class WorkerLeft(Event, frozen=True):
-    """``reason``: left, paused, silent, kicked, arch_mismatch, stuck or model_refused."""
+    """``reason``: why it left (a worker hearing a reason it does not know, from a newer
+    hub, drops the event)."""
 
     kind: ClassVar[str] = "worker_left"
     worker: WorkerInfo
-    reason: str
+    reason: LeaveReason
 
 
 class ModelRefused(Event, frozen=True):

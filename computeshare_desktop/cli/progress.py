@@ -10,9 +10,10 @@ from typing import Any
 from tqdm import tqdm
 
 from ..errors import ExitCode
-from ..events import (AllRefused, Advertising, Evaluated, Finished, Handlers, Joined, Listening,
-                      LogLine, ModelReceived, ModelRefused, ModeChanged, Pushed, Resumed,
-                      RoundClosed, Stopped, WorkerInfo, WorkerJoined, WorkerLeft)
+from ..events import (AllRefused, Advertising, Evaluated, Finished, Handlers, Joined,
+                      LeaveReason, Listening, LogLine, ModelReceived, ModelRefused, ModeChanged,
+                      Pushed, Resumed, RoundClosed, Stopped, WorkerInfo, WorkerJoined,
+                      WorkerLeft)
 from ..service import Tagged
 
 
@@ -113,7 +114,7 @@ class HubView:
                          .on(WorkerJoined, lambda e: self._worker(e.worker, RETURNING.get(
                              e.returning, "rejoined" if e.returning else "joined")))
                          .on(WorkerLeft, lambda e: self._worker(
-                             e.worker, "paused" if e.reason == "paused" else "left"))
+                             e.worker, "paused" if e.reason == LeaveReason.PAUSED else "left"))
                          .on(ModelRefused, lambda e: self.bar.write(
                              f"worker {e.name} cannot train the model: {e.reason}"))
                          .on(AllRefused, self._all_refused)

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..events import (AllRefused, Advertising, DiskError, Ended, Evaluated, Failed, Finished,
-                      Joined, Listening, LogLine, ModelRefused, ModeChanged, PairingRefused,
-                      Rejected, RoundClosed, StateChanged, Stopped, WorkerJoined, WorkerLeft,
-                      WorkerReady)
+                      Joined, LeaveReason, Listening, LogLine, ModelRefused, ModeChanged,
+                      PairingRefused, Rejected, RoundClosed, StateChanged, Stopped, WorkerJoined,
+                      WorkerLeft, WorkerReady)
 from ..hub.rejects import ROUTINE
 from . import words
 from .formatting import percent
@@ -21,7 +21,8 @@ from .progress_rows import LIVE_STATES, FinalResult, WorkerRow
 
 ROUTINE_CODES = frozenset(code.value for code in ROUTINE)
 WAITING = "Waiting for workers to join"
-SAID_ELSEWHERE = ("model_refused",)  # its ModelRefused follows, with the reason: one log line
+# its ModelRefused follows, with the reason: one log line
+SAID_ELSEWHERE = (LeaveReason.MODEL_REFUSED,)
 
 
 def hub_traffic(runner: Any) -> Callable[[], tuple[int, int]]:
@@ -82,7 +83,7 @@ def worker_left(s: ProgressFields, e: WorkerLeft, now: float) -> None:
     """The worker's row takes the reason as its state (the table shows its words); a
     goodbye after the last round is "done"."""
     w, reason = e.worker, e.reason
-    finished = reason == "left" and s._all_done  # its goodbye after the last round
+    finished = reason == LeaveReason.LEFT and s._all_done  # its goodbye after the last round
     row = s.workers.get(w.id)
     if row is not None:
         row.state = "done" if finished else reason

@@ -22,8 +22,8 @@ from ..codec import CODECS, get_codec
 from ..data import ArrayDataset
 from ..data.info import wire_shape
 from ..errors import RemoteProtocolError
-from ..events import (Event, ModelRefused, PairingRefused, Rejected, StateChanged,
-                      WorkerJoined, WorkerLeft, WorkerReady)
+from ..events import (Event, LeaveReason, ModelRefused, PairingRefused, Rejected,
+                      StateChanged, WorkerJoined, WorkerLeft, WorkerReady)
 from ..graph import GraphRefused, release, torch_release
 from ..protocol import (MEANINGS, TO_HUB, TO_PAIRING, RejectCode, SessionState, auth, decode,
                        encode)
@@ -182,7 +182,7 @@ class HubCore:
             if other.key == member.key:
                 self.members.remove(other.token, "kicked")
                 self._forget(other)
-                self._event(WorkerLeft(other.info(), "kicked"))
+                self._event(WorkerLeft(other.info(), LeaveReason.KICKED))
         return True
 
     def allow_again(self, key: str) -> bool:
@@ -198,7 +198,7 @@ class HubCore:
         out: list[Reply] = []
         for member in self.members.reap(now):
             self._forget(member)
-            self._event(WorkerLeft(member.info(), "silent"))
+            self._event(WorkerLeft(member.info(), LeaveReason.SILENT))
         if self.state is SessionState.TRAINING:
             self._free_stuck(self.schedule.idle(now, self._ready()))
         self._maybe_start(now, out)
@@ -263,7 +263,8 @@ class HubCore:
             self.members.remove(member.token, "paused" if msg.paused else "said goodbye",
                                 "paused" if msg.paused else "left")
             self._forget(member)
-            self._event(WorkerLeft(member.info(), "paused" if msg.paused else "left"))
+            self._event(WorkerLeft(member.info(), LeaveReason.PAUSED if msg.paused
+                                         else LeaveReason.LEFT))
             self._maybe_close(now, out)
             return (Ack(self.server.version),)
         if isinstance(msg, GraphRefusal):
@@ -347,7 +348,7 @@ class HubCore:
                     member.worker_id, member.name, reason)
         self.members.remove(member.token, "refused the model")
         self._forget(member)
-        self._event(WorkerLeft(member.info(), "model_refused"))
+        self._event(WorkerLeft(member.info(), LeaveReason.MODEL_REFUSED))
         self._refused(member.key, member.name, reason, now)
         self._maybe_close(now, out)
         return (Ack(self.server.version),)
@@ -365,7 +366,7 @@ class HubCore:
         if msg.fingerprint != self.fingerprint:
             self.members.remove(member.token, "different model architecture")
             self._forget(member)
-            self._event(WorkerLeft(member.info(), "arch_mismatch"))
+            self._event(WorkerLeft(member.info(), LeaveReason.ARCH_MISMATCH))
             raise RemoteProtocolError(RejectCode.ARCH_MISMATCH,
                                       f"hub model {self.fingerprint}, worker {msg.fingerprint}")
         if not member.ready:
@@ -455,7 +456,7 @@ class HubCore:
                         self.config.max_missed)
             self.members.remove(member.token, "missed deadlines")
             self._forget(member)
-            self._event(WorkerLeft(member.info(), "stuck"))
+            self._event(WorkerLeft(member.info(), LeaveReason.STUCK))
 
     def _release(self, out: list[Reply]) -> None:
         """Answer every parked long-poll that the new version or state satisfies."""

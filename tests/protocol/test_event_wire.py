@@ -13,8 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from computeshare_desktop.events import (BY_KIND, HUB_EVENTS, Event, Failed, Joined, RoundClosed,
-                                          WorkerInfo, WorkerJoined, from_wire)
+from computeshare_desktop.events import (BY_KIND, HUB_EVENTS, Event, Failed, Joined,
+                                          LeaveReason, RoundClosed, WorkerInfo, WorkerJoined,
+                                          WorkerLeft, from_wire)
 
 WORKER = WorkerInfo(id=2, name="laptop", device="cpu", shard=1, pushed=7, ready=True,
                     compute_s=0.25, key="ab" * 8)
@@ -22,7 +23,7 @@ SAMPLE_VALUES: dict[Any, Any] = {
     int: 3, float: 0.5, str: "x", bool: True, WorkerInfo: WORKER,
     tuple[WorkerInfo, ...]: (WORKER, msgspec.structs.replace(WORKER, id=3, ready=False)),
     int | None: 2, float | None: 0.25, str | None: "out/model.pt",
-    dict[str, Any] | None: {"counts": {"0": 3}, "bound": 4},
+    dict[str, Any] | None: {"counts": {"0": 3}, "bound": 4}, LeaveReason: LeaveReason.KICKED,
 }
 
 
@@ -43,6 +44,14 @@ def test_every_hub_event_round_trips(cls: type[Event]) -> None:
     assert list(data)[0] == "kind" and data["kind"] == cls.kind and BY_KIND[cls.kind] is cls
     assert set(data) == {"kind", *(f.name for f in msgspec.structs.fields(cls))}
     assert from_wire(data) == event and type(from_wire(data)) is cls
+
+
+def test_a_leave_reason_travels_as_its_word_and_an_unknown_one_is_refused() -> None:
+    data = through_json(WorkerLeft(WORKER, LeaveReason.MODEL_REFUSED))
+    assert data["reason"] == "model_refused"
+    assert from_wire(data) == WorkerLeft(WORKER, LeaveReason.MODEL_REFUSED)
+    with pytest.raises(ValueError, match="reason"):
+        from_wire({**data, "reason": "bored"})
 
 
 def test_optional_fields_take_their_defaults() -> None:

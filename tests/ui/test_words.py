@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from computeshare_desktop.events import LeaveReason
 from computeshare_desktop.gui import words
 from computeshare_desktop.gui.progress_rows import ACTIVE_STATES, LIVE_STATES
 from computeshare_desktop.gui.words import RowState
@@ -43,12 +44,16 @@ def test_failure_codes_beside_reject_codes_have_sentences() -> None:
 
 
 def _leave_reasons_the_hub_core_gives() -> set[str]:
-    """Every literal reason of a ``WorkerLeft(..., "reason")`` in the hub's code."""
+    """Every reason of a ``WorkerLeft(..., LeaveReason.NAME)`` in the hub's code (a plain
+    string there counts too)."""
     reasons: set[str] = set()
     for path in (PACKAGE / "hub").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "WorkerLeft":
                 for arg in node.args[1:]:
+                    reasons |= {LeaveReason[c.attr].value for c in ast.walk(arg)
+                                if isinstance(c, ast.Attribute)
+                                and getattr(c.value, "id", "") == "LeaveReason"}
                     reasons |= {c.value for c in ast.walk(arg)
                                 if isinstance(c, ast.Constant) and isinstance(c.value, str)}
     return reasons
@@ -57,6 +62,7 @@ def _leave_reasons_the_hub_core_gives() -> set[str]:
 def test_every_reason_the_hub_gives_for_a_leave_is_a_row_state_with_words() -> None:
     reasons = _leave_reasons_the_hub_core_gives()
     assert {"kicked", "model_refused", "silent", "left", "paused"} <= reasons
+    assert reasons == {reason.value for reason in LeaveReason}  # each one given somewhere
     for reason in reasons:
         assert RowState(reason) in words.LEAVINGS, reason
         assert not RAW.search(words.leaving(reason))
