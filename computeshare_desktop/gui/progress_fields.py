@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections import Counter, deque
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Literal
 
 from ..events import CodeRefused, Finished, RoundClosed, WorkerInfo
 from .eta import WINDOW_ROUNDS, RoundPace
@@ -25,6 +25,12 @@ def smooth_next(smooth: list[tuple[int, float]], value: float) -> float:
     return last + SMOOTHING * (value - last)
 ETA_ROUNDS = WINDOW_ROUNDS  # the ETA uses the pace of the last this-many rounds
 Points = tuple[tuple[int, float], ...]
+
+
+# Where a window's session is: it starts, waits for workers (or the hub), trains, then ends
+# finished, stopped or failed.
+Phase = Literal["starting", "waiting", "training", "finished", "stopped", "failed"]
+LIVE_PHASES: tuple[Phase, ...] = ("starting", "waiting", "training")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +56,7 @@ class ProgressFields:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.role, self.total_rounds, self.name, self.clock = role, total_rounds, name, clock
         self.expected_workers = expected_workers
-        self.phase = "starting"  # starting, waiting, training, finished, stopped, failed
+        self.phase: Phase = "starting"
         self.status = "Starting…"
         self.version = 0
         self.loss: list[tuple[int, float]] = []
@@ -99,7 +105,7 @@ class ProgressFields:
     @property
     def active(self) -> bool:
         """True while the session can still make progress."""
-        return self.phase in ("starting", "waiting", "training")
+        return self.phase in LIVE_PHASES
 
     # ------------------------------------------- helpers the handler modules share
     def _say(self, line: str) -> None:

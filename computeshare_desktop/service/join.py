@@ -32,6 +32,7 @@ from ..errors import (ComputeShareError, HubStoppedError, HubUnreachableError, R
 from ..events import (CodeRefused, DeviceChosen, Ended, Event, Failed, Finished, HubStopped,
                       Joined, PairedWith)
 from ..join_options import JoinOptions
+from ..protocol import RejectCode
 from ..protocol.pake import key_fingerprint
 from ..protocol.ports import HubPorts
 from ..schema import default
@@ -45,11 +46,11 @@ from ..worker.battery import BatteryThread, BatteryWatch, Reader, read_power
 from ..worker.pause import PauseReason, PauseSwitch
 from .messages import refusal_message
 from .options import JoinTarget
-from .threads import ServiceThread, Tagged
+from .threads import ServiceThread, Source, Tagged
 
 log = logging.getLogger(__name__)
 
-FEED = "feed"  # the ``source`` of events relayed from the hub's event stream
+FEED: Source = "feed"  # the ``source`` of events relayed from the hub's event stream
 FINISHED_GRACE_S = 3.0  # after the hub's Done, how long to wait for its Finished event
 
 
@@ -144,7 +145,7 @@ def removed_by(target: JoinTarget, name: str) -> str | None:
 class JoinService(ServiceThread):
     """One worker session on its own thread: ``start()``, then ``stop()`` and ``join()``."""
 
-    def __init__(self, plan: JoinPlan, *, source: str = "worker",
+    def __init__(self, plan: JoinPlan, *, source: Source = "worker",
                  events: "queue.SimpleQueue[Tagged] | None" = None,
                  on_event: Callable[[Tagged], None] | None = None,
                  on_exit: Callable[[], None] | None = None, scope: str | None = None,
@@ -222,7 +223,7 @@ class JoinService(ServiceThread):
             code = getattr(exc.code, "value", str(exc.code))
             self._failed(exc, code, refusal_message(code, exc.detail))
         except HubStoppedError as exc:
-            self.error, self.error_code = exc, "HUB_STOPPED"  # its HubStopped event says it
+            self.error, self.error_code = exc, RejectCode.HUB_STOPPED  # its HubStopped says it
         except CodeNotApproved as exc:
             self._post(CodeRefused(exc.model, exc.sha256, exc.hub_key, self.target.label
                                    or f"{self.target.host}:{self.target.port}"))

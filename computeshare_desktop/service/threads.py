@@ -7,21 +7,23 @@ import itertools
 import queue
 import threading
 from dataclasses import dataclass
-from typing import Callable, TypeVar
+from typing import Callable, Literal, TypeVar
 
 from ..events import Event
 
 SERIAL = itertools.count(1)  # numbers the services' threads: cs-hub-1, cs-worker-2...
 T = TypeVar("T")
 S = TypeVar("S", bound="ServiceThread")
+# Where an event came from: "hub" (a host's hub), "local" (a host's own worker), "worker"
+# (a joined worker's session) or "feed" (the hub's events as a worker hears them).
+Source = Literal["hub", "local", "worker", "feed"]
 
 
 @dataclass(frozen=True, slots=True)
 class Tagged:
-    """An event and where it came from: "hub", "local" (a host's own worker), "worker",
-    or "feed" (the hub's events as a worker hears them)."""
+    """An event and where it came from (``Source``)."""
 
-    source: str
+    source: Source
     event: Event
 
 
@@ -47,7 +49,7 @@ class ServiceThread:
     serving for days). Every thread of the session is named after this one (``scope``),
     so a log handler can keep to one session."""
 
-    def __init__(self, source: str, *, name: str | None = None,
+    def __init__(self, source: Source, *, name: str | None = None,
                  events: "queue.SimpleQueue[Tagged] | None" = None,
                  on_event: Callable[[Tagged], None] | None = None) -> None:
         self.source = source
@@ -84,7 +86,7 @@ class ServiceThread:
         """Every event queued since the last call."""
         return drain_queue(self.events)
 
-    def _post(self, event: Event, source: str | None = None) -> None:
+    def _post(self, event: Event, source: Source | None = None) -> None:
         tagged = Tagged(source or self.source, event)
         if self._on_event is not None:
             self._on_event(tagged)
