@@ -5,7 +5,9 @@ PIN: a new worker window for the resumed session replaces the old one.
 "The same session" is the session id the LAN advert carried while the worker trained (a
 resumed session keeps its id, and may listen on another port); a worker that joined by
 address is matched by the address, port and hub key instead. The session must first have
-left the LAN (its host closed it): a window never rejoins the session that is ending.
+left the LAN (its host closed it): a window never rejoins the session that is ending. When
+a worker may come back and when its session is back is the CLI's policy too
+(service/comeback.py: ``stopped_by_host``, ``Return``); this module is its Qt part.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from PySide6.QtWidgets import QCheckBox
 
 from ..discovery import DiscoveredSession
 from ..service import JoinService, JoinTarget, Tagged
+from ..service.comeback import Return, stopped_by_host
 from .progress_window import ProgressWindow
 
 OFFER = "Rejoin when the host resumes this session"
@@ -31,7 +34,7 @@ OpenWorker = Callable[[JoinService, list[Tagged]], ProgressWindow]
 class _Offer:
     box: QCheckBox
     session_id: str = ""  # the advert's, once seen while the worker trained
-    gone: bool = False  # the session has left the LAN since the host stopped it
+    back: Return = field(default_factory=Return)  # the shared rule: gone, then back
     shown: bool = field(default=False)
 
 
@@ -47,13 +50,6 @@ def same_choices(old: JoinService, new: JoinService) -> JoinService:
     plan = old.plan
     return new.choose(threads=plan.threads, max_rate=plan.max_rate,
                       pause_on_battery=plan.pause_on_battery)
-
-
-def stopped_by_host(window: ProgressWindow) -> bool:
-    """True once the window's worker ended because its host stopped the session."""
-    runner = window.runner
-    return isinstance(runner, JoinService) and not runner.running and \
-        runner.error_code == "HUB_STOPPED"
 
 
 class Comebacks:
@@ -84,7 +80,7 @@ class Comebacks:
             target = window.runner.target if isinstance(window.runner, JoinService) else None
             if target is None:
                 continue
-            if not stopped_by_host(window):
+            if not stopped_by_host(window.runner):
                 offer.session_id = offer.session_id or next(
                     (s.advert.session_id for s in self.sessions if _same_hub(target, s)), "")
                 continue
@@ -101,10 +97,10 @@ class Comebacks:
         """The session, once it left the LAN and came back (accepting workers)."""
         same = [s for s in self.sessions if (s.advert.session_id == offer.session_id
                                             if offer.session_id else _same_hub(target, s))]
-        if not same:
-            offer.gone = True
-            return None
-        return same[0] if offer.gone and same[0].advert.accepting else None
+        present = same[0] if same else None
+        back = offer.back.seen(present is not None,
+                               present is not None and present.advert.accepting)
+        return present if back else None
 
     def come_back(self, window: ProgressWindow, target: JoinTarget) -> ProgressWindow:
         """A new worker window for ``target`` (the remembered key: no PIN) replaces

@@ -5,14 +5,19 @@ The hub that stopped still answers for a moment (it tells its workers, then clos
 wait begins once its port is closed, so a worker never rejoins the session that is ending.
 The new worker presents its key only to the hub key it remembers (the CURVE handshake proves
 the hub holds it), and that hub lets it in without pairing: a resumed session keeps the
-machines that had joined it, and later sessions its paired machines. The app watches the LAN
-for the same session id instead (gui/comeback.py); ``join`` uses this, by address.
+machines that had joined it, and later sessions its paired machines.
+
+One policy for the app and the CLI: ``stopped_by_host`` says when a worker may come back,
+``Return`` when its session is back (gone first, then there again and accepting workers).
+``join --come-back`` watches the hub's port (``come_back``); the app watches the LAN for the
+session's advert (gui/comeback.py, which keeps only the Qt part).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+from dataclasses import dataclass
 import threading
 import time
 from typing import Callable
@@ -28,18 +33,50 @@ GONE_POLL_S = 0.2  # how often the stopping hub's port is tried until it closes
 CLOSE_WAIT_S = 15.0  # at most this long: a hub resumed at once reopens the port meanwhile
 
 
+def stopped_by_host(service: object) -> bool:
+    """True once ``service`` (a worker) has ended because its host stopped the session:
+    it may come back when the session is resumed."""
+    return isinstance(service, JoinService) and not service.running and \
+        service.error_code == "HUB_STOPPED"
+
+
+@dataclass
+class Return:
+    """Whether a stopped worker's session is back: it must first have gone (its port
+    closed, its advert off the LAN), so that a worker never rejoins the session that is
+    ending; then it is back once it is there again and accepting workers."""
+
+    gone: bool = False  # the session has been seen gone since its host stopped it
+
+    def seen(self, present: bool, accepting: bool = True) -> bool:
+        """Take one look at the session (there or not, accepting workers or not); True
+        when it is back."""
+        if not present:
+            self.gone = True
+            return False
+        return self.gone and accepting
+
+
 def wait_until_closed(host: str, port: int, deadline: float,
                       stop: threading.Event | None = None) -> bool:
-    """True once nothing listens on ``host:port`` any more, False at ``deadline`` (or
-    ``stop``)."""
+    """True once nothing listens on ``host:port`` any more (the session has gone, see
+    ``Return``), False at ``deadline`` (or ``stop``)."""
     stop = stop or threading.Event()
+    back = Return()
     while time.monotonic() < deadline and not stop.is_set():
-        try:
-            probe_hub(host, port, timeout_s=1.0)
-        except HubUnreachableError:
+        back.seen(_listening(host, port))
+        if back.gone:
             return True
         stop.wait(GONE_POLL_S)
     return False
+
+
+def _listening(host: str, port: int) -> bool:
+    try:
+        probe_hub(host, port, timeout_s=1.0)
+    except HubUnreachableError:
+        return False
+    return True
 
 
 def come_back(plan: JoinPlan, wait_s: float,
@@ -61,11 +98,6 @@ def come_back(plan: JoinPlan, wait_s: float,
         say(f"the session has closed; joining it again once it is resumed (up to "
             f"{left:.0f} s)")
     return JoinService(dataclasses.replace(plan, wait_s=left), on_event=on_event)
-
-
-def stopped_by_host(service: JoinService) -> bool:
-    """True when the worker ended because its host stopped the session (it may resume)."""
-    return service.error_code == "HUB_STOPPED"
 
 
 def waiting_for(seconds: float) -> str:
