@@ -22,6 +22,7 @@ dataset's own test split is used for a name).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 import sysconfig
 import threading
@@ -46,7 +47,7 @@ from .models import parse_model_spec
 from .models.specs import GIVEN_PREFIX
 from .schema import default, defaults, options as schema_options
 from .service import AppConfig, HostPlan, HostService, Tagged
-from .service.options import HostOptions, default_output_folder
+from .service.options import HostOptions, default_output_folder, host_plan
 
 __all__ = ["Metrics", "Result", "Run", "host"]
 
@@ -273,16 +274,18 @@ def host(model: nn.Module | str, train: MapDataset | str, test: MapDataset | str
     values = {**defaults(HostOptions, "host"), **chosen, "dataset": dataset, "model": spec,
               "test_data": test if isinstance(test, str) else ""}
     mode = {n: values.pop(n) for n in MODE_OPTIONS}
-    config = HostOptions(**values).overriding(
-        **{n: v for n, v in mode.items() if v is not None}).config()
+    hosting = dataclasses.replace(
+        HostOptions(**values).overriding(**{n: v for n, v in mode.items() if v is not None}),
+        out_dir=str(_out_dir(out_dir)), pin=pin or "",
+        port=default(HostOptions, "port", "host") if port is None else port, advertise=advertise,
+        name=name or "", train_here=this_machine_trains)
+    config = hosting.config()
     if module is not None:
         prepare_model(module, config, parse_model_spec(spec))
     data = None if isinstance(train, str) else _read(train, test, dataset, classes, config.seed)
-    plan = HostPlan(config, _out_dir(out_dir), pin=pin, port=port,
-                    bind=bind or default(AppConfig, "bind", "host"), advertise=advertise,
-                    name=name, train_here=this_machine_trains,
-                    given=Given(module, data) if module is not None or data else None,
-                    tensorboard=values["tensorboard"], end_when_refused=True)
+    plan = host_plan(hosting, AppConfig(bind=bind or default(AppConfig, "bind", "host")),
+                     config=config, end_when_refused=True,
+                     given=Given(module, data) if module is not None or data else None)
     return _start(plan, quiet)
 
 

@@ -31,6 +31,7 @@ from .evaluation import evaluate_file
 from .events import RoundClosed
 from .protocol import PROTOCOL_VERSION
 from .service import AppConfig, HostOptions, HostService, Tagged
+from .service.options import host_plan
 from .worker import pick_device
 
 LOOPBACK = "127.0.0.1"
@@ -159,8 +160,8 @@ def check_training(work: Workspace, limit_s: float) -> str:
     options = HostOptions(dataset=DATASET, model=MODEL, rounds=ROUNDS, batch_size=BATCH,
                           workers=1, lr=LR, out_dir=str(out_dir), train_here=True,
                           eval_every=0, port=0, advertise=False, preset="lan")
-    plan = options.plan(AppConfig(interfaces=(LOOPBACK,), bind=LOOPBACK),
-                        device=pick_device("cpu"))
+    plan = host_plan(options, AppConfig(interfaces=(LOOPBACK,), bind=LOOPBACK),
+                     device=pick_device("cpu"))
     rounds: list[int] = []
 
     def on_event(tagged: Tagged) -> None:

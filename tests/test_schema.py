@@ -261,7 +261,7 @@ def test_the_command_lines_defaults_are_the_schemas(tmp_path):
     assert options == HostOptions(**{**schema.defaults(HostOptions, "host"), "codec": "zstd",
                                      "topk": 0.01, "local_steps": 0})
     demo = commands._host_plan(build_parser().parse_args(["demo"]))
-    assert (demo.bind, demo.port, demo.advertise, str(demo.out_dir)) == \
+    assert (demo.bind, demo.port, demo.options.advertise, str(demo.out_dir)) == \
         ("127.0.0.1", 0, False, "computeshare-demo")
     asynchronous = commands.host_options(build_parser().parse_args(
         ["host", "--mode", "async", "--workers", "3"])).config()

@@ -38,7 +38,7 @@ from ..service.comeback import run_coming_back
 from ..service.join import removed_by
 from ..service.host import PIN_ENV
 from ..service.paired import forget_hub
-from ..service.options import AppConfig, HostOptions, worker_name
+from ..service.options import HOSTED, AppConfig, HostOptions, host_plan, worker_name
 from ..worker import DeviceChoice, pick_device
 from .cache import cache as cache  # `computeshare cache` (main runs commands by name)
 from .progress import HubView, WorkerView
@@ -106,9 +106,6 @@ def host_options(args: argparse.Namespace) -> HostOptions:
         **{name: value for name, value in chosen.items() if value is not None})
 
 
-HOSTED = ("name", "port", "advertise", "tensorboard")  # kept by a session (HostService.hosted)
-
-
 def _resumed(flags: HostOptions) -> HostOptions:
     """``host --resume``: the session in ``--out`` hosted as it was (its recipe, name, port:
     HostOptions.resuming), but for a --name, --port... given other than its default."""
@@ -125,11 +122,9 @@ def _host_plan(args: argparse.Namespace) -> HostPlan:
     if options.resume:
         options = _resumed(options)
     app = AppConfig(**_options(AppConfig, args))
-    return HostPlan(options.config(), Path(options.out_dir), resume=options.resume,
-                    pin=options.pin, port=options.port, bind=app.bind,
-                    interfaces=tuple(_interfaces(args) or ()) or None,
-                    advertise=options.advertise, name=options.name,
-                    tensorboard=options.tensorboard, end_when_refused=True)
+    return host_plan(dataclasses.replace(options, train_here=False),
+                     dataclasses.replace(app, interfaces=tuple(_interfaces(args) or ()) or None),
+                     end_when_refused=True)  # its workers are other processes
 
 
 def host(args: argparse.Namespace) -> int:

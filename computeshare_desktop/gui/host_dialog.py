@@ -29,7 +29,7 @@ from ..hub.config import MODE_OPTIONS, async_rounds
 from ..hub.outputs import OutputDir
 from ..hub.presets import PRESETS, resolve
 from ..models.userfile import model_names
-from ..service.options import HostOptions, HostPlan, hosted_options
+from ..service.options import HostOptions, host_plan, hosted_options
 from ..service.precheck import NotReady, check_before_opening, needs_checking
 from ..service.prepare import DataReport, needs_preparing
 from ..text import sentence
@@ -399,7 +399,7 @@ class HostDialog(QDialog):
             return
         self._checking = options
         self._busy = Busy(self.start_button, CHECKING)
-        plan = HostPlan(options.config(), options.output_path(), resume=options.resume)
+        plan = host_plan(options)
         self._checks.run(lambda _report: check_before_opening(plan))
 
     def _checked(self, result: NotReady | BaseException | None) -> None:

@@ -25,7 +25,8 @@ from .assets import app_icon
 from .host_dialog import HostDialog
 from .join_dialog import JoinDialog
 from .placement import available_geometry, fit, place
-from ..service.options import AppConfig, HostOptions, JoinTarget, default_output_folder, worker_name
+from ..service.options import (AppConfig, HostOptions, JoinTarget, default_output_folder,
+                               host_plan, worker_name)
 from .code_dialog import CodeQuestion
 from .doctor_dialog import DoctorDialog
 from .comeback import Comebacks, same_choices
@@ -245,7 +246,7 @@ class MainWindow(QMainWindow):
     def host(self, options: HostOptions) -> ProgressWindow | None:
         """Start a hub with ``options`` and open its progress window."""
         try:
-            runner = HostService(options.plan(self.config, self.probe.result))
+            runner = HostService(host_plan(options, self.config, device=self.probe.result))
         except ComputeShareError as exc:
             self.statusBar().showMessage(f"Cannot host: {exc}")
             return None

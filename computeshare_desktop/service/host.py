@@ -40,7 +40,7 @@ from ..transport import DEFAULT_PORT, HubServer, Identity, identity_path, load_o
 from .join import JoinPlan, JoinService
 from .prepare import ProgressLines, prepare
 from .threads import SERIAL, ServiceThread, Tagged
-from .options import HostPlan, JoinTarget, check_output_folder, worker_name
+from .options import HOSTED, HostPlan, JoinTarget, check_output_folder, worker_name
 from .paired import blocked_machines, paired_machines
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ class HostService(ServiceThread):
         can say what is wrong before anything starts."""
         super().__init__("hub", name=f"cs-hub-{next(SERIAL)}", on_event=on_event)
         self.plan = plan
-        self.pin = choose_pin(plan.pin)
+        self.pin = choose_pin(plan.options.pin)
         self.out_path = check_output_folder(plan.out_dir, plan.resume)
         self.port: int | None = None
         self.addresses: list[str] = []  # where workers can reach the hub, best first
@@ -141,16 +141,14 @@ class HostService(ServiceThread):
     def session_name(self) -> str:
         """The name advertised on the LAN."""
         data = dataset_label(self.plan.config.dataset)
-        return self.plan.name.strip() or f"{socket.gethostname()} — {data}"
+        return self.plan.options.name.strip() or f"{socket.gethostname()} — {data}"
 
     def hosted(self) -> dict[str, Any]:
         """How this session is hosted, kept in its session.json so that a resume hosts it
         the same way (HostOptions.resuming): the name, the port asked for, the local worker."""
-        plan = self.plan
-        return {"name": self.session_name(),
-                "port": DEFAULT_PORT if plan.port is None else plan.port,
-                "train_here": plan.train_here, "advertise": plan.advertise,
-                "tensorboard": plan.tensorboard}
+        options = self.plan.options
+        return {**{name: getattr(options, name) for name in HOSTED},
+                "name": self.session_name()}
 
     # ----------------------------------------------------------------- hub thread
     def _run(self) -> None:
@@ -167,7 +165,7 @@ class HostService(ServiceThread):
                 out_dir=self.out_path, on_event=self._on_hub_event, resume=self.plan.resume,
                 given=self.plan.given, paired=paired if paired.enabled else None,
                 blocked=blocked_machines(identity.public),
-                tensorboard=self.plan.tensorboard, host=self.hosted())
+                tensorboard=self.plan.options.tensorboard, host=self.hosted())
             server = self._server = self._listen(session, identity)
             advertising = self._advertise(session, identity, server.port)
             self._start_local_worker(session, identity, server.port)
@@ -200,10 +198,9 @@ class HostService(ServiceThread):
     def _listen(self, session: HubSession, identity: Identity) -> HubServer:
         port, bind = self.plan.port, self.plan.bind
         try:
-            server = HubServer(session, identity, host=bind,
-                               port=DEFAULT_PORT if port is None else port)
+            server = HubServer(session, identity, host=bind, port=port)
         except PortInUseError:
-            if port is not None:
+            if not self.plan.port_falls_back:
                 raise
             self._post(LogLine(f"Port {DEFAULT_PORT} is busy: listening on a free port "
                                "instead."))
@@ -228,7 +225,7 @@ class HostService(ServiceThread):
 
     def _advertise(self, session: HubSession, identity: Identity,
                    port: int) -> HubAdvertising | None:
-        if not self.plan.advertise or self._serve_stop.is_set():
+        if not self.plan.options.advertise or self._serve_stop.is_set():
             return None
         name = self.session_name()
         interfaces = list(self.plan.interfaces) if self.plan.interfaces else None
@@ -242,7 +239,7 @@ class HostService(ServiceThread):
         return advertising
 
     def _start_local_worker(self, session: HubSession, hub: Identity, port: int) -> None:
-        if not self.plan.train_here:
+        if not self.plan.options.train_here:
             return
         target = JoinTarget(host="127.0.0.1", port=port, label="this machine")
         graph = session.model.graph  # code offered (--offer-code) is this person's own:

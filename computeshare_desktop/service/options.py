@@ -107,15 +107,6 @@ class HostOptions(SessionOptions):
         check(self)
         return session_config(self, MODE_OPTIONS if self.advanced else ())
 
-    def plan(self, app: AppConfig, device: DeviceChoice | None = None) -> HostPlan:
-        """The HostPlan of these options (ConfigError on a bad value); ``device``: the
-        local worker's (None: the best one)."""
-        return HostPlan(self.config(), self.output_path(), resume=self.resume, pin=self.pin,
-                        port=None if self.port == DEFAULT_PORT else self.port,
-                        bind=app.bind, interfaces=app.interfaces, advertise=self.advertise,
-                        name=self.name, train_here=self.train_here, device=device,
-                        tensorboard=self.tensorboard)
-
     def session_name(self) -> str:
         """The name advertised on the LAN."""
         return self.name.strip() or f"{socket.gethostname()} — {dataset_label(self.dataset)}"
@@ -139,36 +130,70 @@ def _recipe(config: HubConfig) -> dict[str, Any]:
             "advanced": mode != (start.codec, start.topk, start.local_steps)}
 
 
+# The HostOptions a session keeps of how it was hosted (session.json's "host"), so that a
+# resume hosts it the same way: HostService.hosted writes them, HostOptions.resuming reads.
+HOSTED = ("name", "port", "train_here", "advertise", "tensorboard")
+
+
 def hosted_options(saved: dict[str, Any]) -> dict[str, Any]:
     """The HostOptions a session's session.json kept of how it was hosted (HostService
     .hosted; none in one written before), those of the right type."""
-    kinds = {"name": str, "port": int, "train_here": bool, "advertise": bool,
-             "tensorboard": bool}
+    kinds = {f.name: f.type for f in dataclasses.fields(HostOptions) if f.name in HOSTED}
     return {name: saved[name] for name, kind in kinds.items()
-            if type(saved.get(name)) is kind}
+            if type(saved.get(name)).__name__ == kind}
 
 
 @dataclass(frozen=True, slots=True)
 class HostPlan:
-    """What to host, and where (the command line's defaults: see HostOptions)."""
+    """What to host, and where: the options whole, as a front end holds them (the Host
+    dialog's, ``host``'s flags, ``api.host``'s arguments), the configuration they make, and
+    what only the front end knows. ``host_plan`` builds it, for every front end."""
 
-    config: HubConfig  # on a resume, the folder's own configuration wins
+    options: HostOptions  # how to host: its pin, port, name, advert, local worker...
+    config: HubConfig  # what to train (on a resume, the folder's own configuration wins)
     out_dir: Path
-    resume: bool = default(HostOptions, "resume", "host")
-    pin: str = default(HostOptions, "pin", "host")  # "": COMPUTESHARE_PIN, else a random PIN
-    port: int | None = None  # None: the default port, or any free one when it is busy
     bind: str = default(AppConfig, "bind", "host")
     interfaces: tuple[str, ...] | None = None  # advertise on these (None: all)
-    advertise: bool = default(HostOptions, "advertise", "host")
-    name: str = default(HostOptions, "name", "host")  # session name ("": HOST — DATASET)
-    train_here: bool = default(HostOptions, "train_here", "host")  # a worker here too
     device: DeviceChoice | None = None  # the local worker's (None: the best one)
-    tensorboard: bool = default(HostOptions, "tensorboard", "host")  # event files too
     linger_s: float = 5.0  # after the last round, how long to wait for workers to hear it
     given: Given | None = None  # a model and data handed from Python (api.host), not built
     # every worker refused the model and nobody else came in time (RefusedWaitOver): end the
     # session with AllRefusedError (the command line); False: wait on (the app's window)
     end_when_refused: bool = False
+
+    @property
+    def resume(self) -> bool:
+        return self.options.resume
+
+    @property
+    def port(self) -> int:
+        """The request port asked for (0: any free one; the default: a busy one falls
+        back to any free one, ``port_falls_back``)."""
+        return self.options.port
+
+    @property
+    def port_falls_back(self) -> bool:
+        """The one port rule: the default port, when busy, gives way to any free port (so
+        a second hub on one machine still starts); a port chosen is that port or an error."""
+        return self.options.port == DEFAULT_PORT
+
+
+def host_plan(options: HostOptions, app: AppConfig | None = None, *,
+              config: HubConfig | None = None, device: DeviceChoice | None = None,
+              given: Given | None = None, end_when_refused: bool = False,
+              linger_s: float = 5.0) -> HostPlan:
+    """The plan of ``options`` (ConfigError on a bad value), for the app, the command line,
+    ``api.host`` and the self-test alike. ``app``: where to listen and advertise (None: the
+    defaults); ``config``: the configuration already made of ``options`` (``api.host``
+    prepares its model with it; a test gives its own); ``device``: the local worker's."""
+    app = app or AppConfig()
+    if not options.out_dir.strip():
+        raise ConfigError("choose an output folder")
+    return HostPlan(options, options.config() if config is None else config,
+                    Path(options.out_dir).expanduser(), bind=app.bind,
+                    interfaces=tuple(app.interfaces) if app.interfaces else None,
+                    device=device, linger_s=linger_s,
+                    given=given, end_when_refused=end_when_refused)
 
 
 def check_output_folder(path: Path, resume: bool) -> Path:

@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from helpers_host import hosting
 from computeshare_desktop.data.prepared import PrepareCancelled, PrepareProgress
 from computeshare_desktop.data.preview import (HUGGING_FACE, IMAGES, TABLE, preview,
                                                spec_kind)
 from computeshare_desktop.events import LogLine
 from computeshare_desktop.hub import HubConfig
-from computeshare_desktop.service import HostPlan, HostService
+from computeshare_desktop.service import HostService
 from computeshare_desktop.service.prepare import ProgressLines, prepare
 
 
@@ -88,7 +89,7 @@ def test_the_host_service_says_what_was_skipped_and_stop_cancels(tmp_path, monke
     monkeypatch.setenv("COMPUTESHARE_DATA_DIR", str(tmp_path / "datasets"))
     root = write_sizes(tmp_path / "pets", [(8, 8)] * 4)
     (root / "b" / "bad.png").write_bytes(b"nope")
-    plan = HostPlan(HubConfig(dataset=str(root)), out_dir=tmp_path / "run")
+    plan = hosting(HubConfig(dataset=str(root)), tmp_path / "run")
     service = HostService(plan)
     service._prepare_data()  # on the hub's thread, before the session opens
     texts = [tagged.event.text for tagged in service.drain()]

@@ -7,9 +7,10 @@ import threading
 
 import pytest
 
+from helpers_host import hosting
 from computeshare_desktop.events import HubStopped, Joined, PairedWith
 from computeshare_desktop.hub import HubConfig
-from computeshare_desktop.service import HostPlan, HostService, JoinPlan, JoinService, Tagged
+from computeshare_desktop.service import HostService, JoinPlan, JoinService, Tagged
 from computeshare_desktop.service.comeback import run_coming_back
 from computeshare_desktop.service.options import JoinTarget
 from computeshare_desktop.worker import pick_device
@@ -20,7 +21,7 @@ ROUNDS = 30
 
 def hub(out, port: int, pin: str, resume: bool = False) -> HostService:
     config = HubConfig(rounds=ROUNDS, workers=1, batch_size=8, eval_every=0)
-    return HostService(HostPlan(config, out, port=port, bind="127.0.0.1", advertise=False,
+    return HostService(hosting(config, out, port=port, bind="127.0.0.1", advertise=False,
                                 train_here=False, pin=pin, linger_s=0.2,
                                 resume=resume)).start()
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from helpers_host import hosting
 from computeshare_desktop.hub import HubConfig
-from computeshare_desktop.service import HostPlan, HostService, JoinPlan, JoinService, remembers
+from computeshare_desktop.service import HostService, JoinPlan, JoinService, remembers
 from computeshare_desktop.service.options import JoinTarget
 from computeshare_desktop.service.paired import forget_hub, paired_machines
 from computeshare_desktop.worker import pick_device
@@ -21,7 +22,7 @@ PIN = "975310"
 def run_session(out: Path, port: int, worker_pin: str, pin: str = PIN) -> JoinService:
     """A 2-round session of one worker called "laptop"; the worker once it has ended."""
     config = HubConfig(rounds=2, workers=1, batch_size=8, eval_every=0)
-    hub = HostService(HostPlan(config, out, port=port, bind="127.0.0.1", advertise=False,
+    hub = HostService(hosting(config, out, port=port, bind="127.0.0.1", advertise=False,
                                train_here=False, pin=pin, linger_s=0.2)).start()
     target = JoinTarget(host="127.0.0.1", port=port, label="hub")
     worker = JoinService(JoinPlan(target, pin=worker_pin, name="laptop",

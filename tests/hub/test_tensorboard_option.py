@@ -15,7 +15,7 @@ from computeshare_desktop.cli import commands
 from computeshare_desktop.cli.main import build_parser
 from computeshare_desktop.errors import ConfigError
 from computeshare_desktop.hub.tensorboard_log import INSTALL, missing
-from computeshare_desktop.service.options import HostOptions
+from computeshare_desktop.service.options import HostOptions, host_plan
 
 
 @pytest.fixture
@@ -30,9 +30,9 @@ def test_the_flag_reaches_the_plan(command: str, tmp_path: Path) -> None:
     for argv, wanted in (([command, *out], False), ([command, "--tensorboard", *out], True)):
         args = build_parser().parse_args(argv)
         assert commands.host_options(args).tensorboard is wanted
-        assert commands._host_plan(args).tensorboard is wanted
-    assert HostOptions(tensorboard=True, out_dir=str(tmp_path / "r")).plan(
-        AppConfig()).tensorboard
+        assert commands._host_plan(args).options.tensorboard is wanted
+    assert host_plan(HostOptions(tensorboard=True, out_dir=str(tmp_path / "r")),
+                     AppConfig()).options.tensorboard
 
 
 def test_without_the_package_the_flag_says_how_to_install_it(

@@ -11,11 +11,12 @@ import msgspec
 import pytest
 from PIL import Image
 
+from helpers_host import hosting
 from computeshare_desktop.errors import ConfigError, RejectedError
 from computeshare_desktop.events import Failed, Listening, LogLine
 from computeshare_desktop.hub import HubConfig
 from computeshare_desktop.protocol import MsgType
-from computeshare_desktop.service import HostPlan, HostService, Tagged
+from computeshare_desktop.service import HostService, Tagged
 from computeshare_desktop.service.prepare import prepare
 from computeshare_desktop.worker.download import check_shard
 from helpers_net import free_ports
@@ -37,7 +38,7 @@ def run_host(tmp_path: Path, monkeypatch, **config) -> tuple[HostService, list[T
     monkeypatch.setenv("COMPUTESHARE_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("COMPUTESHARE_DATA_DIR", str(tmp_path / "cache"))
     heard: list[Tagged] = []
-    plan = HostPlan(HubConfig(rounds=2, batch_size=4, eval_every=0, **config),
+    plan = hosting(HubConfig(rounds=2, batch_size=4, eval_every=0, **config),
                     tmp_path / "run", port=free_ports(), bind="127.0.0.1", advertise=False,
                     train_here=False, pin="975310", linger_s=0.1)
     service = HostService(plan, on_event=heard.append).start()

@@ -6,11 +6,12 @@ Real services on loopback sockets."""
 from __future__ import annotations
 
 import pytest
+from helpers_host import hosting
 from helpers_net import PIN, RunningHub, free_ports, wait_for
 
 from computeshare_desktop.events import Joined, SessionFull
 from computeshare_desktop.hub import HubConfig
-from computeshare_desktop.service import HostPlan, HostService, JoinPlan, JoinService, remembers
+from computeshare_desktop.service import HostService, JoinPlan, JoinService, remembers
 from computeshare_desktop.service.join import removed_by
 from computeshare_desktop.service.options import JoinTarget
 from computeshare_desktop.service.paired import paired_machines
@@ -38,7 +39,7 @@ def test_a_spare_that_paired_joins_the_hubs_next_session_without_the_pin(tmp_pat
     port = free_ports()
     target = JoinTarget(host="127.0.0.1", port=port, label="hub")
     # session 1: the host's own machine takes the only shard; the worker pairs, then waits
-    hub = HostService(HostPlan(HubConfig(rounds=10_000, workers=1, batch_size=8, eval_every=0),
+    hub = HostService(hosting(HubConfig(rounds=10_000, workers=1, batch_size=8, eval_every=0),
                                tmp_path / "one", port=port, bind="127.0.0.1",
                                advertise=False, train_here=True, pin=PIN,
                                linger_s=0.2)).start()
@@ -54,7 +55,7 @@ def test_a_spare_that_paired_joins_the_hubs_next_session_without_the_pin(tmp_pat
         spare.join(10)
         hub.join(30)
     # session 2 of the same hub (a new PIN): the spare joins without the PIN
-    hub = HostService(HostPlan(HubConfig(rounds=2, workers=1, batch_size=8, eval_every=0),
+    hub = HostService(hosting(HubConfig(rounds=2, workers=1, batch_size=8, eval_every=0),
                                tmp_path / "two", port=port, bind="127.0.0.1",
                                advertise=False, train_here=False, pin="112358",
                                linger_s=0.2)).start()

@@ -6,18 +6,19 @@ is (its Join dialog and `join` say so)."""
 from __future__ import annotations
 
 import pytest
+from helpers_host import hosting
 from helpers_net import PIN, free_ports, wait_for
 
 from computeshare_desktop.events import Joined
 from computeshare_desktop.hub import HubConfig
-from computeshare_desktop.service import HostPlan, HostService
+from computeshare_desktop.service import HostService
 from computeshare_desktop.service.join import removed_by
 from computeshare_desktop.service.options import JoinTarget
 from test_join_memory import saw, worker
 
 
 def host(tmp_path, folder: str, port: int) -> HostService:
-    return HostService(HostPlan(HubConfig(rounds=100_000, workers=1, batch_size=8,
+    return HostService(hosting(HubConfig(rounds=100_000, workers=1, batch_size=8,
                                           eval_every=0), tmp_path / folder, port=port,
                                 bind="127.0.0.1", advertise=False, train_here=False, pin=PIN,
                                 linger_s=0.2)).start()

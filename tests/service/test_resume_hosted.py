@@ -17,7 +17,7 @@ from computeshare_desktop.cli.main import build_parser, main
 from computeshare_desktop.errors import ConfigError, ExitCode, PortInUseError
 from computeshare_desktop.hub.outputs import CHECKPOINT_FILE, OutputDir
 from computeshare_desktop.service import HostService
-from computeshare_desktop.service.options import HostOptions
+from computeshare_desktop.service.options import HostOptions, host_plan
 from helpers_net import free_ports
 
 RECIPE = dict(workers=1, rounds=100_000, batch_size=8, eval_every=0, optimizer="adamw",
@@ -44,7 +44,7 @@ def test_a_stopped_session_resumes_with_its_name_port_local_worker_and_recipe(
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", chosen.port))
         taken.listen()
-        hub = HostService(chosen.plan(AppConfig(bind="127.0.0.1"))).start()
+        hub = HostService(host_plan(chosen, AppConfig(bind="127.0.0.1"))).start()
         assert hub.wait(60) and isinstance(hub.error, PortInUseError), hub.error
     (out / CHECKPOINT_FILE).write_bytes(b"")
 
@@ -77,13 +77,13 @@ def test_host_resume_on_the_command_line_keeps_the_name_and_port_unless_given(tm
                                            "train_here": True, "advertise": False})
     args = build_parser().parse_args(["host", "--resume", "--out", str(folder)])
     plan = commands._host_plan(args)
-    assert (plan.name, plan.port, plan.advertise, plan.resume) == (
+    assert (plan.options.name, plan.port, plan.options.advertise, plan.resume) == (
         "Lab session", 7171, False, True)
     assert plan.config.optimizer == "adamw" and plan.config.schedule == "cosine"
     args = build_parser().parse_args(["host", "--resume", "--out", str(folder),
                                       "--name", "Other", "--port", "7272"])
     plan = commands._host_plan(args)
-    assert (plan.name, plan.port) == ("Other", 7272)
+    assert (plan.options.name, plan.port) == ("Other", 7272)
 
 
 def test_an_output_folder_under_a_file_is_refused_before_the_session_opens(

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from helpers_host import hosting
 from computeshare_desktop.events import Finished, RoundClosed
 from computeshare_desktop.hub import HubConfig
-from computeshare_desktop.service import HostPlan, HostService, Tagged
+from computeshare_desktop.service import HostService, Tagged
 from helpers_net import free_ports
 
 
 def host(tmp_path, **kwargs) -> HostService:
     config = HubConfig(rounds=40, workers=1, batch_size=8, eval_every=0)
-    plan = HostPlan(config, tmp_path / "run", port=free_ports(), bind="127.0.0.1",
+    plan = hosting(config, tmp_path / "run", port=free_ports(), bind="127.0.0.1",
                     advertise=False, train_here=True, pin="975310", linger_s=0.5)
     return HostService(plan, **kwargs).start()
 

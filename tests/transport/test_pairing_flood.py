@@ -9,6 +9,7 @@ import time
 import pytest
 import zmq
 
+from helpers_host import hosting
 from computeshare_desktop.transport import Identity, ReqChannel, ZmqConnector
 from computeshare_desktop.protocol.ports import HubPorts
 from computeshare_desktop.worker import WorkerOptions, WorkerSession, pick_device
@@ -127,7 +128,6 @@ def test_the_hosts_own_worker_trains_whatever_floods_the_pairing_port(tmp_path, 
     from computeshare_desktop.events import PairedWith, RoundClosed, WorkerJoined
     from computeshare_desktop.hub import HubConfig
     from computeshare_desktop.service.host import HostService
-    from computeshare_desktop.service.options import HostPlan
     from helpers_net import free_ports
 
     monkeypatch.setenv("COMPUTESHARE_HOME", str(tmp_path / "home"))
@@ -135,7 +135,7 @@ def test_the_hosts_own_worker_trains_whatever_floods_the_pairing_port(tmp_path, 
     # from before the hub listens
     flood = Flood(HubPorts.at(port).pairing, sources=[None], every_s=0.002)
     config = HubConfig(rounds=100_000, workers=1, batch_size=8, eval_every=0)
-    service = HostService(HostPlan(config, tmp_path / "run", port=port, bind="127.0.0.1",
+    service = HostService(hosting(config, tmp_path / "run", port=port, bind="127.0.0.1",
                                    advertise=False, train_here=True, pin="975310")).start()
     try:
         began = time.monotonic()

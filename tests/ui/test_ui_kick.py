@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
+from helpers_host import hosting  # noqa: E402
 from computeshare_desktop.events import (Ended, Failed, Finished, HubStopped,  # noqa: E402
                                          Joined, Pushed, Rejected, RoundClosed, Stopped,
                                          WorkerDone, WorkerInfo)
@@ -25,7 +26,6 @@ from computeshare_desktop.service import FEED, Tagged  # noqa: E402
 from computeshare_desktop.gui.words import refusal  # noqa: E402
 from computeshare_desktop.service.messages import refusal_message  # noqa: E402
 from computeshare_desktop.service.host import HostService  # noqa: E402
-from computeshare_desktop.service.options import HostPlan  # noqa: E402
 
 REMOVED = refusal("BANNED")  # what a kicked machine's window says (gui/words.py)
 LIVE = {"joining", "loading data", "ready", "training"}
@@ -192,7 +192,7 @@ def test_the_hub_table_counts_refusals_and_its_log_sums_them_up(qtbot):
 
 def test_the_subtitles_name_async_updates_and_robust_aggregation(qtbot, tmp_path):
     def hub_window(config: HubConfig) -> ProgressWindow:  # a host service, never started
-        window = ProgressWindow.for_hub(HostService(HostPlan(config, tmp_path / "run")))
+        window = ProgressWindow.for_hub(HostService(hosting(config, tmp_path / "run")))
         qtbot.addWidget(window)
         return window
 

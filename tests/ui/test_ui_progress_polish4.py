@@ -12,13 +12,14 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
+from helpers_host import hosting  # noqa: E402
 from helpers_hub import T0, admit, make_hub  # noqa: E402
 
 from computeshare_desktop.gui.formatting import human_bytes  # noqa: E402
 from computeshare_desktop.gui.progress_window import ProgressWindow  # noqa: E402
 from computeshare_desktop.protocol import encode  # noqa: E402
 from computeshare_desktop.protocol.messages import Shard  # noqa: E402
-from computeshare_desktop.service import HostPlan, HostService, JoinPlan  # noqa: E402
+from computeshare_desktop.service import HostService, JoinPlan  # noqa: E402
 from test_ui_pause import Held as HeldService  # noqa: E402
 
 
@@ -26,7 +27,7 @@ def test_the_hubs_sent_counts_the_shards_its_workers_downloaded(qtbot, tmp_path)
     """Before any round closed, a worker downloads its shard: the hub window's Sent holds
     it (it showed the rounds' bytes only, 18.7 KB for 384.7 KB of shards)."""
     hub = make_hub(workers=2)
-    runner = HostService(HostPlan(hub.config, out_dir=tmp_path / "out"))
+    runner = HostService(hosting(hub.config, tmp_path / "out"))
     runner.session = SimpleNamespace(core=hub)  # as HostService sets it once built
     window = ProgressWindow.for_hub(runner, refresh_ms=10_000)
     qtbot.addWidget(window)
@@ -265,7 +266,7 @@ def test_two_sessions_of_one_name_get_two_window_titles(qtbot, tmp_path):
     from computeshare_desktop.hub.config import HubConfig
     windows = []
     for i in (1, 2, 3):
-        plan = HostPlan(HubConfig(), out_dir=tmp_path / f"run{i}", name="lab")
+        plan = hosting(HubConfig(), tmp_path / f"run{i}", name="lab")
         window = ProgressWindow.for_hub(HostService(plan), refresh_ms=10_000)
         qtbot.addWidget(window)
         window.show()

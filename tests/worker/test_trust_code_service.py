@@ -6,6 +6,7 @@ person's own file without asking."""
 from __future__ import annotations
 
 import pytest
+from helpers_host import hosting
 from helpers_net import free_ports
 
 from computeshare_desktop.cli import commands
@@ -13,7 +14,7 @@ from computeshare_desktop.cli.main import build_parser
 from computeshare_desktop.errors import ConfigError
 from computeshare_desktop.events import CodeRefused, Ended, Failed, Finished, ModelReceived
 from computeshare_desktop.hub import HubConfig
-from computeshare_desktop.service import (HostPlan, HostService, JoinService, JoinTarget,
+from computeshare_desktop.service import (HostService, JoinService, JoinTarget,
                                           approve_code, code_approvals)
 from computeshare_desktop.worker import CodeNotApproved
 
@@ -77,7 +78,7 @@ def test_the_hosts_own_worker_runs_its_own_offered_code_and_stores_nothing(tmp_p
     path.write_text(BRANCHY, encoding="utf-8")
     config = HubConfig(model=f"{path}:Net", offer_code=True, rounds=5, workers=1,
                        batch_size=8, eval_every=0)
-    plan = HostPlan(config, tmp_path / "run", port=free_ports(), bind="127.0.0.1",
+    plan = hosting(config, tmp_path / "run", port=free_ports(), bind="127.0.0.1",
                     advertise=False, train_here=True, pin="975310", linger_s=0.5)
     service = HostService(plan).start()
     assert service.wait(120), "the session did not finish"
