@@ -18,7 +18,8 @@ from computeshare_desktop.cli.main import main
 from computeshare_desktop.data import load_dataset, normalize
 from computeshare_desktop.errors import ConfigError, ExitCode
 from computeshare_desktop.hub.exports import export_program
-from computeshare_desktop.hub.outputs import CLASSES_FILE, MODEL_FILE, PROGRAM_FILE, OutputDir
+from computeshare_desktop.hub.outputs import (CLASSES_FILE, MODEL_FILE, PROGRAM_FILE, SESSION_FILE,
+                                             OutputDir)
 from computeshare_desktop.models import build_model
 from computeshare_desktop.predict import (Prediction, Unread, cover, load_predictor,
                                           read_image, read_rows)
@@ -236,3 +237,22 @@ def test_evaluate_takes_either_file(saved, capsys):
         scores.append(json.loads(capsys.readouterr().out))
     assert scores[0]["accuracy"] == pytest.approx(scores[1]["accuracy"], abs=0.01)
     assert scores[0]["accuracy"] > 0.8 and scores[1]["samples"] == 1000
+
+
+def test_evaluate_beside_a_damaged_session_json_uses_the_defaults_and_says_so(
+        saved, tmp_path, capsys, caplog):
+    """A session.json that does not read (a wrong type in it) is not the session's: evaluate
+    scores with the session defaults (mnist-sample, simplenet here), warns naming what was
+    wrong, and keeps a copy of the file."""
+    import shutil
+
+    folder = tmp_path / "copy"
+    shutil.copytree(saved, folder)
+    (folder / SESSION_FILE).write_text(json.dumps({"config": ["not", "a", "dict"]}),
+                                       encoding="utf-8")
+    assert main(["evaluate", str(folder / MODEL_FILE), "--json"]) == 0
+    said = capsys.readouterr()
+    assert json.loads(said.out)["accuracy"] > 0.8
+    told = said.err + caplog.text  # the command line's own handler, or the root's
+    assert "Expected `object`, got `array`" in told and "$.config" in told
+    assert list(folder.glob(f"{SESSION_FILE}.damaged-*"))

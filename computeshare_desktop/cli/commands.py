@@ -25,13 +25,14 @@ from ..data.tables import is_table_spec
 from ..evaluation import data_info, evaluate_file, program_alone
 from ..events import Listening
 from ..hub.config import MODE_OPTIONS, SessionOptions
-from ..hub.outputs import CLASSES_FILE, FEATURES_FILE, SESSION_FILE
+from ..hub.outputs import CLASSES_FILE, FEATURES_FILE, SESSION_FILE, SessionFile
 from ..join_options import JoinOptions
 from ..model_file_options import ModelFileOptions
 from ..predict import Predictor, Unread, load_predictor, read_classes
 from ..protocol.auth import typed_pin
 from ..schema import check, default, defaults, from_args
 from ..selftest import self_test as run_self_test
+from ..stored import Damaged, load_stored
 from ..service import (HostPlan, HostService, JoinPlan, JoinService, JoinTarget, Tagged,
                        remembers)
 from ..service.comeback import run_coming_back
@@ -344,13 +345,10 @@ def _data_of(args: argparse.Namespace, path: Path, dataset: str) -> dict[str, An
 
 def _saved_config(path: Path) -> dict[str, Any]:
     """The configuration in the session.json beside a model file ({} when none reads)."""
-    meta = path.parent / SESSION_FILE
     try:
-        saved = json.loads(meta.read_text(encoding="utf-8")).get("config", {}) \
-            if meta.is_file() else {}
-    except (OSError, ValueError, AttributeError):
-        saved = {}
-    return saved if isinstance(saved, dict) else {}
+        return dict(load_stored(path.parent / SESSION_FILE, SessionFile).config)
+    except (OSError, Damaged):  # none, unreadable, or damaged (warned of, a copy kept)
+        return {}
 
 
 PREPARATION = {"image_size": "image_size", "test_fraction": "test_fraction",

@@ -5,13 +5,16 @@ these in): plain, frozen dataclasses whose options are declared in the schema (s
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import socket
 import time
+import typing
 from dataclasses import dataclass, field
 from typing import Any
 from pathlib import Path
 
+import msgspec
 import platformdirs
 
 from ..addresses import parse_address
@@ -32,6 +35,8 @@ from ..schema import (ADVANCED, GROUPS, LINK, NETWORK, WORKERS, check, default, 
                       option)
 from ..worker import DeviceChoice
 
+
+log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class HostOptions(SessionOptions):
@@ -137,10 +142,18 @@ HOSTED = ("name", "port", "train_here", "advertise", "tensorboard")
 
 def hosted_options(saved: dict[str, Any]) -> dict[str, Any]:
     """The HostOptions a session's session.json kept of how it was hosted (HostService
-    .hosted; none in one written before), those of the right type."""
-    kinds = {f.name: f.type for f in dataclasses.fields(HostOptions) if f.name in HOSTED}
-    return {name: saved[name] for name, kind in kinds.items()
-            if type(saved.get(name)).__name__ == kind}
+    .hosted; none in one written before), each decoded as its option's type: one of the
+    wrong type is left out (its default then holds), with a warning naming it."""
+    types = typing.get_type_hints(HostOptions)
+    kept: dict[str, Any] = {}
+    for name in HOSTED:
+        if name not in saved:
+            continue
+        try:
+            kept[name] = msgspec.convert(saved[name], types[name])
+        except msgspec.ValidationError as exc:
+            log.warning("session.json's host.%s is not used: %s", name, exc)
+    return kept
 
 
 @dataclass(frozen=True, slots=True)
