@@ -11,17 +11,22 @@ nothing the user may want back. A writer writes ``stored_bytes`` of its Struct w
 
 A file read often (the paired machines, a recent session's summary) warns once per damage
 in a process and keeps one copy of each damaged content.
+
+A JSON-lines file (metrics.jsonl) reads line by line (``read_lines``): a damaged line is
+skipped, said with its line number; a reader that rewrites the file without it keeps the
+file as it was beside itself first (``keep_damaged``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import stat
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -125,3 +130,72 @@ def _keep(path: Path, raw: bytes) -> Path | None:
         return atomic_write(copy, raw, mode=mode)
     except OSError:
         return None
+
+
+# ------------------------------------------------------------------ JSON lines
+def read_lines(path: str | os.PathLike[str], kind: Any, *,
+               check: Any = None) -> Iterator[tuple[bytes, Any]]:
+    """Each line of the JSON-lines file ``path`` (metrics.jsonl), in order, as its bytes
+    and its value decoded as ``kind``; a blank line is passed over.
+
+    A damaged line (torn by a crash, not JSON, not a ``kind``, or not a ``check`` when
+    one is given: a Struct of the few fields the reader relies on, which ignores the
+    others) comes with the value None, after a warning naming its line number and what
+    was wrong (once per damage in a process): it never ends the reading. A line Python's
+    json wrote with NaN or Infinity, which JSON has not, still reads (msgspec refuses
+    them; json reads them back).
+
+    Raises:
+        OSError: the file cannot be read (a missing one has no lines).
+    """
+    target = Path(path)
+    try:
+        fh = open(target, "rb")
+    except FileNotFoundError:
+        return
+    with fh:
+        for number, raw in enumerate(fh, start=1):
+            if raw.strip():
+                yield raw, _line(target, number, raw, kind, check)
+
+
+def keep_damaged(path: str | os.PathLike[str]) -> Path | None:
+    """A copy of ``path`` as it is now, kept beside it as ``NAME.damaged-...`` (the one
+    kept before, if it holds the same bytes), before a reader rewrites it without what
+    it could not read; None when it cannot be read or the copy cannot be written."""
+    target = Path(path)
+    try:
+        raw = target.read_bytes()
+    except OSError:
+        return None
+    with _LOCK:
+        return _keep(target, raw)
+
+
+def _line(path: Path, number: int, raw: bytes, kind: Any, check: Any) -> Any:
+    """Line ``number`` of ``path`` as ``kind``, or None after saying why it is damaged."""
+    try:
+        value = _json_value(raw.strip())
+        if check is not None:
+            msgspec.convert(value, check)
+        return msgspec.convert(value, kind)
+    except msgspec.DecodeError as exc:
+        where = (f"{path}:{number}", hashlib.sha256(raw).hexdigest())
+        with _LOCK:
+            first = where not in _REPORTED
+            _REPORTED.add(where)
+        if first:
+            log.warning("%s line %d is damaged (%s): skipped", path, number, exc)
+        return None
+
+
+def _json_value(raw: bytes) -> Any:
+    """One line's JSON value: msgspec's, or json's for NaN and Infinity."""
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        error = exc
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise error from None

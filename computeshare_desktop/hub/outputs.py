@@ -9,6 +9,7 @@ values only. Every write raises OSError on a disk error; the session decides wha
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -18,8 +19,10 @@ import torch
 
 from ..errors import ConfigError
 from ..files import atomic_write
-from ..stored import Damaged, load_stored, read_stored
+from ..stored import Damaged, keep_damaged, load_stored, read_lines, read_stored
 from .folder_lock import holder
+
+log = logging.getLogger(__name__)
 
 SESSION_FILE = "session.json"
 METRICS_FILE = "metrics.jsonl"
@@ -32,20 +35,28 @@ SNAPSHOT_DIR = "snapshots"
 ALLOWED_FILE = "allowed_workers.json"  # the keys this session let in (a resume keeps them)
 
 
+class MetricFields(msgspec.Struct, forbid_unknown_fields=False):
+    """What the readers of a metrics.jsonl record rely on; a record holds many more
+    fields (a round's, an evaluation's...), which pass through as they are."""
+
+    type: str = ""  # "round", "eval", "snapshot", "mode", "staleness"
+    version: int = 0  # the model version it was recorded at
+    final: bool = False  # an evaluation of the last round
+
+
 def metric_records(folder: Path) -> Iterator[dict[str, Any]]:
-    """The records of ``folder``'s metrics.jsonl, in order: a line torn by a crash or that
-    holds no JSON object is skipped; no file, or one that cannot be read: none."""
+    """The records of ``folder``'s metrics.jsonl, in order, each a JSON object whose
+    ``MetricFields`` are of their types: a damaged line (torn by a crash, not an object,
+    a version that is not a number) is skipped, said with its line number (see
+    ``stored.read_lines``); no file, or one that cannot be read: none."""
     try:
-        with open(folder / METRICS_FILE, encoding="utf-8") as fh:
-            for line in fh:
-                try:
-                    record = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(record, dict):
-                    yield record
+        for _, record in read_lines(folder / METRICS_FILE, dict[str, Any],
+                                    check=MetricFields):
+            if record is not None:
+                yield record
     except OSError:
         return
+
 
 class SessionFile(msgspec.Struct):
     """session.json: the session's configuration (``HubConfig.to_json``, checked by
@@ -102,8 +113,8 @@ class OutputDir:
             return None
         version, finished = 0, False
         for record in metric_records(self.path):
-            version = max(version, int(record.get("version", 0)))
-            finished = finished or bool(record.get("final"))
+            fields = msgspec.convert(record, MetricFields)
+            version, finished = max(version, fields.version), finished or fields.final
         running = holder(self.path)
         return {"config": saved.config, "version": version, "finished": finished,
                 "running": running,
@@ -141,23 +152,24 @@ class OutputDir:
             fh.write(json.dumps(record, sort_keys=True) + "\n")
 
     def cut_metrics(self, version: int) -> int:
-        """Drop the records after ``version`` (a resume replays them); how many went."""
+        """Drop the records after ``version`` (a resume replays them), and the damaged
+        lines (each said; the file as it was is kept beside it first); how many went.
+        OSError when the file cannot be read or written."""
         path = self.path / METRICS_FILE
-        if not path.exists():
-            return 0
-        kept, dropped = [], 0
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:  # a line torn by a crash
-                dropped += 1
-                continue
-            if isinstance(record, dict) and int(record.get("version", 0)) > version:
+        kept, dropped, damaged = [], 0, False
+        for raw, record in read_lines(path, MetricFields):
+            damaged = damaged or record is None
+            if record is None or record.version > version:
                 dropped += 1
             else:
-                kept.append(line + "\n")
+                kept.append(raw.rstrip(b"\r\n") + b"\n")
+        if damaged:
+            copy = keep_damaged(path)
+            log.warning("%s: its damaged lines are dropped; %s", path,
+                        f"the file as it was is kept as {copy.name}" if copy
+                        else "no copy of it could be kept")
         if dropped:
-            atomic_write(path, "".join(kept).encode())
+            atomic_write(path, b"".join(kept))
         return dropped
 
     def save_checkpoint(self, state: dict[str, Any]) -> None:
