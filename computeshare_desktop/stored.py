@@ -14,7 +14,10 @@ in a process and keeps one copy of each damaged content.
 
 A JSON-lines file (metrics.jsonl) reads line by line (``read_lines``): a damaged line is
 skipped, said with its line number; a reader that rewrites the file without it keeps the
-file as it was beside itself first (``keep_damaged``).
+file as it was beside itself first (``keep_damaged``). A cache's manifest reads through
+``read_manifest``: another layout's is prepared again, quietly. A reader that refuses a
+damaged file rather than fall back, or that reads a file another program owns (a saved
+dataset's state.json), decodes it with ``decode_stored``, which keeps no copy.
 """
 
 from __future__ import annotations
@@ -199,3 +202,51 @@ def _json_value(raw: bytes) -> Any:
         return json.loads(raw)
     except ValueError:
         raise error from None
+
+
+# ------------------------------------------------------------------ caches, foreign files
+class Manifest(msgspec.Struct, kw_only=True):
+    """A cache's manifest (its meta.json, written last): ``format`` is the layout of the
+    cache it describes. Each cache's Struct adds its own fields."""
+
+    format: int
+
+
+class _Layout(msgspec.Struct):
+    format: int | None = None  # None: a manifest that does not say
+
+
+M = TypeVar("M", bound=Manifest)
+
+
+def read_manifest(path: str | os.PathLike[str], kind: type[M], layout: int) -> M | None:
+    """The manifest ``path`` decoded as ``kind`` when it describes a cache of ``layout``;
+    None, and the cache is prepared again, when it is missing, of another layout (not
+    said: nothing is wrong) or damaged (said and kept beside itself, as ``read_stored``
+    does: the next preparation replaces it)."""
+    def other(found: _Layout) -> None:
+        if found.format == layout:  # this layout, damaged: said with ``kind``'s error
+            raise msgspec.ValidationError(f"a damaged manifest of layout {layout}")
+        return None
+
+    manifest = read_stored(path, kind, None, older=[(_Layout, other)])
+    return manifest if manifest is not None and manifest.format == layout else None
+
+
+def decode_stored(path: str | os.PathLike[str], kind: Any, raw: bytes | None = None) -> Any:
+    """``path`` decoded as ``kind`` (from ``raw``, its bytes, when the caller has read
+    them), for a reader that refuses a damaged file rather than fall back and replace it,
+    or that reads a file another program owns: nothing is logged and no copy is kept
+    (the caller says what was wrong).
+
+    Raises:
+        FileNotFoundError: there is no file (``raw`` None).
+        OSError: it cannot be read (``raw`` None).
+        Damaged: it is not what ``kind`` holds (its ``kept`` None).
+    """
+    target = Path(path)
+    data = target.read_bytes() if raw is None else raw
+    try:
+        return msgspec.json.decode(data, type=kind)
+    except msgspec.DecodeError as exc:
+        raise Damaged(target, str(exc), None) from None

@@ -17,15 +17,21 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from ..errors import ConfigError
+from ..stored import Damaged, decode_stored
 from .folders import UNKNOWN_CLASS, Skipped, folder_name, hold_out_per_class
 from .image_cache import FORMAT, Cancel, Item, Prepared, Progress, Source, prepare_images
+
+log = logging.getLogger(__name__)
 
 HF_EXTRA = "pip install 'computeshare-desktop[hf]'"
 INFO, STATE, DICT = "dataset_info.json", "state.json", "dataset_dict.json"
@@ -318,20 +324,45 @@ def hf_key(splits: Sequence[Split], chosen: Columns, *extra: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
+class DataFile(msgspec.Struct):
+    """One of a split's Arrow files, as its state.json lists it."""
+
+    filename: str
+
+
+class SplitState(msgspec.Struct):
+    """A split's state.json, which ``datasets`` writes: the two fields a cache key uses
+    (its other fields are ignored)."""
+
+    fingerprint: str | None = msgspec.field(default=None, name="_fingerprint")
+    data_files: list[DataFile] = msgspec.field(default_factory=list, name="_data_files")
+
+
 def _stamp(split: Split) -> list[Any]:
     """What says a split's files are the same: its folder, fingerprint and files' stats."""
-    try:
-        state = json.loads((split.folder / STATE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        state = {}
     files = []
-    for entry in state.get("_data_files", []) if isinstance(state, dict) else []:
-        path = split.folder / str(entry.get("filename", ""))
+    state = _state(split.folder / STATE)
+    for entry in state.data_files:
+        path = split.folder / entry.filename
         stat = path.stat() if path.is_file() else None
         files.append([path.name, stat.st_size if stat else -1, stat.st_mtime_ns if stat
                       else -1])
-    return [str(split.folder), state.get("_fingerprint") if isinstance(state, dict) else None,
-            files]
+    return [str(split.folder), state.fingerprint, files]
+
+
+def _state(path: Path) -> SplitState:
+    """A split's state.json; an empty one when it is missing or damaged (said: the
+    cache is then keyed by the folder and the columns alone). The file is the
+    dataset's, so no copy of it is written beside it."""
+    try:
+        state: SplitState = decode_stored(path, SplitState)
+    except FileNotFoundError:
+        return SplitState()
+    except (Damaged, OSError) as exc:
+        log.warning("cannot read %s (%s): its cache is keyed without its fingerprint", path,
+                    exc.reason if isinstance(exc, Damaged) else exc)
+        return SplitState()
+    return state
 
 
 def _kind(feature: Any) -> str:

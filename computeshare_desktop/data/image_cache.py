@@ -11,20 +11,21 @@ chooses the cache folder (its key says what the images were prepared from).
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import time
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Annotated, Any, BinaryIO
 
+import msgspec
 import numpy as np
 
 from ..errors import ComputeShareError, ConfigError
 from ..files import atomic_write
 from ..pacing import Throttle
+from ..stored import Manifest, read_manifest, stored_bytes
 from .arrays import ArrayDataset, mapped_splits
 from .folders import UNREADABLE, Skipped, cover
 from .info import DatasetInfo
@@ -121,21 +122,43 @@ def prepare_images(source: Source, folder: Path, *, image_size: int = 0,
     return prepared
 
 
+Size = Annotated[int, msgspec.Meta(ge=1)]
+Count = Annotated[int, msgspec.Meta(ge=0)]
+
+
+class ImageMeta(Manifest, kw_only=True):
+    """A prepared cache's meta.json (written last: a cut preparation is no cache)."""
+
+    name: str  # the data's name for people and workers
+    channels: Size
+    height: Size
+    width: Size
+    classes: tuple[str, ...]  # in label order
+    train: Count  # the images of each split, training first
+    test: Count
+    mean: tuple[float, ...]  # per channel, from the training images, in [0, 1]
+    std: tuple[float, ...]
+    skipped: Skipped = msgspec.field(default_factory=Skipped)  # what was left out
+    root: str = ""  # where the images came from, as the log names it
+
+    def __post_init__(self) -> None:
+        self.info()  # a ValueError here: the manifest is damaged (msgspec says which)
+
+    def info(self) -> DatasetInfo:
+        """The images' info, statistics included."""
+        return DatasetInfo(self.name, self.channels, self.height, self.width,
+                           len(self.classes), self.mean, self.std, self.classes)
+
+
 def _load(folder: Path) -> Prepared | None:
-    """The cache in ``folder``, or None when it is not (wholly) there."""
-    try:
-        meta = json.loads((folder / META).read_text(encoding="utf-8"))
-        if meta.get("format") != FORMAT:
-            return None
-        info = DatasetInfo(meta["name"], meta["channels"], meta["height"], meta["width"],
-                           len(meta["classes"]), tuple(meta["mean"]), tuple(meta["std"]),
-                           tuple(meta["classes"]))
-        splits = mapped_splits(folder / IMAGES, folder / LABELS, info, meta["train"],
-                               meta["test"])
-        skipped = Skipped.from_json(meta["skipped"])
-    except (OSError, ValueError, KeyError, TypeError):
+    """The cache in ``folder``, or None when it is not (wholly) there (a damaged
+    meta.json is said and kept aside)."""
+    meta = read_manifest(folder / META, ImageMeta, FORMAT)
+    if meta is None:
         return None
-    return None if splits is None else Prepared(*splits, skipped, cached=True)
+    splits = mapped_splits(folder / IMAGES, folder / LABELS, meta.info(), meta.train,
+                           meta.test)
+    return None if splits is None else Prepared(*splits, meta.skipped, cached=True)
 
 
 @dataclass(slots=True)
@@ -163,11 +186,12 @@ def _build(source: Source, folder: Path, image_size: int, progress: Progress | N
                           f"images could be read, in {len(trained)} class(es): a classifier "
                           f"needs 2 classes or more and a test image")
     atomic_write(folder / LABELS, writer.labels.tobytes())
-    meta = {"format": FORMAT, "name": source.name, "channels": plan.channels,
-            "height": plan.height, "width": plan.width, "classes": list(source.classes),
-            "train": writer.train, "test": writer.test, **writer.statistics(),
-            "skipped": source.skipped.to_json(), "root": source.where}
-    atomic_write(folder / META, json.dumps(meta, indent=1).encode("utf-8"))
+    mean, std = writer.statistics()
+    meta = ImageMeta(format=FORMAT, name=source.name, channels=plan.channels,
+                     height=plan.height, width=plan.width, classes=tuple(source.classes),
+                     train=writer.train, test=writer.test, mean=mean, std=std,
+                     skipped=source.skipped, root=source.where)
+    atomic_write(folder / META, stored_bytes(meta))
     seconds = time.monotonic() - started
     log.info("%s: prepared %d images at %d×%d×%d in %.1f s (%.0f images/s)", source.where,
              writer.train + writer.test, plan.channels, plan.height, plan.width, seconds,
@@ -256,13 +280,13 @@ class _Writer:
         self.sums += flat.sum(axis=1)
         self.squares += (flat * flat).sum(axis=1)
 
-    def statistics(self) -> dict[str, list[float]]:
+    def statistics(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
         """The training images' per-channel mean and standard deviation (in [0, 1])."""
         values = max(1, self.train * self.plan.width * self.plan.height)
         mean = self.sums / values
         std = np.sqrt(np.maximum(self.squares / values - mean * mean, 0.0))
-        return {"mean": [round(float(m), DIGITS) for m in mean],
-                "std": [round(max(float(s), MIN_STD), DIGITS) for s in std]}
+        return (tuple(round(float(m), DIGITS) for m in mean),
+                tuple(round(max(float(s), MIN_STD), DIGITS) for s in std))
 
     def _report(self, done: int, total: int) -> None:
         text = f"preparing {_label(self.source)}: {done:,} of {total:,} images"

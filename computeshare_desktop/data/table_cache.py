@@ -19,16 +19,19 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
+import msgspec
 import numpy as np
 
 from ..errors import ConfigError
 from ..files import atomic_write
+from ..stored import Manifest, read_manifest, stored_bytes
 from .arrays import ArrayDataset, mapped_splits
 from .factory import default_cache_dir
 from .folders import folder_name, hold_out_per_class
 from .image_cache import Cancel, Progress
-from .info import table_info
+from .info import DatasetInfo, table_info
 from .mapped import DIGITS, MIN_STD
 from .table_test import Schema
 from .table_progress import RowWatch
@@ -103,21 +106,38 @@ def _key(path: Path, label: str, test_fraction: float | None, input: str = "") -
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
+class TableMeta(Manifest, kw_only=True):
+    """A prepared table's meta.json (written last: a cut preparation is no cache)."""
+
+    name: str  # the data's name (``table_name``)
+    label: str = ""  # the label column
+    classes: tuple[str, ...]  # in label order
+    features: tuple[str, ...]  # COLUMN, or COLUMN=VALUE for a one-hot text column
+    encoded: tuple[str, ...] = ()  # the one-hot encoded text columns
+    train: Annotated[int, msgspec.Meta(ge=0)]  # the rows of each split, training first
+    test: Annotated[int, msgspec.Meta(ge=0)]
+    mean: tuple[float, ...]  # per feature, from the training split
+    std: tuple[float, ...]
+    source: str = ""  # the table's path, as the log names it
+    schema: Schema  # how the rows were read (its key: the cache folder's name, on loading)
+
+    def __post_init__(self) -> None:
+        self.info()  # a ValueError here: the manifest is damaged (msgspec says which)
+
+    def info(self) -> DatasetInfo:
+        """The table's info, statistics included."""
+        return table_info(self.name, len(self.features), len(self.classes), self.mean,
+                          self.std, self.classes, self.features)
+
+
 def _load(folder: Path) -> PreparedTable | None:
-    """The cache in ``folder``, or None when it is not (wholly) there."""
-    try:
-        meta = json.loads((folder / META).read_text(encoding="utf-8"))
-        if meta.get("format") != FORMAT:
-            return None
-        features = tuple(meta["features"])
-        info = table_info(meta["name"], len(features), len(meta["classes"]),
-                          tuple(meta["mean"]), tuple(meta["std"]), tuple(meta["classes"]),
-                          features)
-        splits = mapped_splits(folder / ROWS, folder / LABELS, info, meta["train"],
-                               meta["test"])
-        schema = Schema.from_json({**meta["schema"], "key": folder.name})
-    except (OSError, ValueError, KeyError, TypeError):
+    """The cache in ``folder``, or None when it is not (wholly) there (a damaged
+    meta.json is said and kept aside)."""
+    meta = read_manifest(folder / META, TableMeta, FORMAT)
+    if meta is None:
         return None
+    splits = mapped_splits(folder / ROWS, folder / LABELS, meta.info(), meta.train, meta.test)
+    schema = dataclasses.replace(meta.schema, key=folder.name)
     return None if splits is None else PreparedTable(*splits, cached=True, schema=schema)
 
 
@@ -143,12 +163,12 @@ def _build(path: Path, folder: Path, label: str, test_fraction: float | None,
     watch.check()  # the last chance: from here on the cache is written
     atomic_write(folder / ROWS, np.ascontiguousarray(rows, dtype=np.float32).tobytes())
     atomic_write(folder / LABELS, np.ascontiguousarray(labels[ordered]).tobytes())
-    meta = {"format": FORMAT, "name": table_name(path), "label": layout.label,
-            "classes": list(layout.classes), "features": list(layout.features),
-            "encoded": list(layout.encoded), "train": len(train), "test": len(test),
-            "mean": [float(m) for m in mean], "std": [float(s) for s in std],
-            "source": str(path), "schema": _schema(layout).to_json()}
-    atomic_write(folder / META, json.dumps(meta, indent=1).encode("utf-8"))
+    meta = TableMeta(format=FORMAT, name=table_name(path), label=layout.label,
+                     classes=tuple(layout.classes), features=tuple(layout.features),
+                     encoded=tuple(layout.encoded), train=len(train), test=len(test),
+                     mean=tuple(float(m) for m in mean), std=tuple(float(s) for s in std),
+                     source=str(path), schema=_schema(layout))
+    atomic_write(folder / META, stored_bytes(meta))
     log.info("%s: prepared %d rows (%d train, %d test) of %d features and %d classes in "
              "%.1f s", path.name, layout.rows, len(train), len(test), len(layout.features),
              len(layout.classes), time.monotonic() - started)

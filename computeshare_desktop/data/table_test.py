@@ -18,15 +18,17 @@ import hashlib
 import json
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated
 
+import msgspec
 import numpy as np
 
 from ..errors import ConfigError
 from ..files import atomic_write
+from ..stored import Manifest, read_manifest, stored_bytes
 from .arrays import ArrayDataset, mapped_splits
 from .folders import EXAMPLES, Skipped, is_folder_spec
 from .image_cache import Cancel, Progress
@@ -53,19 +55,14 @@ class Schema:
     # with its one-hot values (empty: a number column)
     key: str  # the training table's cache key (its file, label and split)
 
-    def to_json(self) -> dict[str, Any]:
-        """A plain dict (the table cache's meta.json keeps it)."""
-        return {"label": self.label, "numbered": self.numbered, "classes": list(self.classes),
-                "columns": [[name, list(values)] for name, values in self.columns],
-                "key": self.key}
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Schema:
-        """Inverse of ``to_json``."""
-        return cls(str(data["label"]), bool(data["numbered"]),
-                   tuple(str(c) for c in data["classes"]),
-                   tuple((str(n), tuple(str(v) for v in values))
-                         for n, values in data["columns"]), str(data["key"]))
+class TableTestMeta(Manifest, kw_only=True):
+    """A prepared test table's meta.json (written last: a cut preparation is no cache)."""
+
+    rows: Annotated[int, msgspec.Meta(ge=0)]  # the test rows kept
+    skipped: Skipped = msgspec.field(default_factory=Skipped)  # the rows left out, by kind
+    source: str = ""  # the test table's path, as the log names it
+    train: str = ""  # the training table's cache key
 
 
 def prepare_table_test(spec: str, train: ArrayDataset, schema: Schema, *, cache_dir: Path,
@@ -109,19 +106,16 @@ def _key(path: Path, schema: Schema, aliases: Sequence[str]) -> str:
 
 
 def _load(folder: Path, train: ArrayDataset) -> ArrayDataset | None:
-    """The prepared test rows in ``folder`` (what was skipped said again), or None."""
-    try:
-        meta = json.loads((folder / META).read_text(encoding="utf-8"))
-        if meta.get("format") != FORMAT:
-            return None
-        rows, skipped = int(meta["rows"]), Skipped.from_json(meta["skipped"])
-        splits = mapped_splits(folder / ROWS, folder / LABELS, train.info, 0, rows)
-    except (OSError, ValueError, KeyError, TypeError):
+    """The prepared test rows in ``folder`` (what was skipped said again), or None (a
+    damaged meta.json is said and kept aside)."""
+    meta = read_manifest(folder / META, TableTestMeta, FORMAT)
+    if meta is None:
         return None
+    splits = mapped_splits(folder / ROWS, folder / LABELS, train.info, 0, meta.rows)
     if splits is None:
         return None
-    for line in skipped.lines():
-        log.warning("%s (test table): %s", meta.get("source", folder), line)
+    for line in meta.skipped.lines():
+        log.warning("%s (test table): %s", meta.source or folder, line)
     return splits[1]
 
 
@@ -139,9 +133,9 @@ def _build(path: Path, folder: Path, train: ArrayDataset, schema: Schema,
     watch.check()  # the last chance: from here on the cache is written
     atomic_write(folder / ROWS, np.ascontiguousarray(rows, dtype=np.float32).tobytes())
     atomic_write(folder / LABELS, np.ascontiguousarray(labels, dtype=np.int64).tobytes())
-    meta = {"format": FORMAT, "rows": len(labels), "skipped": reader.skipped.to_json(),
-            "source": str(path), "train": schema.key}
-    atomic_write(folder / META, json.dumps(meta, indent=1).encode("utf-8"))
+    meta = TableTestMeta(format=FORMAT, rows=len(labels), skipped=reader.skipped,
+                         source=str(path), train=schema.key)
+    atomic_write(folder / META, stored_bytes(meta))
     for line in reader.skipped.lines():
         log.warning("%s (test table): %s", path, line)
     log.info("%s: prepared %d test rows of %d features (the training split's statistics)",
