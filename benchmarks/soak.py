@@ -2,11 +2,12 @@
 
 The hub is a real ``computeshare host`` process on 127.0.0.1 (simplenet on mnist-sample,
 zstd, practically endless rounds, no test evaluation unless ``--eval-every``); the workers
-are ``SimWorker`` threads of this process (see ``soak_worker``): real ZeroMQ, SPAKE2
-pairing, CURVE, shards, long-polls and heartbeats, but a fixed random gradient instead of
-compute. Every ``--churn-every`` seconds one worker goes, in turn: goodbye (a newcomer pairs
-in its place), goodbye and rejoin with the same key, vanish (the hub reaps it), stall (the
-watchdog frees its shard).
+are ``SimWorker`` threads of this process (see ``soak_worker``), each running the real
+``WorkerDriver``: real ZeroMQ, SPAKE2 pairing, CURVE, shards, long-polls and heartbeats, but
+a fixed random gradient (testbed's ``FakeCompute``) instead of compute. Every
+``--churn-every`` seconds one worker goes, in turn: goodbye (a newcomer pairs in its place),
+goodbye and rejoin with the same key, vanish (the hub reaps it), stall (the watchdog frees
+its shard).
 
 Every ``--sample-every`` seconds it reads the hub's VmRSS and open file descriptors from
 /proc. The first ``--warmup`` of the run (from the moment every worker trains) is warm-up;

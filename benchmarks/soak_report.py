@@ -52,7 +52,8 @@ Machine: {record['machine']['cpus']} CPUs ({record['machine']['cpu']}), Python
 Setup: a real `computeshare host` process on 127.0.0.1 (simplenet, mnist-sample,
 {a['codec']}, {a['workers']} shards, endless rounds, {evaluations(a['eval_every'])}, a
 checkpoint every 50 rounds, `-v` log to a file) and {a['workers']} simulated workers,
-threads of the benchmark process (`benchmarks/soak_worker.py`). Each comes from its own
+threads of the benchmark process (`benchmarks/soak_worker.py`) that run the real worker
+driver (`worker/driver.py`: its retries, heartbeat and give-up rule). Each comes from its own
 loopback address (127.1.x.y, as machines on a LAN), pairs with the PIN (SPAKE2), joins over
 CURVE, downloads its shard, heart-beats every second on its own socket, long-polls for each
 version and pushes a fixed random N(0, 1e-3) gradient of the model's size (its sign
