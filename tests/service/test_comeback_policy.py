@@ -10,7 +10,8 @@ from computeshare_desktop.service.join import JoinPlan, JoinService
 
 
 def worker(code: str | None) -> JoinService:
-    service = JoinService(JoinPlan(target=JoinTarget("127.0.0.1", 9, "127.0.0.1:9"), pin="", name="w"))
+    target = JoinTarget("127.0.0.1", 9, "127.0.0.1:9")
+    service = JoinService(JoinPlan(target=target, pin="", name="w"))
     service.error_code = code
     return service
 
