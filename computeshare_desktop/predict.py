@@ -16,7 +16,6 @@ Qt-free; the command line only parses and prints.
 from __future__ import annotations
 
 import csv
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from .data.folders import cover
 from .errors import ConfigError
 from .evaluation import PROGRAM_SUFFIX, SavedModel, load_program_model, load_saved_model
 from .hub.outputs import CLASSES_FILE, FEATURES_FILE
+from .stored import Damaged, decode_stored
 
 IMAGE_KINDS = "PNG, JPEG, BMP or WebP"
 _MODES = {1: "L", 3: "RGB", 4: "RGBA"}  # Pillow's mode for a model's channels
@@ -168,12 +168,12 @@ def _read_names(path: Path, what: str) -> tuple[str, ...] | None:
     if not path.is_file():
         return None
     try:
-        names = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        names: tuple[str, ...] = decode_stored(path, tuple[str, ...])
+    except Damaged as exc:  # predict stops: the names would be a guess
+        raise ConfigError(f"{path} is not a JSON list of {what} ({exc.reason})") from None
+    except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from None
-    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        raise ConfigError(f"{path} is not a JSON list of {what}")
-    return tuple(names)
+    return names
 
 
 def read_image(path: Path, shape: tuple[int, ...]) -> torch.Tensor:

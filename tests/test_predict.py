@@ -22,7 +22,7 @@ from computeshare_desktop.hub.outputs import (CLASSES_FILE, MODEL_FILE, PROGRAM_
                                              OutputDir)
 from computeshare_desktop.models import build_model
 from computeshare_desktop.predict import (Prediction, Unread, cover, load_predictor,
-                                          read_image, read_rows)
+                                          read_classes, read_image, read_rows)
 
 IMAGES = 20  # test images written as PNG files
 
@@ -256,3 +256,21 @@ def test_evaluate_beside_a_damaged_session_json_uses_the_defaults_and_says_so(
     told = said.err + caplog.text  # the command line's own handler, or the root's
     assert "Expected `object`, got `array`" in told and "$.config" in told
     assert list(folder.glob(f"{SESSION_FILE}.damaged-*"))
+
+
+@pytest.mark.parametrize("text, said", [
+    ('{"0": "cat"}', "Expected `array`, got `object`"),
+    ('["cat", 2]', "Expected `str`, got `int` - at `$[1]`"),
+    ('["cat" "dog"]', "JSON is malformed"),
+    ('["cat", "dog"', "truncated"),
+])
+def test_a_damaged_classes_json_is_a_clear_error(tmp_path, text, said):
+    path = tmp_path / CLASSES_FILE
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as raised:
+        read_classes(path)
+    assert str(raised.value).startswith(f"{path} is not a JSON list of class names (")
+    assert said in str(raised.value)
+    assert not list(tmp_path.glob("*.damaged-*"))  # predict refuses: nothing to keep
+    path.write_text('["cat", "dög"]', encoding="utf-8")  # as the hub writes it
+    assert read_classes(path) == ("cat", "dög") and read_classes(tmp_path / "none") is None

@@ -18,15 +18,18 @@ runs unlocked, as before.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
+
+import msgspec
 
 from ..errors import FolderInUseError
+from ..stored import Damaged, decode_stored
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +37,7 @@ LOCK_FILE = ".computeshare.lock"
 TAKE_TRIES = 10  # a probe (Recent sessions, a dialog) holds the lock for microseconds
 TAKE_PAUSE_S = 0.03
 WINDOWS_LOCK_AT = 1 << 20  # the locked byte, past what the file says: readable while held
+_SAID: set[tuple[str, bytes]] = set()  # (lock file, its damaged bytes) warned of
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,14 +100,32 @@ def _still_named(fd: int, folder: Path) -> bool:
     return (named.st_dev, named.st_ino) == (mine.st_dev, mine.st_ino)
 
 
-def _read(fd: int) -> Holder:
-    os.lseek(fd, 0, os.SEEK_SET)
+class LockFile(msgspec.Struct):
+    """What the lock file says, padded with spaces: ``{"pid": 1234, "port": 7070}``."""
+
+    pid: Annotated[int, msgspec.Meta(gt=0)]
+    port: int | None = None  # None (or 0) until it listens
+
+
+def _read(fd: int, folder: Path) -> Holder:
+    """Who holds ``fd``'s lock, as its file says; Holder(0, None) when it says nothing
+    yet (taken this instant) or is damaged (said once; the file is its holder's and
+    goes with it, so no copy is kept)."""
     try:
-        data = json.loads(os.read(fd, 4096).decode("utf-8"))
-        port = data.get("port")
-        return Holder(int(data["pid"]), int(port) if port else None)
-    except (ValueError, TypeError, KeyError, AttributeError, OSError):
+        os.lseek(fd, 0, os.SEEK_SET)
+        raw = os.read(fd, 4096)
+    except OSError:
+        return Holder(0, None)
+    if not raw.strip():
         return Holder(0, None)  # taken this instant, not written yet
+    try:
+        found: LockFile = decode_stored(folder / LOCK_FILE, LockFile, raw)
+    except Damaged as exc:
+        if (str(exc.path), raw) not in _SAID:
+            _SAID.add((str(exc.path), raw))
+            log.warning("%s: the session holding it cannot be named", exc)
+        return Holder(0, None)
+    return Holder(found.pid, found.port or None)
 
 
 def holder(folder: str | os.PathLike[str]) -> Holder | None:
@@ -117,7 +139,7 @@ def holder(folder: str | os.PathLike[str]) -> Holder | None:
         if _try_lock(fd):
             _unlock(fd)
             return None
-        return _read(fd)
+        return _read(fd, Path(folder))
     except OSError:
         return None
     finally:
@@ -150,7 +172,7 @@ class FolderLock:
                     fd = _open(path)
                     continue
                 if attempt == TAKE_TRIES - 1:
-                    raise FolderInUseError(path, _read(fd))
+                    raise FolderInUseError(path, _read(fd, path))
                 time.sleep(TAKE_PAUSE_S)
         except OSError as exc:
             log.warning("%s cannot be locked (%s): a second session in it is not refused",
@@ -173,7 +195,7 @@ class FolderLock:
         """Write this process's PID and ``port`` in the lock file."""
         if self._fd is None:
             return
-        data = json.dumps({"pid": os.getpid(), "port": port}).encode()
+        data = msgspec.json.encode(LockFile(os.getpid(), port))
         try:
             os.lseek(self._fd, 0, os.SEEK_SET)
             os.write(self._fd, data.ljust(64))  # never shorter: no truncate needed

@@ -4,6 +4,8 @@ and a process killed with SIGKILL leaves the folder free at once."""
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import signal
 import subprocess
@@ -13,7 +15,7 @@ import textwrap
 import pytest
 
 from computeshare_desktop.errors import ExitCode, FolderInUseError
-from computeshare_desktop.hub.folder_lock import LOCK_FILE, FolderLock, holder
+from computeshare_desktop.hub.folder_lock import LOCK_FILE, FolderLock, Holder, holder
 from computeshare_desktop.service.options import check_output_folder
 
 CHILD = textwrap.dedent("""
@@ -73,3 +75,36 @@ def test_a_killed_holder_leaves_no_lock(tmp_path):
         child.wait()
     assert holder(tmp_path) is None
     FolderLock.take(tmp_path).release()
+
+
+def write_lock(folder, content: bytes) -> None:
+    with open(folder / LOCK_FILE, "r+b") as fh:  # over what the holder wrote
+        fh.write(content.ljust(64))
+
+
+def test_what_the_lock_file_says_decodes_and_a_damaged_one_is_said_once(tmp_path, caplog):
+    lock = FolderLock.take(tmp_path, port=7070)
+    try:
+        assert holder(tmp_path) == Holder(os.getpid(), 7070)
+        write_lock(tmp_path, json.dumps({"pid": 4321, "port": None}).encode())  # as before
+        assert holder(tmp_path) == Holder(4321, None)
+        write_lock(tmp_path, b"")  # taken this instant, not written yet: nothing to say
+        with caplog.at_level(logging.WARNING):
+            assert holder(tmp_path) == Holder(0, None)
+        assert not caplog.records
+        for content, said in [(b'{"pid": "me", "port": 7070}', "Expected `int`, got `str`"
+                                                                 " - at `$.pid`"),
+                              (b'{"pid": 0}', "Expected `int` >= 1 - at `$.pid`"),
+                              (b'{"pid": 12, "port": "x"}', "at `$.port`")]:
+            write_lock(tmp_path, content)
+            caplog.clear()
+            with caplog.at_level(logging.WARNING):
+                assert holder(tmp_path) == Holder(0, None)
+                with pytest.raises(FolderInUseError, match="process 0"):
+                    FolderLock.take(tmp_path)
+            [record] = caplog.records  # once, however often it is read
+            assert said in record.getMessage() and LOCK_FILE in record.getMessage()
+        assert not list(tmp_path.glob("*.damaged-*"))  # the holder's file: no copy
+    finally:
+        lock.release()
+    assert holder(tmp_path) is None
