@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -32,6 +32,7 @@ from .folders import UNKNOWN_CLASS, Skipped, folder_name, hold_out_per_class
 from .image_cache import FORMAT, Cancel, Item, Prepared, Progress, Source, prepare_images
 
 log = logging.getLogger(__name__)
+F = TypeVar("F", bound=msgspec.Struct)
 
 HF_EXTRA = "pip install 'computeshare-desktop[hf]'"
 INFO, STATE, DICT = "dataset_info.json", "state.json", "dataset_dict.json"
@@ -143,7 +144,8 @@ def _load(root: Path) -> Any:
     try:
         with quiet_progress():
             return hf_datasets().load_from_disk(str(root))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        # AttributeError: datasets' own reader of a damaged dataset_info.json
         raise ConfigError(f"{root} could not be read as a Hugging Face dataset: "
                           f"{exc}") from None
 
@@ -352,17 +354,23 @@ def _stamp(split: Split) -> list[Any]:
 
 def _state(path: Path) -> SplitState:
     """A split's state.json; an empty one when it is missing or damaged (said: the
-    cache is then keyed by the folder and the columns alone). The file is the
-    dataset's, so no copy of it is written beside it."""
+    cache is then keyed by the folder and the columns alone)."""
+    return dataset_file(path, SplitState(), "its cache is keyed without its fingerprint")
+
+
+def dataset_file(path: Path, empty: F, instead: str) -> F:
+    """A JSON file ``datasets`` wrote (state.json, dataset_info.json...) decoded as
+    ``empty``'s type; ``empty`` when it is missing, or damaged (said, with ``instead``:
+    what is done without it). The file is the dataset's: no copy is written beside it."""
     try:
-        state: SplitState = decode_stored(path, SplitState)
+        found: F = decode_stored(path, type(empty))
     except FileNotFoundError:
-        return SplitState()
+        return empty
     except (Damaged, OSError) as exc:
-        log.warning("cannot read %s (%s): its cache is keyed without its fingerprint", path,
-                    exc.reason if isinstance(exc, Damaged) else exc)
-        return SplitState()
-    return state
+        log.warning("cannot read %s (%s): %s", path,
+                    exc.reason if isinstance(exc, Damaged) else exc, instead)
+        return empty
+    return found
 
 
 def _kind(feature: Any) -> str:

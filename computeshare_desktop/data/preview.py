@@ -8,18 +8,18 @@ here decodes a whole dataset, so a folder of 100k images previews in the time of
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import msgspec
 import numpy as np
 
 from ..errors import ConfigError
 from .folders import UNREADABLE, Entry, Layout, folder_name, scan
-from .hf import (DICT, INFO, class_names, columns, image_reader, is_hf_spec, label_column,
-                 open_splits, reads_images, row_classes)
+from .hf import (DICT, INFO, class_names, columns, dataset_file, image_reader, is_hf_spec,
+                 label_column, open_splits, reads_images, row_classes)
 from .image_cache import DEFAULT_SIZE, Item
 from .tables import TABLE_SUFFIXES, read_head
 
@@ -223,10 +223,9 @@ def preview_hf(path: Path, *, input: str = "", label: str = "") -> Preview:
     columns: list[str] = []
     for split in splits:
         folder = path / split if split else path
-        info = _json(folder / INFO)
-        columns = columns or list((info.get("features") or {}).keys())
-        rows = sum(int(f.get("num_examples", 0)) for f in
-                   (info.get("splits") or {}).values() if isinstance(f, dict))
+        info = dataset_file(folder / INFO, InfoFile(), "the preview shows less")
+        columns = columns or list(info.features or {})
+        rows = sum(f.num_examples for f in (info.splits or {}).values())
         parts.append(f"{split or 'one split'}" + (f" ({rows:,} rows)" if rows else ""))
     shown = Preview(HUGGING_FACE, path.name,
                     summary="Hugging Face dataset: " + (", ".join(parts) or "no splits"),
@@ -269,16 +268,28 @@ def _spread_rows(rows: list[str | None], names: tuple[str, ...]) -> list[int]:
     return order[:THUMBNAILS]
 
 
+class SplitSize(msgspec.Struct):
+    """A split as dataset_info.json counts it (its other fields are ignored)."""
+
+    num_examples: int = 0
+
+
+class InfoFile(msgspec.Struct):
+    """dataset_info.json, which ``datasets`` writes: the columns and rows a preview
+    shows before the library reads the folder (its other fields are ignored)."""
+
+    features: dict[str, Any] | None = None  # each column's type, by name, in order
+    splits: dict[str, SplitSize] | None = None
+
+
+class DictFile(msgspec.Struct):
+    """dataset_dict.json: the split folders of a DatasetDict."""
+
+    splits: list[str] = []
+
+
 def _hf_splits(path: Path) -> list[str]:
     """The split folders a dataset dict names, or [""] for a single dataset."""
     if (path / DICT).is_file():
-        return [str(s) for s in _json(path / DICT).get("splits", [])]
+        return dataset_file(path / DICT, DictFile(), "the preview shows no split").splits
     return [""]
-
-
-def _json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}

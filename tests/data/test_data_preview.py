@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,27 @@ def test_kinds_and_a_hugging_face_folder_read_from_its_metadata(tmp_path):
     assert shown.summary == "Hugging Face dataset: train (90 rows), test (10 rows)"
     assert shown.columns == ("image", "labels")
 
+
+
+def test_a_damaged_hugging_face_metadata_file_is_said_and_previews_less(tmp_path, caplog):
+    hf = tmp_path / "beans"
+    (hf / "train").mkdir(parents=True)
+    (hf / "train" / "state.json").write_text("{}", encoding="utf-8")
+    info = hf / "train" / "dataset_info.json"
+    info.write_text(json.dumps({"features": ["image"], "splits": {
+        "train": {"num_examples": "many"}}}), encoding="utf-8")
+    (hf / "dataset_dict.json").write_text('{"splits": ["train"]}', encoding="utf-8")
+    with caplog.at_level(logging.WARNING):
+        shown = preview(str(hf))
+    assert shown.summary == "Hugging Face dataset: train" and shown.columns == ()
+    assert f"cannot read {info} (Expected `object | null`, got `array` - at `$.features`)" \
+        in caplog.text
+    (hf / "dataset_dict.json").write_text('{"splits": "train"}', encoding="utf-8")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert preview(str(hf)).summary == "Hugging Face dataset: no splits"
+    assert "Expected `array`, got `str` - at `$.splits`" in caplog.text
+    assert not list(hf.rglob("*.damaged-*"))  # the dataset's files: nothing written there
 
 def test_prepare_reports_the_skips_and_finds_its_cache(tmp_path):
     root = write_sizes(tmp_path / "pets", [(8, 8)] * 4)
