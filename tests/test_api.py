@@ -12,10 +12,11 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset
 
+from helpers_host import joining
 from computeshare_desktop import host
 from computeshare_desktop.errors import ConfigError
 from computeshare_desktop.events import Ended, Evaluated, Event, Finished, Joined, RoundClosed
-from computeshare_desktop.service import JoinPlan, JoinService, JoinTarget, Tagged
+from computeshare_desktop.service import JoinService, JoinTarget, Tagged
 from computeshare_desktop.worker import pick_device
 
 
@@ -62,7 +63,7 @@ def home(tmp_path, monkeypatch):
 def join(address: str, pin: str, heard: list[Tagged]) -> JoinService:
     """Another worker, paired with the PIN, as ``computeshare join ADDRESS`` would."""
     host_, port = address.rsplit(":", 1)
-    plan = JoinPlan(JoinTarget(host_, int(port), address), pin=pin, name="api-test-worker",
+    plan = joining(JoinTarget(host_, int(port), address), pin=pin, name="api-test-worker",
                     device=pick_device("cpu"), follow_hub=False)
     return JoinService(plan, on_event=heard.append).start()
 

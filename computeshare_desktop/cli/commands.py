@@ -16,7 +16,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-import torch
 
 from ..discovery import SessionBrowser, describe, discover, pick_session
 from ..discovery.hub_advert import resolve_interface
@@ -34,6 +33,7 @@ from ..schema import check, default, defaults, from_args
 from ..selftest import self_test as run_self_test
 from ..stored import Damaged, load_stored
 from ..service import (HostPlan, HostService, JoinPlan, JoinService, JoinTarget, Tagged,
+                       join_plan,
                        remembers)
 from ..service.comeback import run_coming_back
 from ..service.join import removed_by
@@ -218,15 +218,13 @@ def join_options(args: argparse.Namespace) -> JoinOptions:
     return options
 
 
-def join_plan(options: JoinOptions, target: JoinTarget, pin: str,
-              device: DeviceChoice) -> JoinPlan:
-    """How this command line's worker joins ``target`` (it shows the hub's events itself:
+def cli_join_plan(options: JoinOptions, target: JoinTarget, pin: str,
+                  device: DeviceChoice) -> JoinPlan:
+    """How this command line's worker joins ``target``: its flags whole, the PIN it was
+    given or asked for, and the machine named by --name (it shows the hub's events itself:
     it does not follow them)."""
-    return JoinPlan(target, pin=pin, name=options.name or worker_name(), label=options.name,
-                    device=device, give_up_s=options.give_up_s, max_rate=options.max_rate,
-                    cache_size=options.cache_size, pause_on_battery=options.pause_on_battery,
-                    follow_hub=False, wait_s=max(0.0, options.wait_s),
-                    trust_code=options.trust_code.lower())
+    return join_plan(target, dataclasses.replace(options, pin=pin), name=options.name or None,
+                     device=device, follow_hub=False)
 
 
 def join(args: argparse.Namespace) -> int:
@@ -236,13 +234,11 @@ def join(args: argparse.Namespace) -> int:
     target = _join_target(options, args)
     pin = _worker_pin(options.pin, required=not remembers(target, name),
                       why=REMOVED_WHY.get(removed_by(target, name) or "", ""))
-    if options.threads > 0:
-        torch.set_num_threads(options.threads)
     device = pick_device(options.device)
     if device.note:
         print(f"note: {device.note}", file=sys.stderr)
     view = WorkerView(quiet=args.quiet)
-    service = JoinService(join_plan(options, target, pin, device), on_event=view.on)
+    service = JoinService(cli_join_plan(options, target, pin, device), on_event=view.on)
     if hasattr(signal, "SIGUSR1") and threading.current_thread() is threading.main_thread():
         # `kill -USR1 PID` pauses the worker (the hub gives its shard to others), or resumes it
         signal.signal(signal.SIGUSR1, lambda *_: service.toggle_pause())

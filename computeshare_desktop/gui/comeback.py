@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QCheckBox
 from ..discovery import DiscoveredSession
 from ..service import JoinService, JoinTarget, Tagged
 from ..service.comeback import Return, stopped_by_host
+from .join_choices import CHOICES
 from .progress_window import ProgressWindow
 
 OFFER = "Rejoin when the host resumes this session"
@@ -47,9 +48,7 @@ def _same_hub(target: JoinTarget, session: DiscoveredSession) -> bool:
 def same_choices(old: JoinService, new: JoinService) -> JoinService:
     """``new``, sharing this machine as ``old`` did (the Join dialog's threads, speed limit
     and pause on battery): a worker that joins again keeps its person's choices."""
-    plan = old.plan
-    return new.choose(threads=plan.threads, max_rate=plan.max_rate,
-                      pause_on_battery=plan.pause_on_battery)
+    return new.choose(**{name: getattr(old.plan.options, name) for name in CHOICES})
 
 
 class Comebacks:

@@ -18,7 +18,7 @@ from ..join_options import JoinOptions
 from .fields import Editor
 from .settings import Settings
 
-CHOICES = ("threads", "max_rate", "pause_on_battery")  # JoinService.choose's keywords
+CHOICES = ("threads", "max_rate", "pause_on_battery")  # JoinOptions the dialog shows
 
 
 class WorkerChoices(QWidget):

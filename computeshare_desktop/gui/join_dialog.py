@@ -179,7 +179,7 @@ class JoinDialog(QDialog):
             self.accept()
         elif isinstance(event, Failed):
             self._failure, self._failure_code = failure(event.code, event.message), event.code
-            if event.code == "NOT_PAIRED" and not runner.plan.pin:
+            if event.code == "NOT_PAIRED" and not runner.plan.options.pin:
                 self._forget_hub(runner.target)
             elif event.code in REMOVED_BY_CODE:  # the service forgot the hub's key
                 self._remembered = lambda _: False

@@ -19,8 +19,8 @@ from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QMainWindow, QPushBu
 from ..discovery import DiscoveredSession
 from ..errors import ComputeShareError
 from ..join_options import JoinOptions
-from ..schema import default
-from ..service import HostService, JoinPlan, JoinService, Tagged, remembers
+from ..schema import defaults
+from ..service import HostService, JoinService, Tagged, join_plan, remembers
 from .assets import app_icon
 from .host_dialog import HostDialog
 from .join_dialog import JoinDialog
@@ -297,10 +297,8 @@ class MainWindow(QMainWindow):
         return dialog
 
     def _new_worker(self, target: JoinTarget, pin: str) -> JoinService:
-        runner = JoinService(JoinPlan(target, pin=pin, name=worker_name(),
-                                      device=self.probe.result,
-                                      first_contact_s=default(JoinOptions, "first_contact_s",
-                                                              "app")))
+        chosen = JoinOptions(**{**defaults(JoinOptions, "app"), "pin": pin})
+        runner = JoinService(join_plan(target, chosen, device=self.probe.result))
         self.runners.append(runner)
         return runner
 
@@ -321,7 +319,7 @@ class MainWindow(QMainWindow):
         old = window.runner
         if not isinstance(old, JoinService):
             return None
-        runner = same_choices(old, self._new_worker(old.target, old.plan.pin)).start()
+        runner = same_choices(old, self._new_worker(old.target, old.plan.options.pin)).start()
         window.confirmed = True
         window.close()
         return self._open_worker(runner, [])

@@ -5,10 +5,11 @@ remembered hubs); the views only start, stop and show. No Qt.
 """
 
 from .host import HostPlan, HostService, choose_pin
-from .join import FEED, JoinPlan, JoinService, approve_code, code_approvals, remembers
+from .join import (FEED, JoinPlan, JoinService, approve_code, code_approvals, join_plan,
+                   remembers)
 from .options import AppConfig, HostOptions, JoinTarget, host_plan
 from .threads import Tagged
 
 __all__ = ["AppConfig", "FEED", "HostOptions", "HostPlan", "HostService", "JoinPlan", "host_plan",
            "JoinService", "JoinTarget", "Tagged", "approve_code", "choose_pin",
-           "code_approvals", "remembers"]
+           "code_approvals", "join_plan", "remembers"]

@@ -97,7 +97,8 @@ def come_back(plan: JoinPlan, wait_s: float,
     if closed:
         say(f"the session has closed; joining it again once it is resumed (up to "
             f"{left:.0f} s)")
-    return JoinService(dataclasses.replace(plan, wait_s=left), on_event=on_event)
+    return JoinService(dataclasses.replace(
+        plan, options=dataclasses.replace(plan.options, wait_s=left)), on_event=on_event)
 
 
 def waiting_for(seconds: float) -> str:

@@ -37,10 +37,11 @@ from ..hub.folder_lock import FolderLock
 from ..protocol.auth import check_pin, new_pin
 from ..protocol.pake import key_fingerprint
 from ..transport import DEFAULT_PORT, HubServer, Identity, identity_path, load_or_create
-from .join import JoinPlan, JoinService
+from ..join_options import JoinOptions
+from .join import JoinService, join_plan
 from .prepare import ProgressLines, prepare
 from .threads import SERIAL, ServiceThread, Tagged
-from .options import HOSTED, HostPlan, JoinTarget, check_output_folder, worker_name
+from .options import HOSTED, HostPlan, JoinTarget, check_output_folder
 from .paired import blocked_machines, paired_machines
 
 log = logging.getLogger(__name__)
@@ -244,9 +245,9 @@ class HostService(ServiceThread):
         target = JoinTarget(host="127.0.0.1", port=port, label="this machine")
         graph = session.model.graph  # code offered (--offer-code) is this person's own:
         own = graph.manifest.program_sha256 if session.model.offers_code and graph else ""
-        plan = JoinPlan(target, pin=self.pin, name=worker_name(), role="host",
-                        device=self.plan.device, follow_hub=False, hub_key=hub.public,
-                        trust_code=own, remember_code=False)  # its worker here runs it
+        plan = join_plan(target, JoinOptions(pin=self.pin, trust_code=own), role="host",
+                         device=self.plan.device, follow_hub=False, hub_key=hub.public,
+                         remember_code=False)  # its worker here runs its person's own file
         worker = load_or_create(identity_path("worker", plan.identity))
         session.allow(worker.public, "this machine")  # it is ours: nothing to pair
         local = JoinService(plan,

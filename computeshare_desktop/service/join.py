@@ -22,7 +22,7 @@ import logging
 import queue
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from pathlib import Path
@@ -35,7 +35,7 @@ from ..join_options import JoinOptions
 from ..protocol import RejectCode
 from ..protocol.pake import key_fingerprint
 from ..protocol.ports import HubPorts
-from ..schema import default
+from ..schema import check
 from ..transport import (EventSubscriber, KnownHubs, ZmqConnector, first_reachable,
                          identity_path, load_or_create, probe_hub)
 from ..transport.keys import data_dir
@@ -45,7 +45,7 @@ from ..worker.approvals import FILE_NAME as APPROVALS_FILE
 from ..worker.battery import BatteryThread, BatteryWatch, Reader, read_power
 from ..worker.pause import PauseReason, PauseSwitch
 from .messages import refusal_message
-from .options import JoinTarget
+from .options import JoinTarget, worker_name
 from .threads import ServiceThread, Source, Tagged
 
 log = logging.getLogger(__name__)
@@ -56,36 +56,40 @@ FINISHED_GRACE_S = 3.0  # after the hub's Done, how long to wait for its Finishe
 
 @dataclass(frozen=True, slots=True)
 class JoinPlan:
-    """Which hub to join, and how this worker behaves."""
+    """Which hub to join, and how this worker behaves: the options whole, as a front end
+    holds them (the Join dialog's fields, ``join``'s flags), and what only the front end
+    knows. ``join_plan`` builds it, for every front end."""
 
     target: JoinTarget
-    pin: str = default(JoinOptions, "pin")  # "" works for a hub this machine joined before
+    options: JoinOptions = field(default_factory=JoinOptions)  # pin, threads, speed...
     name: str = "worker"  # the machine: one key (and one list of known hubs) per name
-    label: str = ""  # shown on the hub; "": the name and the device ("vm · CPU")
     role: str = ""  # "host": the host's own worker, "vm · CPU (host)", with its own key
     device: DeviceChoice | None = None  # None: the best one
-    first_contact_s: float = default(JoinOptions, "first_contact_s")  # give up this soon if
-    # the hub never answered at all
-    give_up_s: float = default(JoinOptions, "give_up_s")  # after this long without an answer
-    max_rate: float = default(JoinOptions, "max_rate")  # samples per second (0: no limit)
-    cache_size: str = default(JoinOptions, "cache_size")  # the shard cache's cap ("0": off)
     follow_hub: bool = True  # relay the hub's events too (a host's own worker has them)
-    wait_s: float = default(JoinOptions, "wait_s")  # keep trying a hub that does not listen
-    # yet, this long (scripts that start the hub and its workers together); 0: say why now
     hub_key: str | None = None  # the hub's key, when the hub already allows this worker's
     # (the host's own worker): it joins at once, without pairing
-    trust_code: str = default(JoinOptions, "trust_code")  # a sha256: run the code the hub
-    # offers if it is this file, and remember that approval for this hub
     remember_code: bool = True  # approvals are read from and written to the user's file
     # (False: the host's own worker, which runs its person's own file, keeps none)
-    pause_on_battery: bool = default(JoinOptions, "pause_on_battery")  # pause while this
-    # machine runs on battery power (no battery: never)
-    threads: int = default(JoinOptions, "threads")  # torch's CPU threads (0: torch's choice)
 
     @property
     def identity(self) -> str:
         """Whose key this worker uses (and whose list of known hubs)."""
         return f"{self.name} ({self.role})" if self.role else self.name
+
+
+def join_plan(target: JoinTarget, options: JoinOptions | None = None, *,
+              name: str | None = None, role: str = "", device: DeviceChoice | None = None,
+              follow_hub: bool = True, hub_key: str | None = None,
+              remember_code: bool = True) -> JoinPlan:
+    """The plan of ``options`` for ``target`` (ConfigError on a bad value), for the app,
+    the command line and the host's own worker alike; ``name``: the machine, whose key it
+    uses (None: this machine's name)."""
+    chosen = options if options is not None else JoinOptions()
+    check(chosen)
+    chosen = dataclasses.replace(chosen, trust_code=chosen.trust_code.lower(),
+                                 wait_s=max(0.0, chosen.wait_s))  # negative: say why now
+    return JoinPlan(target, chosen, name=name or worker_name(), role=role, device=device,
+                    follow_hub=follow_hub, hub_key=hub_key, remember_code=remember_code)
 
 
 def worker_label(machine: str, device: DeviceChoice, role: str = "") -> str:
@@ -179,13 +183,13 @@ class JoinService(ServiceThread):
             if self._session is not None:
                 self._session.leave()
 
-    def choose(self, *, threads: int | None = None, max_rate: float | None = None,
-               pause_on_battery: bool | None = None) -> "JoinService":
-        """How this machine shares itself (the Join dialog's fields), before ``start()``."""
-        given: dict[str, Any] = {"threads": threads, "max_rate": max_rate,
-                                 "pause_on_battery": pause_on_battery}
-        self.plan = dataclasses.replace(self.plan, **{k: v for k, v in given.items()
-                                                      if v is not None})
+    def choose(self, **given: Any) -> "JoinService":
+        """How this machine shares itself (the Join dialog's fields: JoinOptions' values
+        by name; None leaves one as it is), before ``start()`` (ConfigError on a bad one)."""
+        chosen = dataclasses.replace(self.plan.options,
+                                     **{k: v for k, v in given.items() if v is not None})
+        check(chosen)
+        self.plan = dataclasses.replace(self.plan, options=chosen)
         return self
 
     def pause(self) -> None:
@@ -250,12 +254,12 @@ class JoinService(ServiceThread):
         self._post(Failed(message, code))
 
     def _work(self) -> None:
-        plan, t = self.plan, self.target
+        plan, t, chosen = self.plan, self.target, self.plan.options
         device = plan.device or pick_device("auto")
         self._post(DeviceChosen(device.description, device.note))
-        if plan.threads > 0:
-            torch_threads(plan.threads)
-        if plan.pause_on_battery:
+        if chosen.threads > 0:
+            torch_threads(chosen.threads)
+        if chosen.pause_on_battery:
             self._battery_thread = BatteryThread(
                 BatteryWatch(self.pauses, self._battery),
                 name=f"{threading.current_thread().name}/battery").start()
@@ -271,14 +275,15 @@ class JoinService(ServiceThread):
                                                            f" (its pairing port {port})"))
         connector = ZmqConnector(host, t.port, identity, pair_port=t.pair_port)
         self._connector = connector
-        label = plan.label or worker_label(plan.name, device, plan.role)
-        options = WorkerOptions(pin=plan.pin, name=label,
-                                first_contact_s=plan.first_contact_s, give_up_s=plan.give_up_s,
-                                max_rate=plan.max_rate, cache_size=plan.cache_size)
+        label = chosen.name or worker_label(plan.name, device, plan.role)
+        options = WorkerOptions(pin=chosen.pin, name=label,
+                                first_contact_s=chosen.first_contact_s,
+                                give_up_s=chosen.give_up_s, max_rate=chosen.max_rate,
+                                cache_size=chosen.cache_size)
         approvals = code_approvals() if plan.remember_code else CodeApprovals(None)
         session = WorkerSession(connector, options, device, on_event=self._on_worker_event,
                                 expected_key=t.expected_key, hub_key=hub_key,
-                                approvals=approvals, trust_code=plan.trust_code,
+                                approvals=approvals, trust_code=chosen.trust_code,
                                 pauses=self.pauses)
 
         refused = [removals(key_file, how) for how in REMOVALS]
@@ -311,7 +316,7 @@ class JoinService(ServiceThread):
 
     def _probe(self, host: str, port: int, label: str) -> None:
         """Check the hub's address (see probe_hub), for up to ``wait_s`` if asked."""
-        deadline = time.monotonic() + self.plan.wait_s
+        deadline = time.monotonic() + self.plan.options.wait_s
         while True:
             try:
                 probe_hub(host, port, label=label)

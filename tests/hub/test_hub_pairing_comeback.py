@@ -7,10 +7,10 @@ import threading
 
 import pytest
 
-from helpers_host import hosting
+from helpers_host import hosting, joining
 from computeshare_desktop.events import HubStopped, Joined, PairedWith
 from computeshare_desktop.hub import HubConfig
-from computeshare_desktop.service import HostService, JoinPlan, JoinService, Tagged
+from computeshare_desktop.service import HostService, JoinService, Tagged
 from computeshare_desktop.service.comeback import run_coming_back
 from computeshare_desktop.service.options import JoinTarget
 from computeshare_desktop.worker import pick_device
@@ -40,7 +40,7 @@ def test_a_stopped_worker_rejoins_the_resumed_session_without_the_pin(tmp_path, 
     port = free_ports()
     first = hub(tmp_path / "run", port, "975310")
     heard: list[Tagged] = []
-    plan = JoinPlan(JoinTarget(host="127.0.0.1", port=port, label="hub"), pin="975310",
+    plan = joining(JoinTarget(host="127.0.0.1", port=port, label="hub"), pin="975310",
                     name="laptop", device=pick_device("cpu"), follow_hub=False, wait_s=20.0)
     last: list[JoinService] = []
     said: list[str] = []

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers_host import hosting
+from helpers_host import hosting, joining
 from computeshare_desktop.hub import HubConfig
-from computeshare_desktop.service import HostService, JoinPlan, JoinService, remembers
+from computeshare_desktop.service import HostService, JoinService, remembers
 from computeshare_desktop.service.options import JoinTarget
 from computeshare_desktop.service.paired import forget_hub, paired_machines
 from computeshare_desktop.worker import pick_device
@@ -25,7 +25,7 @@ def run_session(out: Path, port: int, worker_pin: str, pin: str = PIN) -> JoinSe
     hub = HostService(hosting(config, out, port=port, bind="127.0.0.1", advertise=False,
                                train_here=False, pin=pin, linger_s=0.2)).start()
     target = JoinTarget(host="127.0.0.1", port=port, label="hub")
-    worker = JoinService(JoinPlan(target, pin=worker_pin, name="laptop",
+    worker = JoinService(joining(target, pin=worker_pin, name="laptop",
                                   device=pick_device("cpu"), follow_hub=False, give_up_s=10.0,
                                   first_contact_s=10.0, wait_s=20.0)).start()
     try:

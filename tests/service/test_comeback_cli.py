@@ -6,6 +6,7 @@ In process, with a fake worker run: the real rejoin is tests/hub/test_hub_pairin
 from __future__ import annotations
 
 import pytest
+from helpers_host import joining
 from helpers_cli import run_cli
 from helpers_net import free_ports
 
@@ -78,7 +79,7 @@ def test_come_back_0_exits_7_at_once(tmp_path, monkeypatch, capsys):
 
 
 def plan(port: int) -> JoinPlan:
-    return JoinPlan(JoinTarget(host="127.0.0.1", port=port, label="hub"), pin="1", name="vm",
+    return joining(JoinTarget(host="127.0.0.1", port=port, label="hub"), pin="1", name="vm",
                     device=pick_device("cpu"), follow_hub=False)
 
 

@@ -4,14 +4,15 @@ is there again, accepting workers."""
 
 from __future__ import annotations
 
+from helpers_host import joining
 from computeshare_desktop.service import JoinTarget
 from computeshare_desktop.service.comeback import Return, stopped_by_host
-from computeshare_desktop.service.join import JoinPlan, JoinService
+from computeshare_desktop.service.join import JoinService
 
 
 def worker(code: str | None) -> JoinService:
     target = JoinTarget("127.0.0.1", 9, "127.0.0.1:9")
-    service = JoinService(JoinPlan(target=target, pin="", name="w"))
+    service = JoinService(joining(target, pin="", name="w"))
     service.error_code = code
     return service
 

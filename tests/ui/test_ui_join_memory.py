@@ -8,6 +8,7 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
+from helpers_host import joining  # noqa: E402
 from computeshare_desktop.events import Ended, Failed  # noqa: E402
 from computeshare_desktop.gui.join_dialog import (PIN_HINT, REMEMBERED,  # noqa: E402
                                                   REMOVED_HINTS, JoinDialog)
@@ -40,7 +41,7 @@ class Scripted(JoinService):
 
 
 def dialog_for(qtbot, script: list[Tagged] | None = None) -> JoinDialog:
-    dialog = JoinDialog(TARGET, lambda t, pin: Scripted(JoinPlan(t, pin=pin), script or []),
+    dialog = JoinDialog(TARGET, lambda t, pin: Scripted(joining(t, pin=pin), script or []),
                         remembered=lambda t: remembers(t, worker_name()), refresh_ms=10)
     qtbot.addWidget(dialog)
     dialog.show()
@@ -88,12 +89,12 @@ CHOICES = {"threads": 3, "max_rate": 250.0, "pause_on_battery": False}  # none t
 
 def chosen(runner: JoinService) -> dict[str, object]:
     plan = runner.plan
-    return {"threads": plan.threads, "max_rate": plan.max_rate,
-            "pause_on_battery": plan.pause_on_battery}
+    return {"threads": plan.options.threads, "max_rate": plan.options.max_rate,
+            "pause_on_battery": plan.options.pause_on_battery}
 
 
 def held(target: JoinTarget, pin: str) -> Scripted:
-    return Scripted(JoinPlan(target, pin=pin, name="w"), [])
+    return Scripted(joining(target, pin=pin, name="w"), [])
 
 
 def test_a_worker_that_joins_again_keeps_the_join_dialogs_choices(qtbot, main_window,
@@ -109,7 +110,7 @@ def test_a_worker_that_joins_again_keeps_the_join_dialogs_choices(qtbot, main_wi
     window = ProgressWindow.for_worker(old, [])
     main_window._open_progress(window)
     new = main_window._rejoin(window)
-    assert new is not None and new.runner.plan.pin == "123456"
+    assert new is not None and new.runner.plan.options.pin == "123456"
     assert chosen(new.runner) == CHOICES
 
     opened: list[JoinService] = []
@@ -117,4 +118,4 @@ def test_a_worker_that_joins_again_keeps_the_join_dialogs_choices(qtbot, main_wi
     window = ProgressWindow.for_worker(old, [])
     qtbot.addWidget(window)
     comebacks.come_back(window, TARGET)
-    assert len(opened) == 1 and opened[0].plan.pin == "" and chosen(opened[0]) == CHOICES
+    assert len(opened) == 1 and opened[0].plan.options.pin == "" and chosen(opened[0]) == CHOICES

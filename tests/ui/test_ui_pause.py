@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
+from helpers_host import joining  # noqa: E402
 from computeshare_desktop.events import (Paused, Resumed, WorkerInfo, WorkerJoined,  # noqa: E402
                                          WorkerLeft)
 from computeshare_desktop.gui.progress_state import ProgressState  # noqa: E402
@@ -41,7 +42,7 @@ def test_the_join_dialog_fields_reach_the_workers_plan(qtbot, ui_home) -> None:
     made: list[Held] = []
 
     def start_runner(target: JoinTarget, pin: str) -> Held:
-        made.append(Held(JoinPlan(target, pin=pin, name="w")))
+        made.append(Held(joining(target, pin=pin, name="w")))
         return made[-1]
 
     dialog = JoinDialog(TARGET, start_runner)
@@ -57,13 +58,14 @@ def test_the_join_dialog_fields_reach_the_workers_plan(qtbot, ui_home) -> None:
     click(qtbot, dialog.join_button)
     assert len(made) == 1
     plan = made[0].plan
-    assert (plan.pin, plan.threads, plan.max_rate, plan.pause_on_battery) == \
+    assert (plan.options.pin, plan.options.threads, plan.options.max_rate,
+            plan.options.pause_on_battery) == \
         ("428913", 1, 300.0, False)
     dialog.reject()
 
 
 def test_the_worker_window_pauses_resumes_and_says_why(qtbot) -> None:
-    runner = Held(JoinPlan(TARGET, pin="123456", name="w"))
+    runner = Held(joining(TARGET, pin="123456", name="w"))
     window = ProgressWindow.for_worker(runner, [])
     qtbot.addWidget(window)
     window.show()

@@ -12,14 +12,14 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
-from helpers_host import hosting  # noqa: E402
+from helpers_host import hosting, joining  # noqa: E402
 from helpers_hub import T0, admit, make_hub  # noqa: E402
 
 from computeshare_desktop.gui.formatting import human_bytes  # noqa: E402
 from computeshare_desktop.gui.progress_window import ProgressWindow  # noqa: E402
 from computeshare_desktop.protocol import encode  # noqa: E402
 from computeshare_desktop.protocol.messages import Shard  # noqa: E402
-from computeshare_desktop.service import HostService, JoinPlan  # noqa: E402
+from computeshare_desktop.service import HostService  # noqa: E402
 from test_ui_pause import Held as HeldService  # noqa: E402
 
 
@@ -98,7 +98,7 @@ def test_the_loss_chart_names_its_two_lines(qtbot, styled_app):
 def held(target) -> HeldService:
     """A JoinService for ``target`` that never starts: its window drains what a test
     scripts."""
-    return HeldService(JoinPlan(target, pin="", name="w"))
+    return HeldService(joining(target, pin="", name="w"))
 
 
 def pushes(versions, pushed_from: int = 0) -> list:

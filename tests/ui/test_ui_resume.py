@@ -39,8 +39,8 @@ def test_stop_then_resume_from_the_recent_sessions_and_the_host_dialog(
     second = main_window.progress_windows[-1]
     assert second is not first and second.runner.plan.resume
     plan = second.runner.plan  # hosted as it was (the recipe: tests/service/test_resume_hosted)
-    assert (plan.name, plan.port, plan.train_here) == ("Resume test", first.runner.plan.port,
-                                                       True)
+    assert (plan.options.name, plan.port, plan.options.train_here) == (
+        "Resume test", first.runner.plan.port, True)
     # At once, before the hub has loaded anything: where it stopped, and the curves before
     second.refresh()
     assert second.progress_label.text() == f"Resumed at round {stopped_at:,} of 100,000"

@@ -12,10 +12,11 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
+from helpers_host import joining  # noqa: E402
 from computeshare_desktop.gui.join_choices import CHOICES  # noqa: E402
 from computeshare_desktop.gui.join_dialog import JoinDialog  # noqa: E402
 from computeshare_desktop.gui.settings import Settings, settings_path  # noqa: E402
-from computeshare_desktop.service import JoinPlan, JoinService, JoinTarget  # noqa: E402
+from computeshare_desktop.service import JoinService, JoinTarget  # noqa: E402
 from test_ui_join_memory import Scripted  # noqa: E402
 from ui_helpers import click, type_into  # noqa: E402
 
@@ -26,7 +27,7 @@ DEFAULTS = {"threads": 0, "max_rate": 0.0, "pause_on_battery": True}
 def join_dialog(qtbot, started: list[JoinService]) -> JoinDialog:
     """A Join dialog for TARGET whose runner never starts (kept in ``started``)."""
     def runner(target: JoinTarget, pin: str) -> Scripted:
-        started.append(Scripted(JoinPlan(target, pin=pin), []))
+        started.append(Scripted(joining(target, pin=pin), []))
         return started[-1]  # type: ignore[return-value]
 
     dialog = JoinDialog(TARGET, runner, refresh_ms=10)
@@ -49,7 +50,7 @@ def test_the_speed_limit_a_worker_joined_with_is_offered_again(qtbot, ui_home):
     click(qtbot, first.choices.pause_on_battery)
     type_into(qtbot, first.pin_edit, "123456")
     click(qtbot, first.join_button)
-    assert started and started[0].plan.max_rate == 250.0  # joined with it
+    assert started and started[0].plan.options.max_rate == 250.0  # joined with it
 
     again = join_dialog(qtbot, [])  # the next dialog, in this run of the app
     assert shown(again) == {"threads": 3, "max_rate": 250.0, "pause_on_battery": False}

@@ -11,11 +11,12 @@ pytest.importorskip("pyqtgraph")
 
 from PySide6.QtCore import QTimer  # noqa: E402
 
+from helpers_host import joining  # noqa: E402
 from computeshare_desktop.events import CodeRefused, Ended, Failed  # noqa: E402
 from computeshare_desktop.gui.code_dialog import DONT, RUN, CodeQuestion  # noqa: E402
 from computeshare_desktop.gui.progress_state import ProgressState  # noqa: E402
 from computeshare_desktop.gui.progress_window import ProgressWindow  # noqa: E402
-from computeshare_desktop.service import (JoinPlan, JoinService, JoinTarget, Tagged,  # noqa: E402
+from computeshare_desktop.service import (JoinService, JoinTarget, Tagged,  # noqa: E402
                                           code_approvals)
 
 SHA = "5a" * 32
@@ -87,11 +88,11 @@ def test_the_worker_window_asks_once_and_approving_stores_and_rejoins(qtbot, ui_
 
 def test_approving_in_the_main_window_opens_a_new_worker_window(qtbot, main_window):
     target = JoinTarget.from_address("127.0.0.1:9")  # nothing listens: the rejoin fails
-    old = JoinService(JoinPlan(target, pin="123456", name="w"))
+    old = JoinService(joining(target, pin="123456", name="w"))
     window = ProgressWindow.for_worker(old, [], code_question=CodeQuestion())
     main_window._open_progress(window)
     new = main_window._rejoin(window)
     assert new is not None and new is not window
     assert main_window.progress_windows == [new]
-    assert new.runner.target == target and new.runner.plan.pin == "123456"
+    assert new.runner.target == target and new.runner.plan.options.pin == "123456"
     qtbot.waitUntil(lambda: not new.runner.running, timeout=10_000)

@@ -51,7 +51,7 @@ def test_stop_resume_and_the_worker_comes_back_without_the_pin(
         qtbot.waitUntil(lambda: resumed.state.version >= stopped_at + 3
                         and resumed.workers_table.rowCount() == 1, timeout=60_000)
         back = worker_app.progress_windows[0]
-        assert back.runner.plan.pin == "" and back.state.phase == "training"
+        assert back.runner.plan.options.pin == "" and back.state.phase == "training"
     finally:
         for window in (worker_app, host_app):
             window.close()

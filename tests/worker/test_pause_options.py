@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+from helpers_host import joining
 from computeshare_desktop.cli import commands
 from computeshare_desktop.events import Finished
 from computeshare_desktop.cli.main import build_parser
@@ -18,12 +19,12 @@ TARGET = JoinTarget.from_address("127.0.0.1:9")  # nothing listens there
 
 def plan_of(*argv: str) -> JoinPlan:
     options = commands.join_options(build_parser().parse_args(["join", *argv]))
-    return commands.join_plan(options, TARGET, "1234", pick_device("cpu"))
+    return commands.cli_join_plan(options, TARGET, "1234", pick_device("cpu"))
 
 
 def test_pause_on_battery_is_on_by_default_and_the_flag_turns_it_off() -> None:
-    assert plan_of().pause_on_battery
-    assert not plan_of("--no-pause-on-battery").pause_on_battery
+    assert plan_of().options.pause_on_battery
+    assert not plan_of("--no-pause-on-battery").options.pause_on_battery
 
 
 def test_a_join_service_on_battery_pauses_unless_told_not_to() -> None:
@@ -34,7 +35,7 @@ def test_a_join_service_on_battery_pauses_unless_told_not_to() -> None:
             read.set()
             return Power(40.0, False)
 
-        service = JoinService(JoinPlan(TARGET, name="w", pause_on_battery=watch, wait_s=0.0,
+        service = JoinService(joining(TARGET, name="w", pause_on_battery=watch, wait_s=0.0,
                                        first_contact_s=0.5), battery=battery)
         service.start()
         assert service.join(20.0)  # nothing listens: it ends, having read the battery or not
@@ -52,7 +53,7 @@ class Session:
 def test_a_worker_paused_when_the_hub_finishes_ends_instead_of_waiting() -> None:
     done = Finished(accuracy=0.9, loss=0.3, version=24, model_path="m.pth", seconds=9.0)
     for paused in (True, False):
-        service = JoinService(JoinPlan(TARGET, name="w"))
+        service = JoinService(joining(TARGET, name="w"))
         session = service._session = Session()  # type: ignore[assignment]
         if paused:
             service.pause()

@@ -24,8 +24,8 @@ SHA = "ab12" * 16
 def test_trust_code_takes_a_sha256_and_reaches_the_plan() -> None:
     args = build_parser().parse_args(["join", "127.0.0.1:1", "--trust-code", SHA.upper()])
     options = commands.join_options(args)
-    plan = commands.join_plan(options, JoinTarget.from_address("127.0.0.1:1"), "", None)  # type: ignore[arg-type]
-    assert plan.trust_code == SHA and plan.remember_code
+    plan = commands.cli_join_plan(options, JoinTarget.from_address("127.0.0.1:1"), "", None)  # type: ignore[arg-type]
+    assert plan.options.trust_code == SHA and plan.remember_code
     with pytest.raises(ConfigError, match="64 hex digits"):
         commands.join_options(build_parser().parse_args(["join", "--trust-code", "abc"]))
     assert commands.join_options(build_parser().parse_args(["join"])).trust_code == ""
@@ -33,7 +33,7 @@ def test_trust_code_takes_a_sha256_and_reaches_the_plan() -> None:
 
 def test_a_refusal_posts_what_the_app_asks_about_and_approving_remembers_it(monkeypatch):
     target = JoinTarget.from_address("127.0.0.1:7000")
-    service = JoinService(commands.join_plan(
+    service = JoinService(commands.cli_join_plan(
         commands.join_options(build_parser().parse_args(["join"])), target, "", None))  # type: ignore[arg-type]
 
     def refused() -> None:
