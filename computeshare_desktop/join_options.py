@@ -105,7 +105,10 @@ class JoinOptions:
         "only what is missing (default {default}; `computeshare cache` says where)",
         flag="--cache-size", commands=JOIN, metavar="SIZE", valid=size_valid,
         error="--cache-size takes a size: a number and a unit (B, KB, MB, GB, TB, KiB, MiB, "
-        "GiB, TiB; none: bytes), such as 500MB, 2GB, 1.5GiB or 0")
+        "GiB, TiB; none: bytes), such as 500MB, 2GB, 1.5GiB or 0", label="Disk cache",
+        tip="Keep the samples the hub sends on this disk, up to this size (500MB, 2GB; 0: "
+            "keep none), so a rejoin or the next session on the same data sends only what "
+            "is missing")
     pause_on_battery: bool = option(
         True, "do not pause while this machine runs on battery power (by default a laptop "
         "pauses on battery: the hub gives its shard to the others, and it joins again, "

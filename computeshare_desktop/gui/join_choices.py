@@ -9,16 +9,18 @@ in this run of the app or the next, offers them again.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from PySide6.QtWidgets import QFormLayout, QWidget
 
 from .. import schema
+from ..errors import ConfigError
 from ..join_options import JoinOptions
 from .fields import Editor
 from .settings import Settings
 
-CHOICES = ("threads", "max_rate", "pause_on_battery")  # JoinOptions the dialog shows
+CHOICES = ("threads", "max_rate", "cache_size", "pause_on_battery")  # JoinOptions shown
 
 
 class WorkerChoices(QWidget):
@@ -61,10 +63,23 @@ class WorkerChoices(QWidget):
 
     def values(self) -> dict[str, Any]:
         """The chosen values, as JoinService.choose takes them; remembered (the Join dialog
-        asks for them as it joins) for the next dialog to offer."""
+        asks for them as it joins) for the next dialog to offer. ConfigError, in the
+        dialog's words (``in_words``), on one the schema refuses: nothing is remembered."""
         chosen = {name: editor.value() for name, editor in self.editors.items()}
+        try:
+            schema.check(dataclasses.replace(JoinOptions(), **chosen))
+        except ConfigError as exc:
+            raise ConfigError(self.in_words(str(exc))) from exc
         self.remember(chosen)
         return chosen
+
+    def in_words(self, text: str) -> str:
+        """A refusal of one of these values naming its field, not its command-line flag."""
+        for editor in self.editors.values():
+            flag = editor.option.flag
+            if flag and flag in text:
+                text = text.replace(flag, f"“{editor.option.label}”")
+        return text[:1].upper() + text[1:]
 
     def remember(self, chosen: dict[str, Any]) -> None:
         """Keep ``chosen`` in the settings file."""

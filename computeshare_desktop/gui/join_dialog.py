@@ -21,6 +21,7 @@ from ..protocol.auth import typed_pin
 from ..schema import Option, spec
 from ..service import JoinService, JoinTarget, Tagged
 from ..service.join import removed_by
+from ..text import sentence
 from .words import failure, refusal
 from ..service.options import worker_name
 from ..service.paired import forget_hub
@@ -150,11 +151,16 @@ class JoinDialog(QDialog):
         if not pin and not self._remembered(target):
             self._show("Type the PIN the hub shows.", "error")
             return
+        try:
+            chosen = self.choices.values()  # how much of this machine it shares
+        except ConfigError as exc:
+            self._show(sentence(str(exc)), "error")
+            return
         self._failure, self._failure_code = None, ""
         self.events = []
         runner = self._start_runner(target, pin)
-        if isinstance(runner, JoinService):  # how much of this machine it shares
-            runner.choose(**self.choices.values())
+        if isinstance(runner, JoinService):
+            runner.choose(**chosen)
         self.runner = runner.start()
         self._set_busy(True)
         self._show(f"Pairing with {target.label}…", "info")

@@ -155,8 +155,8 @@ def test_the_connect_dialog_by_keyboard(qtbot, main_window, tmp_path):
     qtbot.waitUntil(dialog.isVisible, timeout=2_000)
     qtbot.waitUntil(lambda: focused() is dialog.address_edit, timeout=2_000)
     walked = tab_walk(qtbot, dialog)
-    assert walked == [dialog.address_edit, dialog.pin_edit, dialog.choices.threads,
-                      dialog.choices.max_rate, dialog.choices.pause_on_battery,
+    assert walked == [dialog.address_edit, dialog.pin_edit,
+                      *(editor.widget for editor in dialog.choices.editors.values()),
                       dialog.cancel_button, dialog.join_button]
 
     closed = free_ports()  # nothing listens there

@@ -21,7 +21,7 @@ from test_ui_join_memory import Scripted  # noqa: E402
 from ui_helpers import click, type_into  # noqa: E402
 
 TARGET = JoinTarget.from_address("127.0.0.1:9")  # nothing listens; nothing is started
-DEFAULTS = {"threads": 0, "max_rate": 0.0, "pause_on_battery": True}
+DEFAULTS = {"threads": 0, "max_rate": 0.0, "cache_size": "2GB", "pause_on_battery": True}
 
 
 def join_dialog(qtbot, started: list[JoinService]) -> JoinDialog:
@@ -53,7 +53,8 @@ def test_the_speed_limit_a_worker_joined_with_is_offered_again(qtbot, ui_home):
     assert started and started[0].plan.options.max_rate == 250.0  # joined with it
 
     again = join_dialog(qtbot, [])  # the next dialog, in this run of the app
-    assert shown(again) == {"threads": 3, "max_rate": 250.0, "pause_on_battery": False}
+    assert shown(again) == {"threads": 3, "max_rate": 250.0, "cache_size": "2GB",
+                            "pause_on_battery": False}
 
     main_windows.remember_geometry("AAAA")  # the main window closes: its older copy saved
     main_windows.save()
@@ -61,7 +62,7 @@ def test_the_speed_limit_a_worker_joined_with_is_offered_again(qtbot, ui_home):
     assert stored["join"]["max_rate"] == 250.0 and stored["window"]["geometry"] == "AAAA"
     assert Settings().worker_choices(CHOICES)["max_rate"] == 250.0  # the app restarted
     assert shown(join_dialog(qtbot, [])) == {"threads": 3, "max_rate": 250.0,
-                                             "pause_on_battery": False}
+                                             "cache_size": "2GB", "pause_on_battery": False}
 
 
 def test_a_cancelled_dialog_keeps_the_last_joined_values(qtbot, ui_home):
