@@ -85,7 +85,7 @@ def curve_setups(path: Path) -> list[int]:
 def test_the_detector_finds_both_ways_of_setting_a_key(tmp_path):
     sample = tmp_path / "sample.py"
     sample.write_text("s.curve_serverkey = k\ns.setsockopt(zmq.CURVE_SECRETKEY, k)\n"
-                      "s.curve_serverkey\ns.setsockopt(zmq.LINGER, 0)\n")
+                      "s.curve_serverkey\ns.setsockopt(zmq.LINGER, 0)\n", encoding="utf-8")
     assert curve_setups(sample) == [1, 2]
 
 

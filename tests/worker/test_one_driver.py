@@ -30,7 +30,7 @@ def drives(path: Path) -> list[int]:
 def test_the_detector_finds_a_driver(tmp_path):
     sample = tmp_path / "sample.py"
     sample.write_text("effects = core.replied(frames, now)\nstep = self.core.woke\n"
-                      "core.replied_at = 1\n")
+                      "core.replied_at = 1\n", encoding="utf-8")
     assert drives(sample) == [1, 2]
 
 
