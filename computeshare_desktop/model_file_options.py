@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .schema import option
+from .hub.config import SessionOptions
+from .schema import default, option
 
 BOTH = ("evaluate", "predict")
 PREDICT = ("predict",)
+_SESSION_DATA = default(SessionOptions, "dataset")  # the session's defaults, said in the help
+_SESSION_MODEL = default(SessionOptions, "model")
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +31,13 @@ class ModelFileOptions:
         (), "image files (PNG, JPEG, BMP, WebP), or CSV files of a table model's rows "
         "(one prediction per row)", flag="files", positional=True, repeat=True,
         commands=PREDICT, metavar="FILE")
+    dataset: str | None = option(
+        None, "the session's data (a .pt2 is evaluated on its test split); default: from "
+        f"session.json beside the file, else {_SESSION_DATA}", flag="--dataset",
+        commands=BOTH)  # None: as the session.json beside the file says
+    model: str | None = option(
+        None, "the session's model spec, to rebuild a .pth; default: from session.json "
+        f"beside the file, else {_SESSION_MODEL}", flag="--model", commands=BOTH)
     top: int = option(3, "how many classes to show per input (default {default})",
                       flag="--top", commands=PREDICT, metavar="K", ge=1,
                       error="--top must be 1 or more")

@@ -47,6 +47,8 @@ class Option:
 
     help: str  # the command line's help; "{default}" is replaced by the default
     flag: str | None = None  # "--batch-size"; a bool option's flag may be "--no-NAME"
+    short: str = ""  # the flag's one-letter form too ("-v")
+    counts: bool = False  # an int the flag counts (-v, -vv)
     commands: tuple[str, ...] = ()  # the commands whose parser offers the flag
     metavar: str | None = None
     repeat: bool = False  # the flag may be given again (a list; None when never given)
@@ -212,7 +214,8 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type, command: str,
     for name in (names if names is not None else list(chosen)):
         found = chosen[name]
         if found.flag is not None and command in found.commands:
-            parser.add_argument(found.flag, **argument(cls, name, command))
+            flags = [found.short, found.flag] if found.short else [found.flag]
+            parser.add_argument(*flags, **argument(cls, name, command))
 
 
 def argument(cls: type, name: str, command: str) -> dict[str, Any]:
@@ -228,6 +231,8 @@ def argument(cls: type, name: str, command: str) -> dict[str, Any]:
             return {**words, **shown}
         return {**words, **shown, "nargs": "?", "default": value or None}
     words["dest"] = name
+    if found.counts:
+        return {**words, "action": "count", "default": value}
     if kind is bool:
         negative = bool(found.flag and found.flag.startswith("--no-"))
         return {**words, "action": "store_false" if negative else "store_true",

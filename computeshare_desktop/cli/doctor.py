@@ -7,7 +7,8 @@ import json
 
 from ..errors import ConfigError
 from ..protocol.ports import HubPorts
-from ..schema import default
+from ..command_options import DoctorFlags, OutputOptions
+from ..schema import add_arguments, default
 from ..service.doctor import DoctorOptions, diagnose
 from ..service.doctor_report import EXIT_CODES_TEXT
 from ..service.options import HostOptions
@@ -18,26 +19,11 @@ HELP = ("check this machine's network for ComputeShare: interfaces, mDNS, the hu
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """The ``doctor`` subcommand; its handler is ``run``."""
-    p = sub.add_parser("doctor", help=HELP, description=HELP.capitalize() + ".",
+    p = sub.add_parser("doctor", help=HELP, description=HELP[:1].upper() + HELP[1:] + ".",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog=EXIT_CODES_TEXT, allow_abbrev=False)
-    p.add_argument("--hub", metavar="HOST[:PORT]", default=None,
-                   help="also measure the round trip and bandwidth to this hub over its "
-                        "encrypted channel (no PIN needed), and check that its advert arrives")
-    p.add_argument("--port", type=int, default=None,
-                   help=f"the hub ports to test on this machine ({HubPorts.LAYOUT}; default "
-                        f"{default(HostOptions, 'port')}, a hub's)")
-    p.add_argument("--interface", dest="interfaces", action="append", metavar="IF",
-                   default=None, help="check this interface or address (default: the route "
-                                      "to --hub, else the first LAN address)")
-    p.add_argument("--mdns-wait", type=float, default=3.0, metavar="S",
-                   help="how long to listen for mDNS adverts (default 3 s)")
-    p.add_argument("--step-ms", type=float, default=100.0, metavar="MS",
-                   help="compute time of one training step the preset estimate assumes "
-                        "(default 100 ms)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.add_argument("-v", "--verbose", action="count", default=0,
-                   help="more log output (-vv: debug)")
+    add_arguments(p, DoctorFlags, "doctor")
+    add_arguments(p, OutputOptions, "doctor")
     p.set_defaults(run=run)
 
 

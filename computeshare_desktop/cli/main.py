@@ -12,10 +12,10 @@ import sys
 from typing import Sequence
 
 from ..errors import ComputeShareError, ExitCode, exit_codes_text
-from ..hub.config import SessionOptions
 from ..join_options import JoinOptions
+from ..command_options import CacheOptions, OutputOptions, SessionsOptions
 from ..model_file_options import ModelFileOptions
-from ..schema import add_arguments, argument, default, options
+from ..schema import add_arguments, options
 from ..service.options import AppConfig, HostOptions
 from . import commands
 from . import doctor as doctor_cli
@@ -29,9 +29,8 @@ EXIT_CODES = exit_codes_text()
 HOST_FRONT = ("pin", "workers")  # before the training options, as they were
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv: debug)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+def _common(p: argparse.ArgumentParser, command: str) -> None:
+    add_arguments(p, OutputOptions, command)
 
 
 def _session_args(p: argparse.ArgumentParser, command: str) -> None:
@@ -44,12 +43,8 @@ def _session_args(p: argparse.ArgumentParser, command: str) -> None:
 def _model_file_args(p: argparse.ArgumentParser, command: str) -> None:
     """The options of ``evaluate`` or ``predict``: the saved model (and for predict its
     inputs), the session's data and model spec, then how to print."""
-    add_arguments(p, ModelFileOptions, command, ["model_file", "files"])
-    for name, what in (("dataset", "the session's data (a .pt2 is evaluated on its test split)"),
-                       ("model", "the session's model spec, to rebuild a .pth")):  # None: from session.json (commands._model_file)
-        p.add_argument(f"--{name}", default=None, choices=argument(SessionOptions, name, "host").get("choices"), help=f"{what}; default: from session.json beside the file, else {default(SessionOptions, name)}")
-    add_arguments(p, ModelFileOptions, command, ["top", "json"])
-    _common(p)
+    add_arguments(p, ModelFileOptions, command)
+    _common(p, command)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,26 +59,26 @@ def build_parser() -> argparse.ArgumentParser:
     host = sub.add_parser("host", help="run a hub (parameter server) until training is done",
                           formatter_class=fmt, epilog=EXIT_CODES, allow_abbrev=False)
     _session_args(host, "host")
-    _common(host)
+    _common(host, "host")
 
     join = sub.add_parser("join", help="join a hub as a worker", formatter_class=fmt, epilog=EXIT_CODES, allow_abbrev=False)
     add_arguments(join, JoinOptions, "join", ["address", "session"])
     add_arguments(join, AppConfig, "join")
     add_arguments(join, JoinOptions, "join", [n for n in options(JoinOptions) if n not in ("address", "session")])
-    _common(join)
+    _common(join, "join")
 
     demo = sub.add_parser("demo", help="hub plus local workers on this machine, offline",
                           formatter_class=fmt, epilog=EXIT_CODES, allow_abbrev=False)
     _session_args(demo, "demo")
-    _common(demo)
+    _common(demo, "demo")
 
     ses = sub.add_parser("sessions", help="list the ComputeShare sessions on the LAN",
                          formatter_class=fmt, epilog=EXIT_CODES, allow_abbrev=False)
-    ses.add_argument("--watch", action="store_true", help="keep the list live until Ctrl-C")
+    add_arguments(ses, SessionsOptions, "sessions", ["watch"])
     add_arguments(ses, AppConfig, "sessions")
     add_arguments(ses, JoinOptions, "sessions")
-    ses.add_argument("--json", action="store_true", help="print JSON lines instead of sentences")
-    _common(ses)
+    add_arguments(ses, SessionsOptions, "sessions", ["json"])
+    _common(ses, "sessions")
 
     ev = sub.add_parser("evaluate", help="print the test accuracy of a saved model (.pth or .pt2)",
                         formatter_class=fmt, epilog=EXIT_CODES, allow_abbrev=False)
@@ -95,14 +90,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     ca = sub.add_parser("cache", help="where this machine keeps the samples hubs sent its workers, and how much; --clear empties it",
                         formatter_class=fmt, epilog=EXIT_CODES, allow_abbrev=False)
-    ca.add_argument("--clear", action="store_true", help="remove every shard kept here (the next session fetches them again)")
-    _common(ca)
+    add_arguments(ca, CacheOptions, "cache")
+    _common(ca, "cache")
 
     doctor_cli.add_parser(sub)
 
     st = sub.add_parser("self-test", help="check this install end to end, offline (Qt offscreen, training on loopback, the saved model, mDNS)",
                         formatter_class=fmt, epilog="exit codes:\n  0  every check passed\n  1  a check failed (its FAIL line says why)", allow_abbrev=False)
-    st.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv: debug)")
+    _common(st, "self-test")
     return parser
 
 

@@ -21,6 +21,7 @@ from .. import __version__
 from ..discovery import DiscoveryError
 from ..discovery.hub_advert import resolve_interface
 from ..errors import ExitCode
+from ..command_options import AppFlags, OutputOptions
 from ..schema import add_arguments
 from ..service.options import AppConfig
 from .qt_app import make_app
@@ -39,13 +40,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="computeshare-desktop",
                                      description="ComputeShare desktop app.")
     add_arguments(parser, AppConfig, "app")  # --interface, --bind (see app_options)
-    parser.add_argument("-v", "--verbose", action="count", default=0,
-                        help="log to stderr (-v: info, -vv: debug)")
-    parser.add_argument("--self-test", action="store_true",
-                        help="check this install end to end without a window (Qt offscreen, "
-                             "training on loopback, the saved model, mDNS); exit code 0 when "
-                             "every check passed")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    add_arguments(parser, OutputOptions, "app")  # -v
+    add_arguments(parser, AppFlags, "app")  # --self-test
+    parser.add_argument("--version", action="version",  # argparse's own, as -h
+                        version=f"%(prog)s {__version__}")
     args, _qt_args = parser.parse_known_args(argv)
     return args
 
