@@ -11,7 +11,7 @@ import threading
 import time
 
 import pytest
-from machine_share import pytest_runtest_protocol  # noqa: F401  (``alone`` tests under -n N)
+from helpers.machine_share import pytest_runtest_protocol  # noqa: F401  (``alone`` tests under -n N)
 
 QT_CHECK = ("from PySide6.QtWidgets import QApplication, QWidget\n"
             "app = QApplication([])\nQWidget().show()")

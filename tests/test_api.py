@@ -9,45 +9,14 @@ import os
 
 import pytest
 import torch
-from torch import nn
-from torch.utils.data import Dataset
 
-from helpers_host import joining
+from helpers.host import joining
 from computeshare_desktop import host
 from computeshare_desktop.errors import ConfigError
 from computeshare_desktop.events import Ended, Evaluated, Event, Finished, Joined, RoundClosed
 from computeshare_desktop.service import JoinService, JoinTarget, Tagged
 from computeshare_desktop.worker import pick_device
-
-
-class TinyNet(nn.Module):
-    """A class no one on the project wrote: it can only reach workers as a graph."""
-
-    def __init__(self, classes: int = 3) -> None:
-        super().__init__()
-        self.conv = nn.Conv2d(1, 4, 3, padding=1)
-        self.norm = nn.BatchNorm2d(4)
-        self.head = nn.Linear(4 * 12 * 12, classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(torch.relu(self.norm(self.conv(x))).flatten(1))
-
-
-class Stripes(Dataset):
-    """1×12×12 images in [0, 1]: noise plus a bright band whose row says the class."""
-
-    def __init__(self, count: int, seed: int) -> None:
-        g = torch.Generator().manual_seed(seed)
-        self.labels = torch.randint(0, 3, (count,), generator=g)
-        self.images = torch.rand(count, 1, 12, 12, generator=g) * 0.4
-        for i, label in enumerate(self.labels.tolist()):
-            self.images[i, 0, 4 * label:4 * label + 4] += 0.6
-
-    def __len__(self) -> int:
-        return len(self.labels)
-
-    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
-        return self.images[i], int(self.labels[i])
+from helpers.nets import Stripes, TinyNet
 
 
 LOOPBACK = dict(port=0, bind="127.0.0.1", advertise=False, quiet=True, preset="lan",

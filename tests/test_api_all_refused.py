@@ -6,8 +6,8 @@ workers are real WorkerSessions on loopback that run another torch release than 
 from __future__ import annotations
 
 import pytest
-from helpers_net import WorkerThread
-from test_api import Stripes, TinyNet
+from helpers.net import WorkerThread
+from helpers.nets import Stripes, TinyNet
 
 from computeshare_desktop import host
 from computeshare_desktop.errors import AllRefusedError, ExitCode, RejectedError

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 import computeshare_desktop
-from test_import_contracts import ROOT as PROJECT
-from test_import_contracts import lint_imports
+from helpers.contracts import ROOT as PROJECT
+from helpers.contracts import lint_imports
 
 ROOT = Path(computeshare_desktop.__file__).parent
 NEVER = {"pickle", "dill", "cloudpickle", "marshal", "shelve"}

@@ -16,9 +16,9 @@ import threading
 import time
 
 import pytest
-from helpers_cli import run_cli
-from helpers_graph import model_file
-from helpers_net import WorkerThread, free_ports, wait_for
+from helpers.cli import run_cli
+from helpers.graph import model_file
+from helpers.net import WorkerThread, free_ports, wait_for
 
 from computeshare_desktop.errors import ExitCode, RejectedError
 from computeshare_desktop.hub import core as hub_core

@@ -11,14 +11,7 @@ import pytest
 from computeshare_desktop.cli.progress import HubView, RoundBar, WorkerView
 from computeshare_desktop.events import Joined, Pushed
 from computeshare_desktop.service import Tagged
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
+from helpers.clock import Clock
 
 
 def rate(bar: RoundBar) -> float:
@@ -28,7 +21,7 @@ def rate(bar: RoundBar) -> float:
 
 
 def test_a_resumed_bar_counts_its_rate_from_the_resume() -> None:
-    clock = Clock()
+    clock = Clock(time.time())  # from the wall clock tqdm started the bar on
     bar = RoundBar(0, quiet=False)
     assert bar.bar is not None
     bar.bar._time = clock  # type: ignore[attr-defined]
@@ -43,7 +36,7 @@ def test_a_resumed_bar_counts_its_rate_from_the_resume() -> None:
 
 
 def test_a_worker_joining_under_way_counts_from_its_first_round() -> None:
-    clock = Clock()
+    clock = Clock(time.time())  # from the wall clock tqdm started the bar on
     view = WorkerView(quiet=False)
     assert view.bar.bar is not None
     view.bar.bar._time = clock  # type: ignore[attr-defined]

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="flock: POSIX on
 CONFTEST = f"""
 import sys
 sys.path.insert(0, {str(HERE)!r})
-from machine_share import pytest_runtest_protocol  # noqa: F401
+from helpers.machine_share import pytest_runtest_protocol  # noqa: F401
 """
 TIMED = """
 import json, os, time

@@ -3,14 +3,7 @@
 from __future__ import annotations
 
 from computeshare_desktop.pacing import Throttle
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from helpers.clock import Clock
 
 
 def test_once_per_interval_and_always_when_forced() -> None:

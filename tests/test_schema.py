@@ -30,7 +30,7 @@ from computeshare_desktop.hub.config import HubConfig, SessionOptions
 from computeshare_desktop.join_options import JoinOptions
 from computeshare_desktop.service.options import HostOptions, JoinTarget
 from computeshare_desktop.worker import WorkerOptions, pick_device
-from helpers_schema import flag_argv, other_value
+from helpers.schema import flag_argv, other_value
 
 ROOT = Path(computeshare_desktop.__file__).parent
 CLI_PAGE = ROOT.parent / "docs" / "cli.md"  # the manual's command line page

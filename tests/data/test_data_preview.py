@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from helpers_host import hosting
+from helpers.host import hosting
 from computeshare_desktop.data.prepared import PrepareCancelled, PrepareProgress
 from computeshare_desktop.data.preview import (HUGGING_FACE, IMAGES, TABLE, preview,
                                                spec_kind)

@@ -21,7 +21,7 @@ from torchvision.datasets import utils as tv_utils
 from computeshare_desktop.data import DownloadProgress, clear_cache, download, load_dataset
 from computeshare_desktop.data import factory
 from computeshare_desktop.errors import DatasetUnavailableError
-from test_dataset_factory import _write_idx, no_network  # noqa: F401 (autouse: loopback only)
+from helpers.data import no_network, write_idx  # noqa: F401 (autouse: loopback only)
 
 SAMPLES = {"train": 300, "t10k": 60}  # 300 random images: ~235 KB, several 32 KB chunks
 CHUNK = 32 * 1024  # what torchvision's _urlretrieve reads at a time
@@ -177,9 +177,9 @@ def test_without_torchvisions_tqdm_each_split_is_still_reported(tmp_path, monkey
     """An older or newer torchvision without the global: per-split reports, no bytes."""
     rng = np.random.default_rng(2)
     for prefix in ("train", "t10k"):
-        _write_idx(tmp_path / "MNIST" / "raw" / f"{prefix}-images-idx3-ubyte",
+        write_idx(tmp_path / "MNIST" / "raw" / f"{prefix}-images-idx3-ubyte",
                    rng.integers(0, 256, size=(5, 28, 28), dtype=np.uint8))
-        _write_idx(tmp_path / "MNIST" / "raw" / f"{prefix}-labels-idx1-ubyte",
+        write_idx(tmp_path / "MNIST" / "raw" / f"{prefix}-labels-idx1-ubyte",
                    rng.integers(0, 10, size=5, dtype=np.uint8))
     monkeypatch.delattr(tv_utils, "tqdm")
     reports: list[DownloadProgress] = []

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import pickle
-import socket
-import struct
 import urllib.error
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,38 +19,9 @@ from computeshare_desktop.data import (
     load_dataset,
 )
 from computeshare_desktop.errors import ConfigError, DatasetUnavailableError
+from helpers.data import no_network, write_idx  # noqa: F401 (autouse: loopback only)
 
 N = 20
-
-
-@pytest.fixture(autouse=True)
-def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Fail any connection to a non-loopback address, so a test can never go online."""
-    real_connect = socket.socket.connect
-
-    def guarded(self: socket.socket, address: Any) -> Any:
-        host = address[0] if isinstance(address, tuple) else address
-        if isinstance(host, str) and host not in ("127.0.0.1", "::1", "localhost"):
-            raise OSError(f"test tried to reach {host}")
-        return real_connect(self, address)
-
-    monkeypatch.setattr(socket.socket, "connect", guarded)
-    real_getaddrinfo = socket.getaddrinfo
-
-    def loopback_only(host: Any, *args: Any, **kwargs: Any) -> Any:
-        if host not in ("127.0.0.1", "::1", "localhost", None):
-            raise socket.gaierror(f"test tried to resolve {host}")
-        return real_getaddrinfo(host, *args, **kwargs)
-
-    monkeypatch.setattr(socket, "getaddrinfo", loopback_only)
-    yield
-
-
-def _write_idx(path: Path, array: np.ndarray) -> None:
-    """Write a uint8 idx-ubyte file (big-endian header) as torchvision reads it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    header = struct.pack(">I", 0x0800 + array.ndim) + struct.pack(f">{array.ndim}I", *array.shape)
-    path.write_bytes(header + array.astype(np.uint8).tobytes())
 
 
 def _fake_images(rng: np.random.Generator, n: int = N) -> np.ndarray:
@@ -64,8 +32,8 @@ def _write_mnist_like(root: Path, folder: str, rng: np.random.Generator) -> dict
     arrays: dict[str, Any] = {}
     for prefix in ("train", "t10k"):
         images, labels = _fake_images(rng), rng.integers(0, 10, size=N, dtype=np.uint8)
-        _write_idx(root / folder / "raw" / f"{prefix}-images-idx3-ubyte", images)
-        _write_idx(root / folder / "raw" / f"{prefix}-labels-idx1-ubyte", labels)
+        write_idx(root / folder / "raw" / f"{prefix}-images-idx3-ubyte", images)
+        write_idx(root / folder / "raw" / f"{prefix}-labels-idx1-ubyte", labels)
         arrays[prefix] = (images, labels)
     return arrays
 
@@ -91,8 +59,8 @@ def test_emnist_is_transposed_back(tmp_path: Path) -> None:
     raw = tmp_path / "EMNIST" / "raw"
     stored = _fake_images(rng)  # EMNIST's files hold each image transposed
     labels = rng.integers(0, 47, size=N, dtype=np.uint8)
-    _write_idx(raw / "emnist-balanced-train-images-idx3-ubyte", stored)
-    _write_idx(raw / "emnist-balanced-train-labels-idx1-ubyte", labels)
+    write_idx(raw / "emnist-balanced-train-images-idx3-ubyte", stored)
+    write_idx(raw / "emnist-balanced-train-labels-idx1-ubyte", labels)
     ds = load_dataset("emnist", "train", root=tmp_path, download=False)
     assert ds.images.shape == (N, 1, 28, 28) and ds.images.is_contiguous()
     assert np.array_equal(ds.images[:, 0].numpy(), stored.transpose(0, 2, 1))

@@ -9,16 +9,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from PIL import Image
-from torch import nn
 
 from computeshare_desktop import host
 from computeshare_desktop.errors import ConfigError
 from computeshare_desktop.events import LogLine
 
-from helpers_cli import run_cli
-from helpers_net import cli, free_ports, reap
+from helpers.cli import run_cli
+from helpers.net import cli, free_ports, reap
+from helpers.nets import BandNet
 
 CLASSES = ("high", "low", "middle")  # sorted: the band's row is 0, 8 and 4 for 0, 1, 2
 ROWS = {"high": 0, "middle": 4, "low": 8}
@@ -49,16 +48,6 @@ def write_bands(root: Path, per_class: int = 20) -> Path:
             pixels[ROWS[name]:ROWS[name] + 4] += 150
             Image.fromarray(pixels).save(root / name / f"{j}.png")
     return root
-
-
-class BandNet(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv = nn.Conv2d(1, 4, 3, padding=1)
-        self.head = nn.Linear(4 * 12 * 12, 3)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(torch.relu(self.conv(x)).flatten(1))
 
 
 @pytest.fixture(autouse=True)

@@ -19,7 +19,7 @@ from computeshare_desktop.data.table_test import UNKNOWN, UNSEEN
 from computeshare_desktop.errors import ConfigError
 from computeshare_desktop.models import build_model
 
-from helpers_cli import run_cli
+from helpers.cli import run_cli
 
 TRAIN = ["a,b,color,kind", "1,10,red,cat", "2,20,blue,dog", "3,30,red,cat", "4,40,blue,dog",
          "5,50,red,cat", "6,60,blue,dog"]

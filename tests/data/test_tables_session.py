@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers_hub import make_hub
+from helpers.hub import make_hub
 
 from computeshare_desktop import host
 from computeshare_desktop.data.table_cache import prepare_table

@@ -20,8 +20,8 @@ from computeshare_desktop.data.prepared import load_data
 from computeshare_desktop.data.second_source import prepare_test
 from computeshare_desktop.errors import ConfigError
 
-from helpers_cli import run_cli
-from test_image_folder_session import BandNet  # the same 12×12, 3-class net
+from helpers.cli import run_cli
+from helpers.nets import BandNet  # the same 12×12, 3-class net
 
 datasets = pytest.importorskip("datasets")
 

@@ -11,8 +11,8 @@ import sys
 from typing import Any
 
 from computeshare_desktop.discovery import SessionAdvert, SessionBrowser, new_session_id
-from helpers_net import wait_for  # noqa: F401  (re-exported for the discovery tests)
-from portable import readline_within
+from helpers.net import wait_for  # noqa: F401  (re-exported for the discovery tests)
+from helpers.portable import readline_within
 
 LOOPBACK = ["127.0.0.1"]
 # Fast timings for tests: a dead hub's records expire within TTL + check + probe.

@@ -6,7 +6,7 @@ from computeshare_desktop.discovery import SessionBrowser
 from computeshare_desktop.discovery.advert import to_txt
 from computeshare_desktop.discovery.hub_advert import HubAdvertising, resolve_interface
 from computeshare_desktop.protocol.pake import key_fingerprint
-from helpers_net import RunningHub, WorkerThread, wait_for
+from helpers.net import RunningHub, WorkerThread, wait_for
 
 
 def test_advert_tracks_the_session_and_is_withdrawn(tmp_path):

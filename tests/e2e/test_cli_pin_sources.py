@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from helpers_net import PIN, RunningHub
+from helpers.net import PIN, RunningHub
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal")

@@ -6,7 +6,6 @@ import json
 import os
 import re
 import socket
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,46 +14,13 @@ import torch
 from computeshare_desktop.events import WorkerJoined, WorkerLeft
 from computeshare_desktop.protocol.ports import HubPorts
 from computeshare_desktop.transport import Identity
-from helpers_cli import run_cli
-from helpers_net import EventListener, cli, free_ports, metrics, pair, wait_for
+from helpers.cli import run_cli
+from helpers.net import EventListener, cli, free_ports, metrics, pair, wait_for
+from helpers.processes import PIN, finish, host, join, kill_all
 
 pytestmark = pytest.mark.slow
-PIN = "135790"
 KILL_ROUNDS = 800  # the replacement must join long before the end: two workers at the end
 RESUME_ROUNDS = 200
-
-
-def finish(proc: subprocess.Popen[str], timeout_s: float = 180) -> tuple[int, str, str]:
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        raise AssertionError(f"process timed out\nstdout:{out}\nstderr:{err}") from None
-    return proc.returncode, out, err
-
-
-def kill_all(*procs: subprocess.Popen[str]) -> None:
-    """Stop what still runs; what each said is printed (pytest shows it when a test fails)."""
-    for proc in procs:
-        if proc.poll() is None:
-            proc.kill()
-        try:
-            out, err = proc.communicate()
-        except ValueError:  # read before (finish): nothing left to show
-            continue
-        print(f"--- {' '.join(proc.args[3:6])} (exit {proc.returncode})\n"
-              f"stdout: {(out or '')[-2000:]}\nstderr: {(err or '')[-2000:]}")
-
-
-def host(out, port, *extra):
-    return cli("host", "--pin", PIN, "--bind", "127.0.0.1", "--port", str(port), "--out",
-               str(out), "--quiet", *extra)
-
-
-def join(port, name, *extra):  # --wait: started with its hub, which may not listen yet
-    return cli("join", f"127.0.0.1:{port}", "--pin", PIN, "--device", "cpu", "--quiet",
-               "--wait", "60", "--threads", "1", "--name", name, *extra)
 
 
 def test_host_two_joins_then_evaluate_agrees(tmp_path):
@@ -235,7 +201,7 @@ def test_cli_errors_are_one_line_with_exit_codes(tmp_path, capsys):
 
 
 def checked(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    """``computeshare ARGV`` run in this process (helpers_cli.run_cli): its exit code, argparse's
+    """``computeshare ARGV`` run in this process (helpers.cli.run_cli): its exit code, argparse's
     included, and what it printed."""
     try:
         code = run_cli(argv)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers_net import cli, free_ports, metrics
-from portable import loopback_aliases_work
+from helpers.net import cli, free_ports, metrics
+from helpers.portable import loopback_aliases_work
 
 ATTACKER = "127.0.0.2"  # another machine on the LAN (the workers are on 127.0.0.1)
 pytestmark = [pytest.mark.slow, pytest.mark.alone,  # it compares round times

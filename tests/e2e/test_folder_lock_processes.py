@@ -13,8 +13,8 @@ import pytest
 
 from computeshare_desktop.errors import ExitCode
 from computeshare_desktop.hub.folder_lock import holder
-from helpers_net import free_ports, metrics, wait_for
-from test_cli_processes import finish, host, join, kill_all
+from helpers.net import free_ports, metrics, wait_for
+from helpers.processes import finish, host, join, kill_all
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")]

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from computeshare_desktop.data import load_dataset
-from helpers_net import cli, free_ports, metrics, reap
+from helpers.net import cli, free_ports, metrics, reap
 
 pytestmark = pytest.mark.slow
 PIN = "864213"

@@ -25,10 +25,10 @@ from computeshare_desktop.events import ModelRefused, WorkerLeft
 from computeshare_desktop.hub.user_model import ShippedGraph
 from computeshare_desktop.protocol.graphs import decode_manifest, encode_manifest, program_sha256
 from computeshare_desktop.service import host as host_service
-from helpers_cli import run_cli
-from helpers_graph import model_file
-from helpers_net import PIN as NET_PIN
-from helpers_net import RunningHub, cli, wait_for
+from helpers.cli import run_cli
+from helpers.graph import model_file
+from helpers.net import PIN as NET_PIN
+from helpers.net import RunningHub, cli, wait_for
 
 PIN = "975310"
 

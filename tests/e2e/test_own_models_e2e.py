@@ -31,7 +31,7 @@ import pytest
 import torch
 from PIL import Image
 
-from helpers_net import cli, free_ports, metrics, reap
+from helpers.net import cli, free_ports, metrics, reap
 
 pytestmark = pytest.mark.slow
 PIN = "531864"

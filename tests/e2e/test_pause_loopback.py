@@ -5,7 +5,7 @@ on its shard, and the session ends with every round done."""
 from __future__ import annotations
 
 import pytest
-from helpers_net import RunningHub, WorkerThread, wait_for
+from helpers.net import RunningHub, WorkerThread, wait_for
 
 from computeshare_desktop.events import (Joined, Paused, Pushed, Resumed, RoundClosed,
                                          WorkerDone, WorkerJoined, WorkerLeft)

@@ -13,9 +13,9 @@ import torch
 from computeshare_desktop.hub.paired_machines import FILE_NAME as PAIRED_FILE
 from computeshare_desktop.hub.paired_machines import PairedMachines
 from computeshare_desktop.transport.keys import KnownHubs
-from helpers_cli import run_cli
-from helpers_net import cli, free_ports, metrics, wait_for
-from portable import CATCHABLE_STOPS, OWN_GROUP
+from helpers.cli import run_cli
+from helpers.net import cli, free_ports, metrics, wait_for
+from helpers.portable import CATCHABLE_STOPS, OWN_GROUP
 
 pytestmark = pytest.mark.slow
 PIN = "135790"

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers_graph import PLAIN, model_file
-from helpers_hub import train_set
+from helpers.graph import PLAIN, model_file
+from helpers.hub import train_set
 
 from computeshare_desktop.data import dataset_info
 from computeshare_desktop.errors import ConfigError

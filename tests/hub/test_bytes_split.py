@@ -3,7 +3,7 @@ update (the pushes), counted whole as they crossed; metrics.jsonl records all th
 
 from __future__ import annotations
 
-from helpers_hub import T0, Worker, admit, grads, make_hub
+from helpers.hub import T0, Worker, admit, grads, make_hub
 
 from computeshare_desktop.codec import get_codec
 from computeshare_desktop.events import RoundClosed

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from helpers_hub import PIN
+from helpers.hub import PIN
 from PIL import Image
 from worker.worker_sim import Sim
 

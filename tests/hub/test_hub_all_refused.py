@@ -6,8 +6,8 @@ reaches the host in its words: the layer of the node the worker names, why, the 
 from __future__ import annotations
 
 import pytest
-from helpers_graph import graph_hub, model_file
-from helpers_hub import (T0, admit, fake_key, make_hub, only, pair, pair_start, reject_code,
+from helpers.graph import graph_hub, model_file
+from helpers.hub import (T0, admit, fake_key, make_hub, only, pair, pair_start, reject_code,
                          send)
 
 from computeshare_desktop.events import (AllRefused, ModelRefused, RefusedWaitOver, WorkerLeft,

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from helpers_hub import (T0, TORCH, admit, decode_replies, fake_key, grads, make_hub, only,
+from helpers.hub import (T0, TORCH, admit, decode_replies, fake_key, grads, make_hub, only,
                          reject_code, send, start_training)
 
 from computeshare_desktop.codec import get_codec

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers_hub import T0, grads, make_hub, only, reject_code, start_training, weights
+from helpers.hub import T0, grads, make_hub, only, reject_code, start_training, weights
 
 from computeshare_desktop.errors import ConfigError
 from computeshare_desktop.events import RoundClosed, WorkerLeft

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import torch
-from helpers_hub import T0, Worker, admit, grads, make_hub, only, send, start_training
+from helpers.hub import T0, Worker, admit, grads, make_hub, only, send, start_training
 
 from computeshare_desktop.codec import get_codec, make_codec
 from computeshare_desktop.codec.delta import FULL, weights_check

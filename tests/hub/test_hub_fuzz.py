@@ -16,10 +16,10 @@ from typing import Any
 
 import msgspec
 import torch
-from helpers_hub import (HUB_KEY, PIN, SESSION_ID, T0, TORCH, admit, decode_replies, fake_key,
+from helpers.hub import (HUB_KEY, PIN, SESSION_ID, T0, TORCH, admit, decode_replies, fake_key,
                          finish_message, grads, make_hub, only, pair_start, reject_code, send,
                          start_training)
-from helpers_protocol import HEAD
+from helpers.protocol import HEAD
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

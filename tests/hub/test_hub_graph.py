@@ -8,10 +8,10 @@ import json
 
 import pytest
 import torch
-from helpers_graph import graph_hub, model_file
-from helpers_hub import (T0, TORCH, admit, fake_key, grads, make_hub, only, reject_code, send,
+from helpers.graph import graph_hub, model_file
+from helpers.hub import (T0, TORCH, admit, fake_key, grads, make_hub, only, reject_code, send,
                          send_frames, start_training)
-from helpers_protocol import HEAD
+from helpers.protocol import HEAD
 
 from computeshare_desktop.events import ModelRefused, WorkerLeft
 from computeshare_desktop.graph import torch_release

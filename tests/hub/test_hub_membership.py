@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from helpers_hub import (T0, admit, grads, join, make_hub, only, reject_code, send, start_training,
+from helpers.hub import (T0, admit, grads, join, make_hub, only, reject_code, send, start_training,
                          weights)
 
 from computeshare_desktop.events import RoundClosed, WorkerLeft

@@ -25,7 +25,7 @@ from computeshare_desktop.hub.exports import export_program
 from computeshare_desktop.hub.outputs import (CLASSES_FILE, MODEL_FILE, PROGRAM_FILE,
                                               OutputDir)
 from computeshare_desktop.models import build_model
-from helpers_net import train_session
+from helpers.net import train_session
 
 ROUNDS = 40
 # A Python that never imported this package scores the program on the test images.

@@ -7,11 +7,11 @@ from typing import Any
 
 import msgspec
 import pytest
-from helpers_hub import (HUB_KEY, PIN, SESSION_ID, T0, TORCH, WRONG, admit, decode_replies,
+from helpers.hub import (HUB_KEY, PIN, SESSION_ID, T0, TORCH, WRONG, admit, decode_replies,
                           fake_key,
                          finish_message, full_round, join, make_hub, only, pair, pair_start,
                          pairing_send, reject_code, send, start_training)
-from helpers_protocol import HEAD
+from helpers.protocol import HEAD
 
 from computeshare_desktop.errors import RemoteProtocolError
 from computeshare_desktop.events import PairingRefused

@@ -7,14 +7,14 @@ import threading
 
 import pytest
 
-from helpers_host import hosting, joining
+from helpers.host import hosting, joining
 from computeshare_desktop.events import HubStopped, Joined, PairedWith
 from computeshare_desktop.hub import HubConfig
 from computeshare_desktop.service import HostService, JoinService, Tagged
 from computeshare_desktop.service.comeback import run_coming_back
 from computeshare_desktop.service.options import JoinTarget
 from computeshare_desktop.worker import pick_device
-from helpers_net import free_ports, wait_for
+from helpers.net import free_ports, wait_for
 
 ROUNDS = 30
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers_hub import (HUB_KEY, T0, fake_key, join, kept_hub, only, pair,
+from helpers.hub import (HUB_KEY, T0, fake_key, join, kept_hub, only, pair,
                          reject_code, send)
 
 from computeshare_desktop.hub import HubCore

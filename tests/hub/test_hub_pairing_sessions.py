@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from helpers_host import hosting, joining
+from helpers.host import hosting, joining
 from computeshare_desktop.hub import HubConfig
 from computeshare_desktop.service import HostService, JoinService, remembers
 from computeshare_desktop.service.options import JoinTarget
 from computeshare_desktop.service.paired import forget_hub, paired_machines
 from computeshare_desktop.worker import pick_device
-from helpers_net import free_ports
+from helpers.net import free_ports
 
 PIN = "975310"
 

@@ -3,7 +3,7 @@ sent twice (a timeout too short) shows as the difference."""
 
 from __future__ import annotations
 
-from helpers_hub import T0, grads, make_hub, start_training
+from helpers.hub import T0, grads, make_hub, start_training
 
 from computeshare_desktop.codec import get_codec
 from computeshare_desktop.events import RoundClosed

@@ -3,7 +3,7 @@ throwaway key gets a short, capped look at the encrypted port, for PROBE only.""
 
 from __future__ import annotations
 
-from helpers_hub import (HUB_KEY, SESSION_ID, T0, decode_replies, fake_key, make_hub, only,
+from helpers.hub import (HUB_KEY, SESSION_ID, T0, decode_replies, fake_key, make_hub, only,
                          reject_code, send, start_training)
 
 from computeshare_desktop.hub.probe import (MAX_GRANTS, PROBE_MAX_REQUESTS, PROBE_TTL_S,

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import torch
 import zstandard
-from helpers_hub import (T0, Worker, admit, full_round, grads, make_hub, only, reject_code, send,
+from helpers.hub import (T0, Worker, admit, full_round, grads, make_hub, only, reject_code, send,
                          send_frames, start_training, weights)
-from helpers_protocol import HEAD
+from helpers.protocol import HEAD
 
 from computeshare_desktop.codec import get_codec
 from computeshare_desktop.events import Rejected, RoundClosed

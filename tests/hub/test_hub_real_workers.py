@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 import torch
-from helpers_hub import T0, Worker, admit, make_hub, only, send, train_set
+from helpers.hub import T0, Worker, admit, make_hub, only, send, train_set
 from torch.nn.utils import parameters_to_vector
 
 from computeshare_desktop.data import dataset_info

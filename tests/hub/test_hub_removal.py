@@ -12,7 +12,7 @@ import json
 import logging
 from pathlib import Path
 
-from helpers_hub import HUB_KEY, T0, admit, fake_key, kept_hub, only, pair, reject_code
+from helpers.hub import HUB_KEY, T0, admit, fake_key, kept_hub, only, pair, reject_code
 
 from computeshare_desktop.hub.outputs import ALLOWED_FILE
 from computeshare_desktop.hub.blocked import BlockedMachines, RemovedMachine, now_removed
@@ -99,7 +99,7 @@ def test_a_full_disk_during_pairing_and_kick_warns_once_and_the_session_goes_on(
     """Every file the allowlist's changes go to fails (ENOSPC): pairing, joining, a kick
     with block and Allow again all still work in the session, and each list that could not
     be written is warned of once (a DiskError event), never raised into the hub's loop."""
-    from helpers_hub import PIN
+    from helpers.hub import PIN
 
     from computeshare_desktop.events import DiskError
     from computeshare_desktop.hub import HubConfig, HubSession

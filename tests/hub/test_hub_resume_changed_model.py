@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers_cli import run_cli
-from helpers_graph import model_file
-from helpers_net import PIN, RunningHub, WorkerThread, wait_for
+from helpers.cli import run_cli
+from helpers.graph import model_file
+from helpers.net import PIN, RunningHub, WorkerThread, wait_for
 
 from computeshare_desktop.data import dataset_info
 from computeshare_desktop.errors import ConfigError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers_hub import T0, Worker, admit, make_hub, only, reject_code, send, train_set
+from helpers.hub import T0, Worker, admit, make_hub, only, reject_code, send, train_set
 
 from computeshare_desktop.hub import HubCore
 from computeshare_desktop.hub.shards import MAX_SHARD_CHUNK_BYTES

@@ -12,7 +12,7 @@ from computeshare_desktop.errors import ConfigError
 from computeshare_desktop.events import DiskError, HubStopped, Stopped
 from computeshare_desktop.hub import HubConfig, HubSession
 from computeshare_desktop.hub.outputs import OutputDir
-from helpers_net import RunningHub, WorkerThread, wait_for
+from helpers.net import RunningHub, WorkerThread, wait_for
 
 CONFIG = dict(workers=1, rounds=100000, batch_size=8, eval_every=0)
 

@@ -3,7 +3,7 @@ the shards a worker downloads before training starts (which no round holds) incl
 
 from __future__ import annotations
 
-from helpers_hub import T0, Worker, admit, grads, make_hub, send_frames
+from helpers.hub import T0, Worker, admit, grads, make_hub, send_frames
 
 from computeshare_desktop.events import RoundClosed
 from computeshare_desktop.hub import HubCore

@@ -6,7 +6,7 @@ import math
 
 import pytest
 import torch
-from helpers_hub import (T0, admit, decode_replies, full_round, grads, make_hub, only,
+from helpers.hub import (T0, admit, decode_replies, full_round, grads, make_hub, only,
                          optimizer_copy, reject_code, start_training, weights)
 
 from computeshare_desktop.codec import get_codec

@@ -3,7 +3,7 @@ missed deadlines, and no round waits longer than the cap."""
 
 from __future__ import annotations
 
-from helpers_hub import T0, grads, make_hub, only, reject_code, start_training
+from helpers.hub import T0, grads, make_hub, only, reject_code, start_training
 
 from computeshare_desktop.events import WorkerLeft
 from computeshare_desktop.hub.rounds import DeadlinePolicy

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers_hub import T0, Worker, grads, make_hub, only, optimizer_copy, start_training, weights
+from helpers.hub import T0, Worker, grads, make_hub, only, optimizer_copy, start_training, weights
 
 from computeshare_desktop.events import RoundClosed
 from computeshare_desktop.hub import HubCore

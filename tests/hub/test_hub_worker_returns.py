@@ -5,7 +5,7 @@ the worker's own "N gradients pushed" does, and the hub says it resumed (trial 2
 
 from __future__ import annotations
 
-from helpers_hub import T0, admit, full_round, make_hub, send, start_training
+from helpers.hub import T0, admit, full_round, make_hub, send, start_training
 
 from computeshare_desktop.events import WorkerJoined, WorkerLeft
 from computeshare_desktop.protocol.messages import Bye

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-from helpers_hub import T0, WRONG, make_hub, pair, reject_code
+from helpers.hub import T0, WRONG, make_hub, pair, reject_code
 
 from computeshare_desktop.protocol import RejectCode
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers_graph import PLAIN, graph_hub, model_file
+from helpers.graph import PLAIN, graph_hub, model_file
 
 from computeshare_desktop.errors import ConfigError
 from computeshare_desktop.protocol.graphs import decode_manifest, program_sha256

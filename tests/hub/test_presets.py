@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from helpers_hub import T0, grads, make_hub, start_training
+from helpers.hub import T0, grads, make_hub, start_training
 
 from computeshare_desktop.errors import ConfigError
 from computeshare_desktop.events import ModeChanged

@@ -8,7 +8,7 @@ import math
 
 import pytest
 import torch
-from helpers_hub import (T0, full_round, grads, make_hub, only, optimizer_copy, start_training,
+from helpers.hub import (T0, full_round, grads, make_hub, only, optimizer_copy, start_training,
                          weights)
 
 from computeshare_desktop.data import load_dataset

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 import torch
-from helpers_hub import T0, Worker, admit, make_hub, only, reject_code, send, send_frames
+from helpers.hub import T0, Worker, admit, make_hub, only, reject_code, send, send_frames
 
 from computeshare_desktop.data import ArrayDataset
 from computeshare_desktop.data.digests import chunk_digest, content_hash
@@ -15,7 +15,7 @@ from computeshare_desktop.hub import HubCore
 from computeshare_desktop.protocol import RejectCode, encode
 from computeshare_desktop.protocol.messages import Bye, Shard, ShardData
 from computeshare_desktop.protocol.tensors import frame_to_tensor
-from helpers_hub import train_set
+from helpers.hub import train_set
 
 CAP = 1 << 26
 

@@ -2,7 +2,7 @@
 TensorBoard's own reader finds in them what metrics.jsonl says, round by round; a resumed
 session appends without repeating a step.
 
-The session runs in this process with fake workers (helpers_hub), rounds in milliseconds."""
+The session runs in this process with fake workers (helpers.hub), rounds in milliseconds."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from computeshare_desktop.hub import HubConfig, HubSession  # noqa: E402
 from computeshare_desktop.hub import session as session_module  # noqa: E402
 from computeshare_desktop.hub.outputs import METRICS_FILE  # noqa: E402
 from computeshare_desktop.hub.tensorboard_log import TENSORBOARD_DIR  # noqa: E402
-from helpers_hub import HUB_KEY, PIN, T0, grads, start_training  # noqa: E402
+from helpers.hub import HUB_KEY, PIN, T0, grads, start_training  # noqa: E402
 
 CONFIG = dict(workers=2, rounds=8, batch_size=8, eval_every=3, checkpoint_every=2,
               momentum=0.0, schedule="cosine", warmup=2)
@@ -30,7 +30,7 @@ SAMPLES = (2, 6)  # each round: the two workers' samples, so their shares are 1/
 
 
 class Driven:
-    """A HubSession as helpers_hub's fake workers drive a HubCore: requests go through the
+    """A HubSession as helpers.hub's fake workers drive a HubCore: requests go through the
     session (so its records are written), everything else is the core's."""
 
     def __init__(self, session: HubSession) -> None:

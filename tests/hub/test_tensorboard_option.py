@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers_cli import run_cli
+from helpers.cli import run_cli
 
 from computeshare_desktop.app_options import AppConfig
 from computeshare_desktop.cli import commands

@@ -108,7 +108,7 @@ def test_images_with_other_channel_counts_and_tables_are_refused() -> None:
     four = dataclasses.replace(RGB32, channels=4, mean=(0.5,) * 4, std=(0.5,) * 4)
     with pytest.raises(ConfigError, match="takes 1- or 3-channel images; cifar100 has 4"):
         _build("resnet18", four)
-    from test_user_model_files import TableInfo
+    from helpers.data import TableInfo
     table = TableInfo("iris", 1, 1, 1, 3, (0.0,), (1.0,), in_features=4)
     with pytest.raises(ConfigError, match="torchvision:resnet18 takes images; iris is a table"):
         _build("resnet18", table)

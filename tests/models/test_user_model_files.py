@@ -17,6 +17,7 @@ from computeshare_desktop.errors import ConfigError
 from computeshare_desktop.models import (build_model_from_spec, check_model_outputs,
                                          flat_parameters, parse_model_spec)
 from computeshare_desktop.models.userfile import build_from_file
+from helpers.data import TableInfo
 
 MNIST = dataset_info("mnist")
 CIFAR = dataset_info("cifar10")
@@ -133,13 +134,6 @@ def test_a_non_square_image_size_is_a_pair(tmp_path) -> None:
         ''')
     info = dataclasses.replace(CIFAR, height=24, width=40)
     assert _build(path, "wide", info)[1].in_features == 3 * 24 * 40
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class TableInfo(DatasetInfo):
-    """A table dataset as the data layer will describe one (``in_features`` columns)."""
-
-    in_features: int = 0
 
 
 def test_a_table_model_gets_in_features_and_no_image_arguments(tmp_path) -> None:

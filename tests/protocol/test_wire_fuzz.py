@@ -11,7 +11,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from helpers_protocol import EXAMPLES, HEAD, example_frames
+from helpers.protocol import EXAMPLES, HEAD, example_frames
 
 from computeshare_desktop.errors import RemoteProtocolError
 from computeshare_desktop.protocol import MESSAGE_CLASSES, MsgType, RejectCode, decode, wire

@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from helpers_protocol import EXAMPLES, HEAD, example_frames
+from helpers.protocol import EXAMPLES, HEAD, example_frames
 
 from computeshare_desktop.errors import LocalProtocolError, RemoteProtocolError
 from computeshare_desktop.protocol import (MESSAGE_CLASSES, PROTOCOL_VERSION, TO_HUB, TO_PAIRING,

@@ -6,9 +6,9 @@ In process, with a fake worker run: the real rejoin is tests/hub/test_hub_pairin
 from __future__ import annotations
 
 import pytest
-from helpers_host import joining
-from helpers_cli import run_cli
-from helpers_net import free_ports
+from helpers.host import joining
+from helpers.cli import run_cli
+from helpers.net import free_ports
 
 from computeshare_desktop.cli import commands
 from computeshare_desktop.errors import ExitCode, HubStoppedError, HubUnreachableError

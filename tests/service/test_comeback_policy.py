@@ -4,7 +4,7 @@ is there again, accepting workers."""
 
 from __future__ import annotations
 
-from helpers_host import joining
+from helpers.host import joining
 from computeshare_desktop.service import JoinTarget
 from computeshare_desktop.service.comeback import Return, stopped_by_host
 from computeshare_desktop.service.join import JoinService

@@ -153,7 +153,7 @@ def test_interface_kinds_and_no_lan() -> None:
 
 @pytest.mark.slow  # a real HubSession starts (~2 s idle, 8 s on a busy machine)
 def test_the_real_probe_measures_a_hub_on_loopback(tmp_path: Path) -> None:
-    from helpers_net import RunningHub
+    from helpers.net import RunningHub
 
     hub = RunningHub(tmp_path, workers=1, rounds=5)
     try:

@@ -11,7 +11,7 @@ import msgspec
 import pytest
 from PIL import Image
 
-from helpers_host import hosting
+from helpers.host import hosting
 from computeshare_desktop.errors import ConfigError, RejectedError
 from computeshare_desktop.events import Failed, Listening, LogLine
 from computeshare_desktop.hub import HubConfig
@@ -19,8 +19,8 @@ from computeshare_desktop.protocol import MsgType
 from computeshare_desktop.service import HostService, Tagged
 from computeshare_desktop.service.prepare import prepare
 from computeshare_desktop.worker.download import check_shard
-from helpers_net import free_ports
-from helpers_protocol import EXAMPLES
+from helpers.net import free_ports
+from helpers.protocol import EXAMPLES
 
 
 def write_folder(root: Path, counts: dict[str, int], sizes: tuple[int, ...] = (32,)) -> Path:

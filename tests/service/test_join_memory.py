@@ -6,30 +6,16 @@ Real services on loopback sockets."""
 from __future__ import annotations
 
 import pytest
-from helpers_host import hosting, joining
-from helpers_net import PIN, RunningHub, free_ports, wait_for
+from helpers.host import hosting
+from helpers.net import PIN, RunningHub, free_ports, wait_for
 
 from computeshare_desktop.events import Joined, SessionFull
 from computeshare_desktop.hub import HubConfig
-from computeshare_desktop.service import HostService, JoinService, remembers
+from computeshare_desktop.service import HostService, remembers
 from computeshare_desktop.service.join import removed_by
 from computeshare_desktop.service.options import JoinTarget
 from computeshare_desktop.service.paired import paired_machines
-from computeshare_desktop.worker import pick_device
-
-
-def worker(port: int, pin: str, name: str) -> JoinService:
-    target = JoinTarget(host="127.0.0.1", port=port, label="hub")
-    seen: list[object] = []
-    service = JoinService(joining(target, pin=pin, name=name, device=pick_device("cpu"),
-                                   follow_hub=False, give_up_s=10.0, first_contact_s=10.0,
-                                   wait_s=20.0), on_event=lambda t: seen.append(t.event))
-    service.seen = seen  # type: ignore[attr-defined]
-    return service
-
-
-def saw(service: JoinService, kind: type) -> bool:
-    return any(isinstance(event, kind) for event in list(service.seen))  # type: ignore[attr-defined]
+from helpers.host import saw, worker
 
 
 @pytest.mark.slow

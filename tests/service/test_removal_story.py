@@ -6,15 +6,15 @@ is (its Join dialog and `join` say so)."""
 from __future__ import annotations
 
 import pytest
-from helpers_host import hosting
-from helpers_net import PIN, free_ports, wait_for
+from helpers.host import hosting
+from helpers.net import PIN, free_ports, wait_for
 
 from computeshare_desktop.events import Joined
 from computeshare_desktop.hub import HubConfig
 from computeshare_desktop.service import HostService
 from computeshare_desktop.service.join import removed_by
 from computeshare_desktop.service.options import JoinTarget
-from test_join_memory import saw, worker
+from helpers.host import saw, worker
 
 
 def host(tmp_path, folder: str, port: int) -> HostService:

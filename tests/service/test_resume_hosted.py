@@ -18,7 +18,7 @@ from computeshare_desktop.errors import ConfigError, ExitCode, PortInUseError
 from computeshare_desktop.hub.outputs import CHECKPOINT_FILE, OutputDir
 from computeshare_desktop.service import HostService
 from computeshare_desktop.service.options import HostOptions, host_plan
-from helpers_net import free_ports
+from helpers.net import free_ports
 
 RECIPE = dict(workers=1, rounds=100_000, batch_size=8, eval_every=0, optimizer="adamw",
               lr=0.003, weight_decay=0.01, schedule="cosine", warmup=5, clip_grad=1.0,

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from helpers_host import hosting
+from helpers.host import hosting
 from computeshare_desktop.events import Finished, RoundClosed
 from computeshare_desktop.hub import HubConfig
 from computeshare_desktop.service import HostService, Tagged
-from helpers_net import free_ports
+from helpers.net import free_ports
 
 
 def host(tmp_path, **kwargs) -> HostService:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import torch
-from helpers_net import RunningHub, WorkerThread
+from helpers.net import RunningHub, WorkerThread
 
 from computeshare_desktop.worker import WorkerSession
 

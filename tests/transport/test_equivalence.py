@@ -13,7 +13,7 @@ from computeshare_desktop.data import dataset_info, load_dataset
 from computeshare_desktop.evaluation import batch_loss
 from computeshare_desktop.models import build_model, flat_parameters
 from computeshare_desktop.sampling import shard_indices, stream_positions
-from helpers_net import RunningHub, WorkerThread
+from helpers.net import RunningHub, WorkerThread
 
 ROUNDS, BATCH, LR, SEED = 6, 8, 0.01, 3
 

@@ -6,7 +6,7 @@ import time
 
 from computeshare_desktop.events import Evaluated, Event, HubStopped, RoundClosed
 from computeshare_desktop.transport import EventSubscriber, Identity
-from helpers_net import RunningHub, WorkerThread, of_kind, wait_for
+from helpers.net import RunningHub, WorkerThread, of_kind, wait_for
 
 
 def follow(hub: RunningHub, worker: WorkerThread, sink) -> EventSubscriber:

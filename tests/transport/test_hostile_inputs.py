@@ -12,9 +12,9 @@ from computeshare_desktop.events import Rejected
 from computeshare_desktop.protocol import RejectCode, decode, encode
 from computeshare_desktop.protocol.messages import Bye, Join, Model, Pull, Push, Reject, Welcome
 from computeshare_desktop.transport import Identity
-from helpers_hub import TORCH
-from helpers_net import PIN, Raw, RunningHub, WorkerThread, pair, wait_for
-from portable import peak_rss_bytes
+from helpers.hub import TORCH
+from helpers.net import PIN, Raw, RunningHub, WorkerThread, pair, wait_for
+from helpers.portable import peak_rss_bytes
 
 
 def push(raw: Raw, token: str, version: int | None, payload: bytes, *, numel: int,

@@ -15,7 +15,7 @@ from computeshare_desktop.errors import ConfigError, RejectedError, RemovedError
 from computeshare_desktop.events import RoundClosed, WorkerLeft
 from computeshare_desktop.protocol import RejectCode
 from computeshare_desktop.transport import Identity, KnownHubs, identity_path, load_or_create
-from helpers_net import EventListener, RunningHub, WorkerThread, pair, wait_for
+from helpers.net import EventListener, RunningHub, WorkerThread, pair, wait_for
 
 
 def test_kick_revokes_key_for_requests_and_events(tmp_path):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from helpers_net import RunningHub, WorkerThread, train_session
+from helpers.net import RunningHub, WorkerThread, train_session
 
 STEPS, BATCH = 200, 32
 # simplenet after 200 steps of 2 x 32 samples: lossless sync reaches about 95.5% (seeded);

@@ -9,12 +9,12 @@ import time
 import pytest
 import zmq
 
-from helpers_host import hosting
+from helpers.host import hosting
 from computeshare_desktop.transport import Identity, ReqChannel, ZmqConnector
 from computeshare_desktop.protocol.ports import HubPorts
 from computeshare_desktop.worker import WorkerOptions, WorkerSession, pick_device
-from helpers_net import PIN, RunningHub
-from portable import loopback_aliases_work
+from helpers.net import PIN, RunningHub
+from helpers.portable import loopback_aliases_work
 from testbed.flooder import pair_starts
 
 
@@ -128,7 +128,7 @@ def test_the_hosts_own_worker_trains_whatever_floods_the_pairing_port(tmp_path, 
     from computeshare_desktop.events import PairedWith, RoundClosed, WorkerJoined
     from computeshare_desktop.hub import HubConfig
     from computeshare_desktop.service.host import HostService
-    from helpers_net import free_ports
+    from helpers.net import free_ports
 
     monkeypatch.setenv("COMPUTESHARE_HOME", str(tmp_path / "home"))
     port = free_ports()

@@ -11,7 +11,7 @@ import threading
 import time
 
 import pytest
-from helpers_net import RunningHub, free_ports
+from helpers.net import RunningHub, free_ports
 
 from computeshare_desktop import reach
 from computeshare_desktop.errors import HubUnreachableError

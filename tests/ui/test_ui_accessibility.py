@@ -23,8 +23,7 @@ from computeshare_desktop.gui.pin_card import PinCard  # noqa: E402
 from computeshare_desktop.gui.progress_state import ProgressState  # noqa: E402
 from computeshare_desktop.gui.progress_window import ProgressWindow  # noqa: E402
 from computeshare_desktop.service.options import HostOptions  # noqa: E402
-from test_ui_layout import IdleRunner  # noqa: E402
-from ui_helpers import image_stats, screenshot_dir  # noqa: E402
+from helpers.ui import Scripted, image_stats, screenshot_dir  # noqa: E402
 
 CONTROLS = (QAbstractButton, QLineEdit, QAbstractSpinBox, QComboBox, QAbstractItemView,
             QPlainTextEdit)
@@ -48,9 +47,9 @@ def test_every_control_has_an_accessible_name(qtbot, main_window, ui_home):
     host = HostDialog(HostOptions(out_dir=str(ui_home / "run")))
     join = JoinDialog(None, lambda target, pin: None)
     state = ProgressState("hub", total_rounds=100, expected_workers=2)
-    progress = ProgressWindow(IdleRunner(), state, title="Hosting t", subtitle="s",
+    progress = ProgressWindow(Scripted(), state, title="Hosting t", subtitle="s",
                               pin="428913")
-    worker = ProgressWindow(IdleRunner(), ProgressState("worker"), title="Training", subtitle="s")
+    worker = ProgressWindow(Scripted(), ProgressState("worker"), title="Training", subtitle="s")
     for top in (host, join, progress, worker):
         qtbot.addWidget(top)
         top.show()

@@ -27,11 +27,11 @@ from computeshare_desktop.hub.user_model import ShippedGraph  # noqa: E402
 from computeshare_desktop.protocol.graphs import (decode_manifest, encode_manifest,  # noqa: E402
                                                   program_sha256)
 from computeshare_desktop.service.options import HostOptions  # noqa: E402
-from helpers_graph import model_file  # noqa: E402
-from helpers_net import WorkerThread, free_ports  # noqa: E402
+from helpers.graph import model_file  # noqa: E402
+from helpers.net import WorkerThread, free_ports  # noqa: E402
 
 REPORT_S = 2.0  # issue 25: the host reports it within 2 s of the last refusal
-LAYER = "layer stem.0: nn.Conv2d: "  # the first convolution of helpers_graph's network
+LAYER = "layer stem.0: nn.Conv2d: "  # the first convolution of helpers.graph's network
 
 
 def forbidding(graph: ShippedGraph) -> ShippedGraph:

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (QComboBox, QStyle, QStyleOptionComboBox,  # noqa:
 
 from computeshare_desktop.gui.join_dialog import JoinDialog  # noqa: E402
 from computeshare_desktop.service import JoinTarget  # noqa: E402
-from test_ui_layout_screens import fits, open_dialog, settle  # noqa: E402
+from helpers.screens import fits, open_dialog, settle  # noqa: E402
 
 LINE_EDIT_MARGIN = 2  # QLineEdit's own room left and right of its text (qlineedit_p.h)
 

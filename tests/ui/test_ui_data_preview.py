@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QDialog  # noqa: E402
 from computeshare_desktop.gui import data_preview  # noqa: E402
 from computeshare_desktop.gui.host_dialog import HostDialog  # noqa: E402
 from computeshare_desktop.service.options import HostOptions  # noqa: E402
-from ui_helpers import click, screenshot_dir, type_into  # noqa: E402
+from helpers.ui import click, screenshot_dir, type_into  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -18,7 +18,7 @@ from computeshare_desktop.data import DownloadProgress, needs_download  # noqa: 
 from computeshare_desktop.gui.host_dialog import HostDialog  # noqa: E402
 from computeshare_desktop.gui.settings import Settings  # noqa: E402
 from computeshare_desktop.service.options import HostOptions  # noqa: E402
-from ui_helpers import click  # noqa: E402
+from helpers.ui import click  # noqa: E402
 
 
 @pytest.fixture

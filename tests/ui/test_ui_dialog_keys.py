@@ -15,7 +15,7 @@ pytest.importorskip("pyqtgraph")
 from PySide6.QtCore import QPoint, Qt  # noqa: E402
 from PySide6.QtWidgets import QApplication, QDialog, QGroupBox, QWidget  # noqa: E402
 
-from helpers_net import PIN, RunningHub, free_ports  # noqa: E402
+from helpers.net import PIN, RunningHub, free_ports  # noqa: E402
 
 
 def focused() -> QWidget | None:

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from ui_helpers import click  # noqa: E402
+from helpers.ui import click  # noqa: E402
 
 from computeshare_desktop.gui.doctor_dialog import DoctorDialog  # noqa: E402
 from computeshare_desktop.service.doctor import DoctorOptions  # noqa: E402

@@ -11,57 +11,20 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
-from computeshare_desktop.events import (Joined, Listening, Paused, Pushed,  # noqa: E402
-                                         Resumed, RoundClosed, StateChanged, WorkerInfo,
+from computeshare_desktop.events import (Joined, Paused, Pushed,  # noqa: E402
+                                         Resumed, StateChanged, WorkerInfo,
                                          WorkerJoined, WorkerLeft, WorkerReady)
 from computeshare_desktop.gui.progress_state import ProgressState  # noqa: E402
 from computeshare_desktop.gui.progress_window import ProgressWindow  # noqa: E402
 from computeshare_desktop.service import FEED, Tagged  # noqa: E402
-from ui_helpers import Scripted  # noqa: E402
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-LAPTOP = WorkerInfo(1, "laptop · CPU", "CPU", 0, key="k-laptop")
-
-
-def a_round(version: int, loss: float, source: str = "hub",
-            worker: WorkerInfo = LAPTOP) -> Tagged:
-    w = WorkerInfo(worker.id, worker.name, worker.device, worker.shard, version, 0,
-                   32 * version, True, 0.1, key=worker.key)
-    return Tagged(source, RoundClosed(
-        round=version, version=version, steps=1, loss=loss, contributors=1, rejected=0,
-        bytes_in=1000, bytes_out=2000, payload_bytes=3000, samples=32, seconds=0.1,
-        complete=True, compute_s=0.05, busy=0.5, workers=(w,)))
-
-
-def hub_window(qtbot, clock: Clock) -> ProgressWindow:
-    """A hub's window one worker trains for, 8 rounds in."""
-    state = ProgressState("hub", total_rounds=100, expected_workers=1, name="t", clock=clock)
-    runner = Scripted("fix-states-test")
-    window = ProgressWindow(runner, state, title="Hosting t", subtitle="s", pin="428913",
-                            refresh_ms=10_000)
-    qtbot.addWidget(window)
-    runner.script = [Tagged("hub", e) for e in (
-        Listening("127.0.0.1", 7341, 7342, 7343, "ab" * 8, ("127.0.0.1",), "/out"),
-        WorkerJoined(LAPTOP), WorkerReady(LAPTOP), StateChanged("training"))]
-    window.refresh()
-    for version in range(1, 9):
-        clock.now += 0.5
-        runner.script = [a_round(version, 2.0 + version % 2)]
-        window.refresh()
-    return window
+from helpers.ui import Scripted  # noqa: E402
+from helpers.clock import Clock  # noqa: E402
+from helpers.windows import LAPTOP, a_round, laptop_hub_window  # noqa: E402
 
 
 def test_a_hub_whose_only_worker_paused_waits_for_workers_and_pauses_its_eta(qtbot):
     clock = Clock()
-    window = hub_window(qtbot, clock)
+    window = laptop_hub_window(qtbot, clock)
     assert window.chip.text() == "Training" and window.eta_label.text().startswith("ETA 4")
     window.runner.script = [Tagged("hub", WorkerLeft(LAPTOP, "paused"))]
     clock.now += 1
@@ -79,7 +42,7 @@ def test_a_hub_whose_only_worker_paused_waits_for_workers_and_pauses_its_eta(qtb
 
 
 def test_stop_says_stopping_at_once_no_row_trains_and_no_new_pin(qtbot):
-    window = hub_window(qtbot, Clock())
+    window = laptop_hub_window(qtbot, Clock())
     assert window.pin_card is not None
     window.show()
     assert window.pin_card.new_button.isVisible()
@@ -135,7 +98,7 @@ def test_a_paused_workers_window_and_own_row_say_paused(qtbot):
 
 
 def test_the_training_loss_card_shows_the_last_rounds_loss(qtbot):
-    window = hub_window(qtbot, Clock())  # losses 3, 2, 3, 2, ...: the last is 2.0
+    window = laptop_hub_window(qtbot, Clock())  # losses 3, 2, 3, 2, ...: the last is 2.0
     assert window.state.loss[-1][1] == 2.0 and window.state.loss_smooth[-1][1] != 2.0
     assert window.cards["loss"].value.text() == "2.0000"
     assert "last round" in window.cards["loss"].toolTip()

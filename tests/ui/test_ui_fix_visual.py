@@ -27,7 +27,7 @@ from computeshare_desktop.gui.progress_rows import WorkerRow  # noqa: E402
 from computeshare_desktop.gui.workers_table import (NAME_ELIDE, NAME_MOST,  # noqa: E402
                                                     WorkersTable, fit_columns)
 from computeshare_desktop.service import Tagged  # noqa: E402
-from test_ui_polish import fill  # noqa: E402
+from helpers.ui import fill  # noqa: E402
 
 ACCENT = QColor("#4F46E5").rgb()  # the primary button's fill
 

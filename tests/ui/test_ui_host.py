@@ -15,19 +15,9 @@ from computeshare_desktop.gui.formatting import percent  # noqa: E402
 from computeshare_desktop.gui.main_window import MainWindow  # noqa: E402
 from computeshare_desktop.service.options import worker_name  # noqa: E402
 from computeshare_desktop.gui.settings import Settings, settings_path  # noqa: E402
-from helpers_net import free_ports, metrics  # noqa: E402
-from ui_helpers import click, type_into  # noqa: E402
-
-
-def fill_host_dialog(qtbot, dialog, *, out, rounds, eval_every, workers=1, port=None) -> None:
-    """Type the values of a short session into the real fields."""
-    type_into(qtbot, dialog.rounds, str(rounds))
-    type_into(qtbot, dialog.eval_every, str(eval_every))
-    type_into(qtbot, dialog.workers, str(workers))
-    type_into(qtbot, dialog.out_dir, str(out))
-    type_into(qtbot, dialog.port, str(port or free_ports()))
-    if not dialog.train_here.isChecked():
-        click(qtbot, dialog.train_here)
+from helpers.net import metrics  # noqa: E402
+from helpers.ui import click, type_into  # noqa: E402
+from helpers.app import fill_host_dialog  # noqa: E402
 
 
 def test_host_with_local_training_runs_to_the_end_and_shows_final_accuracy(

@@ -12,36 +12,12 @@ pytest.importorskip("pyqtgraph")
 
 from PySide6.QtCore import QPoint, QRect  # noqa: E402
 
-from computeshare_desktop.events import Listening, RoundClosed, WorkerInfo  # noqa: E402
 from computeshare_desktop.gui import placement  # noqa: E402
-from computeshare_desktop.gui.progress_state import ProgressState  # noqa: E402
 from computeshare_desktop.gui.progress_window import ProgressWindow  # noqa: E402
-from computeshare_desktop.service import Tagged  # noqa: E402
-from test_ui_layout import IdleRunner  # noqa: E402
-from test_ui_layout_screens import AREA, fits  # noqa: E402
+from helpers.screens import AREA, fits  # noqa: E402
+from helpers.windows import busy_hub_window  # noqa: E402
 
 ADDRESS = "192.168.1.23:47321"
-
-
-def hub_window(qtbot) -> ProgressWindow:
-    """A hub's window as it is while training: listening, its address in the hint, figures
-    in every card."""
-    state = ProgressState("hub", total_rounds=300, expected_workers=2, name="vm — mnist-sample")
-    workers = tuple(WorkerInfo(i, f"w{i}", "CPU", i - 1, ready=True) for i in (1, 2))
-    state.apply([Tagged("hub", Listening("0.0.0.0", 47321, 47322, 47323, "ab12 cd34",
-                                         ("192.168.1.23", "10.0.0.5"), "/tmp/run"))])
-    state.apply([Tagged("hub", RoundClosed(
-        round=v, version=v, steps=1, loss=0.1234, contributors=2, rejected=0,
-        bytes_in=123_456, bytes_out=654_321, payload_bytes=20, samples=64, seconds=0.1,
-        complete=True, compute_s=0.05, busy=0.5, workers=workers)) for v in range(1, 30)])
-    window = ProgressWindow(IdleRunner(), state, title="Hosting vm — mnist-sample",
-                            subtitle="simplenet on mnist-sample · 2 worker(s) · 300 rounds of "
-                                     "32 per worker · Synchronous rounds", pin="428913")
-    qtbot.addWidget(window)
-    window.show()
-    qtbot.waitExposed(window)
-    window.refresh()
-    return window
 
 
 def settle(qtbot, window: ProgressWindow) -> None:
@@ -53,7 +29,7 @@ def settle(qtbot, window: ProgressWindow) -> None:
 
 
 def test_at_its_minimum_size_the_pin_its_address_and_the_cards_are_whole(qtbot, styled_app):
-    window = hub_window(qtbot)
+    window = busy_hub_window(qtbot)
     settle(qtbot, window)
     card = window.pin_card
     assert card is not None
@@ -74,7 +50,7 @@ def test_at_its_minimum_size_the_pin_its_address_and_the_cards_are_whole(qtbot, 
 
 def test_on_a_1280x720_screen_the_hub_window_opens_inside_it(qtbot, main_window, monkeypatch):
     monkeypatch.setattr(placement, "available_geometry", lambda anchor=None: AREA)
-    window = hub_window(qtbot)
+    window = busy_hub_window(qtbot)
     window.hide()
     main_window._open_progress(window)  # as Start hosting opens it (1120×860 asked)
     qtbot.waitExposed(window)

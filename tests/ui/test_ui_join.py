@@ -12,9 +12,9 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
 from computeshare_desktop.gui.formatting import percent  # noqa: E402
-from helpers_net import RunningHub, WorkerThread, cli, free_ports  # noqa: E402
-from helpers_net import PIN as HUB_PIN  # noqa: E402
-from ui_helpers import click, click_row, join_by_address, type_into  # noqa: E402
+from helpers.net import RunningHub, WorkerThread, cli, free_ports  # noqa: E402
+from helpers.net import PIN as HUB_PIN  # noqa: E402
+from helpers.ui import click, click_row, join_by_address, type_into  # noqa: E402
 
 PIN = "246135"
 SESSION = "ui-test-session"

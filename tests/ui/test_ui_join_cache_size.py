@@ -10,8 +10,8 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
 from computeshare_desktop.service import JoinService  # noqa: E402
-from test_ui_speed_memory import join_dialog, shown  # noqa: E402
-from ui_helpers import click, type_into  # noqa: E402
+from helpers.app import join_dialog, shown  # noqa: E402
+from helpers.ui import click, type_into  # noqa: E402
 
 
 def test_the_cache_size_is_a_join_dialog_field(qtbot, ui_home):

@@ -8,40 +8,25 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
-from helpers_host import joining  # noqa: E402
+from helpers.host import HeldJoin, joining  # noqa: E402
 from computeshare_desktop.events import Ended, Failed  # noqa: E402
 from computeshare_desktop.gui.join_dialog import (PIN_HINT, REMEMBERED,  # noqa: E402
                                                   REMOVED_HINTS, JoinDialog)
-from computeshare_desktop.service import (JoinPlan, JoinService, JoinTarget,  # noqa: E402
+from computeshare_desktop.service import (JoinService, JoinTarget,  # noqa: E402
                                           Tagged, remembers)
 from computeshare_desktop.service.join import removals  # noqa: E402
 from computeshare_desktop.service.messages import refusal_message  # noqa: E402
 from computeshare_desktop.gui.words import refusal  # noqa: E402
 from computeshare_desktop.service.options import worker_name  # noqa: E402
 from computeshare_desktop.transport import KnownHubs, identity_path  # noqa: E402
-from ui_helpers import click, type_into  # noqa: E402
+from helpers.ui import click, type_into  # noqa: E402
 
 TARGET = JoinTarget.from_address("127.0.0.1:9")  # nothing listens; nothing is started
 HUB_KEY = "hub-key-of-the-test"
 
 
-class Scripted(JoinService):
-    """A JoinService that never starts its thread: the dialog drains ``script``."""
-
-    def __init__(self, plan: JoinPlan, script: list[Tagged]) -> None:
-        super().__init__(plan)
-        self.script = script
-
-    def start(self) -> "Scripted":
-        return self
-
-    def drain(self) -> list[Tagged]:
-        events, self.script = self.script, []
-        return events
-
-
 def dialog_for(qtbot, script: list[Tagged] | None = None) -> JoinDialog:
-    dialog = JoinDialog(TARGET, lambda t, pin: Scripted(joining(t, pin=pin), script or []),
+    dialog = JoinDialog(TARGET, lambda t, pin: HeldJoin(joining(t, pin=pin), script or []),
                         remembered=lambda t: remembers(t, worker_name()), refresh_ms=10)
     qtbot.addWidget(dialog)
     dialog.show()
@@ -93,8 +78,8 @@ def chosen(runner: JoinService) -> dict[str, object]:
             "pause_on_battery": plan.options.pause_on_battery}
 
 
-def held(target: JoinTarget, pin: str) -> Scripted:
-    return Scripted(joining(target, pin=pin, name="w"), [])
+def held(target: JoinTarget, pin: str) -> HeldJoin:
+    return HeldJoin(joining(target, pin=pin, name="w"), [])
 
 
 def test_a_worker_that_joins_again_keeps_the_join_dialogs_choices(qtbot, main_window,

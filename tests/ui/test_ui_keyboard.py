@@ -14,17 +14,7 @@ from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from computeshare_desktop.discovery import DiscoveredSession  # noqa: E402
-from computeshare_desktop.discovery.advert import SessionAdvert  # noqa: E402
-from computeshare_desktop.protocol.ports import HubPorts  # noqa: E402
-
-
-def session(name: str, port: int) -> DiscoveredSession:
-    advert = SessionAdvert(session_id="ab" * 8, name=name, host="box", model="simplenet",
-                           dataset="mnist-sample", joined=0, expected=2, state="waiting",
-                           protocol=3, key_fingerprint="cd" * 8, port=port,
-                           pub_port=HubPorts.at(port).events,
-                           pair_port=HubPorts.at(port).pairing, rounds=600)
-    return DiscoveredSession(advert, ("127.0.0.1",), f"{name}._computeshare._tcp.local.")
+from helpers.sessions import session  # noqa: E402
 
 
 def test_tab_leaves_the_table_and_enter_joins_the_selected_session(qtbot, main_window):

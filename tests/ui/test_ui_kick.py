@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
-from helpers_host import hosting  # noqa: E402
+from helpers.host import hosting  # noqa: E402
 from computeshare_desktop.events import (Ended, Failed, Finished, HubStopped,  # noqa: E402
                                          Joined, Pushed, Rejected, RoundClosed, Stopped,
                                          WorkerDone, WorkerInfo)
@@ -26,37 +26,11 @@ from computeshare_desktop.service import FEED, Tagged  # noqa: E402
 from computeshare_desktop.gui.words import refusal  # noqa: E402
 from computeshare_desktop.service.messages import refusal_message  # noqa: E402
 from computeshare_desktop.service.host import HostService  # noqa: E402
+from helpers.clock import Clock  # noqa: E402
+from helpers.ui import Scripted  # noqa: E402
 
 REMOVED = refusal("BANNED")  # what a kicked machine's window says (gui/words.py)
 LIVE = {"joining", "loading data", "ready", "training"}
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class Scripted:
-    """A runner whose ``drain`` hands the window the batches a test queued: the events go
-    through the window's own refresh, as a session's would."""
-
-    scope = "kick-test"
-
-    def __init__(self) -> None:
-        self.batches: list[list[Tagged]] = []
-        self.running, self.stopping = True, False
-
-    def drain(self) -> list[Tagged]:
-        return self.batches.pop(0) if self.batches else []
-
-    def stop(self) -> None:
-        self.running = False
-
-    def join(self, timeout_s: float) -> bool:
-        return True
 
 
 def infos(pushed: int) -> tuple[WorkerInfo, ...]:
@@ -82,7 +56,7 @@ def push(version: int) -> Tagged:  # this machine's gradient for ``version`` (it
 def training_worker(qtbot) -> tuple[ProgressWindow, Scripted]:
     """A worker's window at round 1,560 of its own pushes, the hub's feed at 1,569 (the
     state the issue's SIGTERM left: 1569 in the banner, 1,560 in the header)."""
-    runner, clock = Scripted(), Clock()
+    runner, clock = Scripted("kick-test"), Clock()
     state = ProgressState("worker", name="vm", clock=clock)
     window = ProgressWindow(runner, state, title="Training for t", subtitle="Worker vm")
     qtbot.addWidget(window)
@@ -168,7 +142,7 @@ def test_refusals_are_summed_up_once_a_minute_at_most():
 
 
 def test_the_hub_table_counts_refusals_and_its_log_sums_them_up(qtbot):
-    runner, clock = Scripted(), Clock()
+    runner, clock = Scripted("kick-test"), Clock()
     window = ProgressWindow(runner, ProgressState("hub", total_rounds=10_000, clock=clock),
                             title="Hosting t", subtitle="s")
     qtbot.addWidget(window)
@@ -202,7 +176,7 @@ def test_the_subtitles_name_async_updates_and_robust_aggregation(qtbot, tmp_path
     quiet = hub_window(HubConfig())
     assert "asynchronous" not in quiet.subtitle.text()
     assert "robust" not in quiet.subtitle.text()
-    runner = Scripted()  # a worker hears it in its Welcome
+    runner = Scripted("kick-test")  # a worker hears it in its Welcome
     runner.batches.append([mine(Joined(worker_id=1, shard=0, num_shards=2, dataset="mnist",
                                        model="simplenet", rounds=10, device="CPU",
                                        updates="async", aggregation="trimmed-mean"))])

@@ -9,40 +9,9 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
-from computeshare_desktop.events import RoundClosed, WorkerInfo  # noqa: E402
 from computeshare_desktop.gui.join_dialog import JoinDialog  # noqa: E402
-from computeshare_desktop.gui.progress_state import ProgressState  # noqa: E402
-from computeshare_desktop.gui.progress_window import MIN_TABLE_HEIGHT, ProgressWindow  # noqa: E402
-from computeshare_desktop.service import Tagged  # noqa: E402
-
-
-class IdleRunner:
-    """A runner that reports nothing (the window renders the state the test feeds it)."""
-
-    running, stopping, scope = True, False, "test-scope"
-
-    def drain(self) -> list[Tagged]:
-        return []
-
-    def stop(self) -> None:
-        self.running = False
-
-    def join(self, timeout_s: float) -> bool:
-        return True
-
-
-def window_with_rounds(qtbot, rounds: int, loss: float) -> ProgressWindow:
-    state = ProgressState("hub", total_rounds=20_000, expected_workers=2)
-    workers = tuple(WorkerInfo(i, f"w{i}", "CPU", i - 1, ready=True) for i in (1, 2))
-    state.apply([Tagged("hub", RoundClosed(
-        round=v, version=v, steps=1, loss=loss, contributors=2, rejected=0, bytes_in=10,
-        bytes_out=10, payload_bytes=20, samples=64, seconds=0.1, complete=True,
-        compute_s=0.05, busy=0.5, workers=workers)) for v in range(1, rounds + 1)])
-    window = ProgressWindow(IdleRunner(), state, title="Hosting t", subtitle="s")
-    qtbot.addWidget(window)
-    window.show()
-    qtbot.waitExposed(window)
-    return window
+from computeshare_desktop.gui.progress_window import MIN_TABLE_HEIGHT  # noqa: E402
+from helpers.windows import window_with_rounds  # noqa: E402
 
 
 @pytest.mark.parametrize("width", [900, 1120, 1800])

@@ -24,12 +24,10 @@ from computeshare_desktop.gui import host_dialog, placement  # noqa: E402
 from computeshare_desktop.gui.host_dialog import HostDialog  # noqa: E402
 from computeshare_desktop.gui.progress_window import ProgressWindow  # noqa: E402
 from computeshare_desktop.service.options import HostOptions  # noqa: E402
-from test_ui_layout import IdleRunner, window_with_rounds  # noqa: E402
-from ui_helpers import click  # noqa: E402
+from helpers.windows import window_with_rounds  # noqa: E402
+from helpers.ui import Scripted, click  # noqa: E402
+from helpers.screens import LOGICAL, TASK_BAR, fits, frame, open_dialog, settle  # noqa: E402
 
-LOGICAL = QRect(0, 0, 1280, 720)  # 1280×720 at 100 %, 1920×1080 at 150 %
-TASK_BAR, TITLE_BAR, BORDER = 48, 32, 4
-AREA = LOGICAL.adjusted(0, 0, 0, -TASK_BAR)  # the available geometry, a task bar below
 MOST_WIDTH = 1024  # the main and progress windows' minimum width, at most
 
 
@@ -45,16 +43,6 @@ def empty_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("COMPUTESHARE_DATA_DIR", str(tmp_path / "datasets"))
 
 
-def frame(size: QSize) -> QSize:
-    """The window's outer size with a title bar and borders."""
-    return QSize(size.width() + 2 * BORDER, size.height() + TITLE_BAR + BORDER)
-
-
-def fits(size: QSize, area: QRect = AREA) -> bool:
-    outer = frame(size)
-    return outer.width() <= area.width() and outer.height() <= area.height()
-
-
 def on_view(dialog: HostDialog, widget: QWidget) -> bool:
     """``widget`` is shown, inside the dialog and inside its step's visible part."""
     if not widget.isVisible():
@@ -66,23 +54,6 @@ def on_view(dialog: HostDialog, widget: QWidget) -> bool:
         if not QRect(viewport.mapTo(dialog, QPoint(0, 0)), viewport.size()).contains(rect):
             return False
     return dialog.rect().contains(rect)
-
-
-def open_dialog(qtbot, tmp_path, monkeypatch, **kwargs) -> HostDialog:
-    """A Host dialog sized for a 1280×720 screen (its available area: AREA), shown."""
-    monkeypatch.setattr(host_dialog, "available_geometry", lambda anchor=None: AREA)
-    monkeypatch.setattr(host_dialog, "is_available", lambda name: name == "mnist-sample")
-    dialog = HostDialog(HostOptions(out_dir=str(tmp_path / "run")), **kwargs)
-    qtbot.addWidget(dialog)
-    dialog.show()
-    qtbot.waitExposed(dialog)
-    dialog.activateWindow()  # the keyboard's window, as a dialog just opened is (under Xvfb
-    qtbot.waitUntil(dialog.isActiveWindow, timeout=5_000)  # a shown window may not be)
-    return dialog
-
-
-def settle(qtbot) -> None:
-    qtbot.wait(30)  # the layout places the new message row
 
 
 def test_the_host_dialog_fits_a_1280_by_720_screen(qtbot, tmp_path, monkeypatch, empty_cache):
@@ -204,7 +175,7 @@ def test_a_new_option_gets_a_place_on_a_step(qtbot, tmp_path, monkeypatch):
 
 def test_main_and_progress_windows_need_at_most_1024_px(qtbot, main_window):
     assert main_window.minimumSizeHint().width() <= MOST_WIDTH
-    hub = ProgressWindow(IdleRunner(), main_window_state(), title="Hosting t", subtitle="s",
+    hub = ProgressWindow(Scripted(), main_window_state(), title="Hosting t", subtitle="s",
                          pin="428913")
     qtbot.addWidget(hub)
     worker = window_with_rounds(qtbot, 3, 0.5)

@@ -12,8 +12,8 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
 from computeshare_desktop.gui.sources import LogTap  # noqa: E402
-from test_ui_host import fill_host_dialog  # noqa: E402
-from ui_helpers import click, type_into  # noqa: E402
+from helpers.app import fill_host_dialog  # noqa: E402
+from helpers.ui import click, type_into  # noqa: E402
 
 log = logging.getLogger("computeshare_desktop.tests")
 

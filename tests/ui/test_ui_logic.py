@@ -19,14 +19,7 @@ from computeshare_desktop.gui.settings import SETTINGS_VERSION, Settings, settin
 from computeshare_desktop.service import FEED, Tagged
 from computeshare_desktop.service.messages import refusal_message
 from computeshare_desktop.service.options import HostOptions, JoinTarget
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from helpers.clock import Clock
 
 
 def worker_summary(wid: int, pushed: int, ready: bool = True) -> WorkerInfo:

@@ -15,9 +15,9 @@ pytest.importorskip("pyqtgraph")
 from PySide6.QtCore import QPoint, QRect  # noqa: E402
 from PySide6.QtWidgets import QWidget  # noqa: E402
 
-from test_ui_keyboard import session  # noqa: E402
-from test_ui_layout_screens import fits  # noqa: E402
-from test_ui_recent_table import stopped  # noqa: E402
+from helpers.sessions import session  # noqa: E402
+from helpers.screens import fits  # noqa: E402
+from helpers.sessions import stopped  # noqa: E402
 
 MOST_HEIGHT = 640  # 720 less a panel and a title bar
 ROWS = 3  # whole session rows at the least

@@ -6,7 +6,6 @@ progress window and no PIN for a session that never opened. Ticking the box name
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
@@ -15,55 +14,13 @@ pytest.importorskip("pyqtgraph")
 
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from computeshare_desktop.gui.host_dialog import CHECKING  # noqa: E402
 from computeshare_desktop.gui.host_steps import WHAT  # noqa: E402
 from computeshare_desktop.gui.progress_window import ProgressWindow  # noqa: E402
-from helpers_net import free_ports  # noqa: E402
-from ui_helpers import click, type_into  # noqa: E402
+from helpers.ui import click  # noqa: E402
+from helpers.app import start_with  # noqa: E402
+from helpers.graph import BRANCHES, flat_net_file  # noqa: E402
 
-NET = '''import torch
-from torch import nn
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(28 * 28, 10)
-
-    def forward(self, x):
-        x = x.flatten(1)
-{body}
-        return self.fc(x)
-'''
-BRANCHES = "        if x.sum() > 0:  # on a tensor's value: torch.export cannot\n" \
-           "            x = x * 2"
 UNLISTED = "        x = torch.erfinv(x.clamp(-0.5, 0.5))  # exports; not on the workers' list"
-
-
-def model_file(tmp_path: Path, body: str) -> str:
-    path = tmp_path / "net.py"
-    path.write_text(NET.format(body=body), encoding="utf-8")
-    return f"{path}:Net"
-
-
-def start_with(qtbot, main_window, tmp_path, model: str):
-    """The Host dialog filled for a short session of ``model`` on mnist-sample, then Start;
-    returns the dialog once its checks have answered."""
-    click(qtbot, main_window.host_button)
-    dialog = main_window.host_dialog
-    qtbot.waitUntil(dialog.isVisible)
-    type_into(qtbot, dialog.out_dir, str(tmp_path / "run"))
-    type_into(qtbot, dialog.port, str(free_ports()))
-    type_into(qtbot, dialog.rounds, "2")
-    dialog.model.setEditText(model)
-    label = dialog.start_button.text()
-    click(qtbot, dialog.start_button)
-    # busy while the checks run, the window answering (this line runs: the loop is free)
-    assert (dialog.start_button.text(), dialog.start_button.isEnabled()) == (CHECKING, False)
-    assert QApplication.overrideCursor() is not None
-    assert dialog.wait_checks(60)
-    qtbot.waitUntil(lambda: dialog.start_button.text() == label, timeout=5_000)
-    return dialog
 
 
 def assert_refused_under_the_model(dialog, main_window, *words: str) -> None:
@@ -89,7 +46,7 @@ def assert_refused_under_the_model(dialog, main_window, *words: str) -> None:
 
 def test_a_model_that_does_not_export_is_said_under_its_field_and_the_box_named_opens_it(
         qtbot, main_window, tmp_path):
-    dialog = start_with(qtbot, main_window, tmp_path, model_file(tmp_path, BRANCHES))
+    dialog = start_with(qtbot, main_window, tmp_path, flat_net_file(tmp_path, BRANCHES))
     assert_refused_under_the_model(dialog, main_window, "cannot be exported",
                                    "branches on tensor values")
     assert "GuardOnDataDependentSymNode" not in dialog.messages["model"].text()
@@ -112,7 +69,7 @@ def test_a_model_that_does_not_export_is_said_under_its_field_and_the_box_named_
 
 def test_a_model_the_workers_contract_refuses_is_said_the_same_way(
         qtbot, main_window, tmp_path):
-    dialog = start_with(qtbot, main_window, tmp_path, model_file(tmp_path, UNLISTED))
+    dialog = start_with(qtbot, main_window, tmp_path, flat_net_file(tmp_path, UNLISTED))
     assert_refused_under_the_model(dialog, main_window, "workers refuse", "erfinv")
     click(qtbot, dialog.model_details.toggle)
     assert "is not allowed" in dialog.model_details.text.toPlainText()

@@ -10,13 +10,14 @@ pytest.importorskip("pyqtgraph")
 
 from computeshare_desktop.events import WorkerInfo, WorkerJoined, WorkerLeft  # noqa: E402
 from computeshare_desktop.service import Tagged  # noqa: E402
-from test_ui_fix_states import LAPTOP, Clock, a_round, hub_window  # noqa: E402
+from helpers.clock import Clock  # noqa: E402
+from helpers.windows import LAPTOP, a_round, laptop_hub_window  # noqa: E402
 
 
 @pytest.mark.parametrize("reason", ["paused", "kicked", "silent"])
 def test_devices_busy_counts_only_working_devices(qtbot, reason):
     clock = Clock()
-    window = hub_window(qtbot, clock)  # one worker, 8 rounds at 50% busy
+    window = laptop_hub_window(qtbot, clock)  # one worker, 8 rounds at 50% busy
     busy = window.cards["busy"].value
     assert busy.text() == "50%"
     window.runner.script = [Tagged("hub", WorkerLeft(LAPTOP, reason))]
@@ -32,7 +33,7 @@ def test_devices_busy_counts_only_working_devices(qtbot, reason):
 
 
 def test_a_stopped_sessions_devices_are_not_busy(qtbot):
-    window = hub_window(qtbot, Clock())
+    window = laptop_hub_window(qtbot, Clock())
     window.confirmed = True
     window.stop_session()
     window.refresh()

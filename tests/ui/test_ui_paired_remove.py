@@ -15,8 +15,8 @@ from PySide6.QtTest import QTest  # noqa: E402
 from computeshare_desktop.gui.paired_machines import (NEVER, NONE_NOW,  # noqa: E402
                                                       PairedMachinesCard, remove_text)
 from computeshare_desktop.service.paired import paired_machines  # noqa: E402
-from test_ui_stops import answer_box  # noqa: E402
-from ui_helpers import click  # noqa: E402
+from helpers.ui import answer_box  # noqa: E402
+from helpers.ui import click  # noqa: E402
 
 LAPTOP, DESK = "K" * 40, "L" * 40
 KEEP = "Keep machine"

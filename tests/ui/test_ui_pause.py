@@ -9,40 +9,24 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
-from helpers_host import joining  # noqa: E402
+from helpers.host import HeldJoin, joining  # noqa: E402
 from computeshare_desktop.events import (Paused, Resumed, WorkerInfo, WorkerJoined,  # noqa: E402
                                          WorkerLeft)
 from computeshare_desktop.gui.progress_state import ProgressState  # noqa: E402
 from computeshare_desktop.gui.join_dialog import JoinDialog  # noqa: E402
 from computeshare_desktop.gui.progress_window import ProgressWindow  # noqa: E402
-from computeshare_desktop.service import JoinPlan, JoinService, JoinTarget, Tagged  # noqa: E402
+from computeshare_desktop.service import JoinTarget, Tagged  # noqa: E402
 from computeshare_desktop.worker.pause import PauseReason  # noqa: E402
-from ui_helpers import click, type_into  # noqa: E402
+from helpers.ui import click, type_into  # noqa: E402
 
 TARGET = JoinTarget.from_address("127.0.0.1:9")  # nothing listens; nothing is started
 
 
-class Held(JoinService):
-    """A JoinService that never starts its thread: the tests read its plan and script the
-    events its window drains."""
-
-    def __init__(self, plan: JoinPlan) -> None:
-        super().__init__(plan)
-        self.script: list[Tagged] = []
-
-    def start(self) -> "Held":
-        return self
-
-    def drain(self) -> list[Tagged]:
-        events, self.script = self.script, []
-        return events
-
-
 def test_the_join_dialog_fields_reach_the_workers_plan(qtbot, ui_home) -> None:
-    made: list[Held] = []
+    made: list[HeldJoin] = []
 
-    def start_runner(target: JoinTarget, pin: str) -> Held:
-        made.append(Held(joining(target, pin=pin, name="w")))
+    def start_runner(target: JoinTarget, pin: str) -> HeldJoin:
+        made.append(HeldJoin(joining(target, pin=pin, name="w")))
         return made[-1]
 
     dialog = JoinDialog(TARGET, start_runner)
@@ -65,7 +49,7 @@ def test_the_join_dialog_fields_reach_the_workers_plan(qtbot, ui_home) -> None:
 
 
 def test_the_worker_window_pauses_resumes_and_says_why(qtbot) -> None:
-    runner = Held(joining(TARGET, pin="123456", name="w"))
+    runner = HeldJoin(joining(TARGET, pin="123456", name="w"))
     window = ProgressWindow.for_worker(runner, [])
     qtbot.addWidget(window)
     window.show()

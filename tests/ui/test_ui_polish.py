@@ -4,7 +4,6 @@ PIN, and an output folder no file manager opens is shown in a small dialog."""
 
 from __future__ import annotations
 
-from collections import Counter
 from types import SimpleNamespace
 
 import pytest
@@ -24,23 +23,9 @@ from computeshare_desktop.gui.progress_window import ProgressWindow  # noqa: E40
 from computeshare_desktop.service import Tagged  # noqa: E402
 from computeshare_desktop.gui.workers_table import (COLUMNS, FLOOR, NAME_FLOOR,  # noqa: E402
                                                     WorkersTable, fit_columns)
+from helpers.ui import buttons_clipped, fill  # noqa: E402
 
 WHITE = QColor("#ffffff").rgb()
-
-
-def fill(widget: QWidget) -> int:
-    """The colour of most of a rendered widget's pixels (its background)."""
-    image = widget.grab().toImage()
-    counts = Counter(image.pixel(x, y) for x in range(0, image.width(), 2)
-                     for y in range(0, image.height(), 2))
-    return counts.most_common(1)[0][0]
-
-
-def buttons_clipped(root: QWidget) -> list[str]:
-    """The texts of the visible push buttons under ``root`` that are narrower than their
-    label needs (Qt then elides it: "ownload."). Empty when every label shows whole."""
-    return [b.text() for b in root.findChildren(QPushButton)
-            if b.isVisibleTo(root) and b.width() < b.sizeHint().width()]
 
 
 def test_disabled_fields_do_not_look_editable(qtbot, styled_app):

@@ -12,7 +12,7 @@ from computeshare_desktop.text import sentence  # noqa: E402
 from computeshare_desktop.gui.host_dialog import HostDialog  # noqa: E402
 from computeshare_desktop.hub.presets import PRESETS  # noqa: E402
 from computeshare_desktop.service.options import HostOptions  # noqa: E402
-from test_ui_polish import buttons_clipped  # noqa: E402
+from helpers.ui import buttons_clipped  # noqa: E402
 
 
 @pytest.fixture

@@ -10,14 +10,7 @@ from computeshare_desktop.events import RoundClosed, WorkerInfo, WorkerLeft
 from computeshare_desktop.gui.eta import SETTLE_ROUNDS, RoundPace
 from computeshare_desktop.gui.progress_state import ProgressState
 from computeshare_desktop.service import Tagged
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from helpers.clock import Clock
 
 
 def naive_eta(marks: list[tuple[float, int]], remaining: int, window: int = 40) -> float:

@@ -12,15 +12,15 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
-from helpers_host import hosting, joining  # noqa: E402
-from helpers_hub import T0, admit, make_hub  # noqa: E402
+from helpers.host import HeldJoin, hosting, joining  # noqa: E402
+from helpers.hub import T0, admit, make_hub  # noqa: E402
+from helpers.ui import Scripted  # noqa: E402
 
 from computeshare_desktop.gui.formatting import human_bytes  # noqa: E402
 from computeshare_desktop.gui.progress_window import ProgressWindow  # noqa: E402
 from computeshare_desktop.protocol import encode  # noqa: E402
 from computeshare_desktop.protocol.messages import Shard  # noqa: E402
 from computeshare_desktop.service import HostService  # noqa: E402
-from test_ui_pause import Held as HeldService  # noqa: E402
 
 
 def test_the_hubs_sent_counts_the_shards_its_workers_downloaded(qtbot, tmp_path):
@@ -95,10 +95,10 @@ def test_the_loss_chart_names_its_two_lines(qtbot, styled_app):
     assert box.height() < view.height() / 3  # one row: the curves stay visible
 
 
-def held(target) -> HeldService:
+def held(target) -> HeldJoin:
     """A JoinService for ``target`` that never starts: its window drains what a test
     scripts."""
-    return HeldService(joining(target, pin="", name="w"))
+    return HeldJoin(joining(target, pin="", name="w"))
 
 
 def pushes(versions, pushed_from: int = 0) -> list:
@@ -182,8 +182,7 @@ def test_a_60_line_banner_is_whole_and_scrolls_and_the_window_fits(qtbot, styled
     from computeshare_desktop.events import Failed
     from computeshare_desktop.gui.progress_state import ProgressState
     from computeshare_desktop.service import Tagged
-    from test_ui_layout import IdleRunner
-    from test_ui_layout_screens import fits
+    from helpers.screens import fits
     text = "The hub failed: Traceback (most recent call last):\n" + "\n".join(
         f'  File "model.py", line {i}, in forward: x = self.layer{i}(x) and more words '
         "to wrap" for i in range(59))
@@ -192,7 +191,7 @@ def test_a_60_line_banner_is_whole_and_scrolls_and_the_window_fits(qtbot, styled
         state.apply([Tagged("hub", Failed(text))])
     else:  # a running window's banner (the PIN card stays beside it)
         state._alert(text, "warning")
-    window = ProgressWindow(IdleRunner(), state, title="Hosting t", subtitle="s",
+    window = ProgressWindow(Scripted(), state, title="Hosting t", subtitle="s",
                             pin="428913")
     qtbot.addWidget(window)
     window.show()
@@ -240,7 +239,6 @@ def test_a_refusal_banner_names_the_apps_check_box_and_no_flag(qtbot, offers_cod
     from computeshare_desktop.schema import spec
     from computeshare_desktop.service import Tagged
     from computeshare_desktop.gui.progress_state import ProgressState
-    from ui_helpers import Scripted
     reason = "layer stem.0: nn.Conv2d: calls an op off this machine's list; " + \
         way_out(offers_code)
     assert "--" in reason  # the hub's words are the command line's
@@ -311,8 +309,7 @@ def test_the_header_stays_put_when_the_status_chip_changes(qtbot, styled_app, ro
                                              WorkerJoined, WorkerReady)
     from computeshare_desktop.gui.progress_state import ProgressState
     from computeshare_desktop.service import Tagged
-    from test_ui_fix_states import LAPTOP, a_round
-    from ui_helpers import Scripted
+    from helpers.windows import LAPTOP, a_round
     runner = Scripted("polish4-head")
     state = ProgressState(role, total_rounds=100, expected_workers=1, name="t")
     window = ProgressWindow(runner, state, title="Hosting a session with a long name",

@@ -8,7 +8,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
@@ -16,9 +15,8 @@ pytest.importorskip("PySide6")
 
 from computeshare_desktop.gui.recent_sessions import (ROWS_SHOWN, RecentSessions,  # noqa: E402
                                                       when_text)
-from computeshare_desktop.hub.outputs import CHECKPOINT_FILE, OutputDir  # noqa: E402
-from computeshare_desktop.service.options import HostOptions  # noqa: E402
-from ui_helpers import click  # noqa: E402
+from helpers.ui import click  # noqa: E402
+from helpers.sessions import stopped  # noqa: E402
 
 HOLD = textwrap.dedent("""
     import sys, time
@@ -27,14 +25,6 @@ HOLD = textwrap.dedent("""
     print("held", flush=True)
     time.sleep(120)
 """)
-
-
-def stopped(folder: Path, model: str = "simplenet") -> str:
-    config = HostOptions(workers=1, rounds=300, model=model).config().to_json()
-    OutputDir(folder).write_session({"config": config, "host": {"name": folder.name}})
-    (folder / CHECKPOINT_FILE).write_bytes(b"")
-    OutputDir(folder).append_metric({"type": "round", "version": 72, "loss": 1.0})
-    return str(folder)
 
 
 def test_when_reads_as_a_date():

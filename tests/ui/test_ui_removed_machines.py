@@ -12,7 +12,7 @@ pytest.importorskip("PySide6")
 
 from computeshare_desktop.gui.removed_machines import RemovedMachinesCard  # noqa: E402
 from computeshare_desktop.hub.blocked import RemovedMachine  # noqa: E402
-from ui_helpers import click  # noqa: E402
+from helpers.ui import click  # noqa: E402
 
 
 class Session:
@@ -75,7 +75,7 @@ def test_leaving_says_whether_the_others_train_on(qtbot):
     from computeshare_desktop.gui.progress_state import ProgressState
     from computeshare_desktop.gui.progress_window import ProgressWindow
     from computeshare_desktop.service import FEED, Tagged
-    from ui_helpers import Scripted
+    from helpers.ui import Scripted
 
     runner = Scripted("leave-test")
     runner.script = [Tagged("worker", Joined(worker_id=1, shard=0, num_shards=2,

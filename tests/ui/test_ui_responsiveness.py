@@ -10,8 +10,8 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
 from computeshare_desktop.service.options import HostOptions  # noqa: E402
-from helpers_net import WorkerThread, free_ports  # noqa: E402
-from ui_helpers import LoopLatency  # noqa: E402
+from helpers.net import WorkerThread, free_ports  # noqa: E402
+from helpers.ui import LoopLatency  # noqa: E402
 
 log = logging.getLogger(__name__)
 P99_LIMIT_S = 0.050

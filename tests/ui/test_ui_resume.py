@@ -12,8 +12,8 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
 from computeshare_desktop.service.options import HostOptions  # noqa: E402
-from helpers_net import free_ports, metrics  # noqa: E402
-from ui_helpers import click, type_into  # noqa: E402
+from helpers.net import free_ports, metrics  # noqa: E402
+from helpers.ui import click, type_into  # noqa: E402
 
 
 def test_stop_then_resume_from_the_recent_sessions_and_the_host_dialog(

@@ -13,7 +13,7 @@ pytest.importorskip("PySide6")
 from computeshare_desktop.gui.host_dialog import HostDialog  # noqa: E402
 from computeshare_desktop.hub.outputs import CHECKPOINT_FILE, OutputDir  # noqa: E402
 from computeshare_desktop.service.options import HostOptions  # noqa: E402
-from ui_helpers import click, type_into  # noqa: E402
+from helpers.ui import click, type_into  # noqa: E402
 
 
 def stopped_session(folder: Path, host: dict) -> str:

@@ -18,8 +18,8 @@ from computeshare_desktop.gui.join_dialog import JoinDialog  # noqa: E402
 from computeshare_desktop.gui.settings import Settings  # noqa: E402
 from computeshare_desktop.join_options import JoinOptions  # noqa: E402
 from computeshare_desktop.service.options import HostOptions, JoinTarget  # noqa: E402
-from helpers_schema import flag_argv, other_value  # noqa: E402
-from ui_helpers import click, type_into  # noqa: E402
+from helpers.schema import flag_argv, other_value  # noqa: E402
+from helpers.ui import click, type_into  # noqa: E402
 
 
 @pytest.mark.parametrize("name", list(schema.options(HostOptions)))

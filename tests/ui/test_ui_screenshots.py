@@ -15,8 +15,8 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
-from helpers_net import free_ports  # noqa: E402
-from ui_helpers import click, click_row, image_stats, screenshot_dir, type_into  # noqa: E402
+from helpers.net import free_ports  # noqa: E402
+from helpers.ui import click, click_row, image_stats, screenshot_dir, type_into  # noqa: E402
 
 SESSION = "Lab workstation"  # typed with real key presses: ASCII only
 
@@ -77,10 +77,11 @@ def test_screenshots_of_every_window(qtbot, main_window, tmp_path):
 
 
 def test_screenshot_of_a_model_refused_under_its_field(qtbot, main_window, tmp_path):
-    from test_ui_model_refused import BRANCHES, model_file, start_with
+    from helpers.app import start_with
+    from helpers.graph import BRANCHES, flat_net_file
 
     folder = screenshot_dir(tmp_path)
-    dialog = start_with(qtbot, main_window, tmp_path, model_file(tmp_path, BRANCHES))
+    dialog = start_with(qtbot, main_window, tmp_path, flat_net_file(tmp_path, BRANCHES))
     qtbot.waitUntil(dialog.messages["model"].isVisible)
     qtbot.wait(100)  # scrolled to the message, painted
     assert main_window.progress_windows == []

@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("PySide6")
 
 from computeshare_desktop.gui.session_table import state_text  # noqa: E402
-from test_ui_keyboard import session  # noqa: E402
+from helpers.sessions import session  # noqa: E402
 
 
 def test_a_training_session_with_no_worker_reads_waiting():

@@ -16,7 +16,7 @@ from computeshare_desktop.discovery import SessionBrowser  # noqa: E402
 from computeshare_desktop.gui.main_window import MainWindow  # noqa: E402
 from computeshare_desktop.service.options import HostOptions  # noqa: E402
 from computeshare_desktop.gui.settings import Settings  # noqa: E402
-from helpers_net import free_ports, wait_for  # noqa: E402
+from helpers.net import free_ports, wait_for  # noqa: E402
 
 SESSION = "ui-shutdown-session"
 PROCESS_WIDE = {"zmq.utils.garbage"}  # pyzmq's zero-copy collector lives for the process

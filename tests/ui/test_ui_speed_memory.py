@@ -12,32 +12,13 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
-from helpers_host import joining  # noqa: E402
 from computeshare_desktop.gui.join_choices import CHOICES  # noqa: E402
-from computeshare_desktop.gui.join_dialog import JoinDialog  # noqa: E402
 from computeshare_desktop.gui.settings import Settings, settings_path  # noqa: E402
-from computeshare_desktop.service import JoinService, JoinTarget  # noqa: E402
-from test_ui_join_memory import Scripted  # noqa: E402
-from ui_helpers import click, type_into  # noqa: E402
+from computeshare_desktop.service import JoinService  # noqa: E402
+from helpers.ui import click, type_into  # noqa: E402
+from helpers.app import join_dialog, shown  # noqa: E402
 
-TARGET = JoinTarget.from_address("127.0.0.1:9")  # nothing listens; nothing is started
 DEFAULTS = {"threads": 0, "max_rate": 0.0, "cache_size": "2GB", "pause_on_battery": True}
-
-
-def join_dialog(qtbot, started: list[JoinService]) -> JoinDialog:
-    """A Join dialog for TARGET whose runner never starts (kept in ``started``)."""
-    def runner(target: JoinTarget, pin: str) -> Scripted:
-        started.append(Scripted(joining(target, pin=pin), []))
-        return started[-1]  # type: ignore[return-value]
-
-    dialog = JoinDialog(TARGET, runner, refresh_ms=10)
-    qtbot.addWidget(dialog)
-    dialog.show()
-    return dialog
-
-
-def shown(dialog: JoinDialog) -> dict[str, object]:
-    return {name: editor.value() for name, editor in dialog.choices.editors.items()}
 
 
 def test_the_speed_limit_a_worker_joined_with_is_offered_again(qtbot, ui_home):

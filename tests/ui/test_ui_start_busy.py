@@ -15,7 +15,7 @@ from computeshare_desktop.data.factory import CACHED_AS  # noqa: E402
 from computeshare_desktop.gui import host_dialog  # noqa: E402
 from computeshare_desktop.gui.host_dialog import HostDialog  # noqa: E402
 from computeshare_desktop.service.options import HostOptions  # noqa: E402
-from ui_helpers import click  # noqa: E402
+from helpers.ui import click  # noqa: E402
 
 
 def test_start_says_at_once_a_dataset_is_missing_and_is_busy_while_loading_one(

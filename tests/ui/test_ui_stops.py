@@ -15,43 +15,15 @@ from computeshare_desktop.gui.formatting import human_pair  # noqa: E402
 from computeshare_desktop.gui.kick_question import kick_text  # noqa: E402
 from computeshare_desktop.protocol.ports import HubPorts  # noqa: E402
 from computeshare_desktop.service.options import HostOptions  # noqa: E402
-from helpers_net import PIN as HUB_PIN  # noqa: E402
-from helpers_net import RunningHub, free_ports  # noqa: E402
-from ui_helpers import click, join_by_address  # noqa: E402
-
-
-def answer_box(question, button: str, *, never_again: bool = False,
-               default: str | None = None) -> list[str]:
-    """Answer ``question``'s next box with ``button``; the list gets the box's text. With
-    ``default``, assert that it is the box's default and Escape button."""
-    asked: list[str] = []
-
-    def reply() -> None:
-        box = question.box
-        if box is None:
-            QTimer.singleShot(20, reply)
-            return
-        asked.append(box.text())
-        if default is not None:
-            assert box.defaultButton().text() == box.escapeButton().text() == default
-        if never_again:
-            box.checkBox().setChecked(True)
-        next(b for b in box.buttons() if b.text() == button).click()
-
-    QTimer.singleShot(20, reply)
-    return asked
+from helpers.net import PIN as HUB_PIN  # noqa: E402
+from helpers.net import RunningHub, free_ports  # noqa: E402
+from helpers.ui import click, join_by_address  # noqa: E402
+from helpers.ui import answer_box, answer_kick  # noqa: E402
 
 
 def answer(main_window, button: str, *, never_again: bool = False) -> list[str]:
     """Answer the next stop question with ``button``; the list gets the question's text."""
     return answer_box(main_window.question, button, never_again=never_again)
-
-
-def answer_kick(window, button: str, block: bool = False) -> list[str]:
-    """Answer the next kick question of ``window`` with ``button`` (``block``: with "Block
-    this machine" ticked); the list gets its text (and asserts that the default button
-    keeps the worker)."""
-    return answer_box(window.kick_question, button, default="Keep worker", never_again=block)
 
 
 def test_stop_and_close_ask_first_and_a_stop_keeps_the_model(qtbot, main_window, tmp_path):
@@ -181,7 +153,7 @@ def test_a_worker_window_warns_within_10_s_when_the_hub_vanishes(qtbot, main_win
     the worker keeps trying (a resumed hub would get it back)."""
     import socket
 
-    from helpers_net import cli, wait_for
+    from helpers.net import cli, wait_for
 
     def listening() -> bool:
         with socket.socket() as probe:
@@ -214,7 +186,7 @@ def test_kick_a_worker_from_its_row_and_rotate_the_pin(qtbot, main_window, tmp_p
 
     from computeshare_desktop.errors import RejectedError
     from computeshare_desktop.protocol import RejectCode
-    from helpers_net import WorkerThread, pair
+    from helpers.net import WorkerThread, pair
     from computeshare_desktop.transport import Identity
 
     window = main_window.host(HostOptions(rounds=100_000, workers=2, train_here=True,

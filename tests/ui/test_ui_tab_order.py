@@ -16,8 +16,8 @@ pytest.importorskip("pyqtgraph")
 from PySide6.QtCore import QPoint, Qt  # noqa: E402
 from PySide6.QtWidgets import QApplication, QFrame, QGroupBox, QWidget  # noqa: E402
 
-from test_ui_keyboard import session  # noqa: E402
-from test_ui_recent_table import stopped  # noqa: E402
+from helpers.sessions import session  # noqa: E402
+from helpers.sessions import stopped  # noqa: E402
 
 ROW = 8  # px: two widgets whose middles are this close in height sit on one row
 

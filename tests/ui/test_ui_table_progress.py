@@ -15,7 +15,7 @@ from computeshare_desktop.data import table_progress  # noqa: E402
 from computeshare_desktop.gui import data_preview  # noqa: E402
 from computeshare_desktop.gui.host_dialog import HostDialog  # noqa: E402
 from computeshare_desktop.service.options import HostOptions  # noqa: E402
-from ui_helpers import click, type_into  # noqa: E402
+from helpers.ui import click, type_into  # noqa: E402
 
 ROWS = 600
 

@@ -12,7 +12,7 @@ pytest.importorskip("PySide6")
 from computeshare_desktop.gui.host_dialog import HostDialog  # noqa: E402
 from computeshare_desktop.hub.tensorboard_log import INSTALL  # noqa: E402
 from computeshare_desktop.service.options import HostOptions  # noqa: E402
-from ui_helpers import click  # noqa: E402
+from helpers.ui import click  # noqa: E402
 
 
 def test_without_the_package_the_check_box_says_what_to_install(qtbot, ui_home, monkeypatch):

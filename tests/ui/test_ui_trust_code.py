@@ -11,7 +11,7 @@ pytest.importorskip("pyqtgraph")
 
 from PySide6.QtCore import QTimer  # noqa: E402
 
-from helpers_host import joining  # noqa: E402
+from helpers.host import joining  # noqa: E402
 from computeshare_desktop.events import CodeRefused, Ended, Failed  # noqa: E402
 from computeshare_desktop.gui.code_dialog import DONT, RUN, CodeQuestion  # noqa: E402
 from computeshare_desktop.gui.progress_state import ProgressState  # noqa: E402

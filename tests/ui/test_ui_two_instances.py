@@ -10,23 +10,12 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
 from computeshare_desktop.gui.formatting import percent  # noqa: E402
-from computeshare_desktop.gui.main_window import MainWindow  # noqa: E402
-from computeshare_desktop.gui.settings import Settings  # noqa: E402
 from computeshare_desktop.service.options import worker_name  # noqa: E402
-from helpers_net import free_ports, metrics  # noqa: E402
-from ui_helpers import click, click_row, type_into  # noqa: E402
+from helpers.net import free_ports, metrics  # noqa: E402
+from helpers.ui import click, click_row, type_into  # noqa: E402
+from helpers.app import instance  # noqa: E402
 
 SESSION = "Two instances"
-
-
-def instance(qtbot, home, monkeypatch, app_config) -> MainWindow:
-    monkeypatch.setenv("COMPUTESHARE_HOME", str(home))
-    settings = Settings()  # read now: this instance's own settings file
-    settings.set_confirm_stop(False)
-    window = MainWindow(settings, app_config)
-    window.show()
-    qtbot.waitExposed(window)
-    return window
 
 
 @pytest.mark.slow

@@ -11,9 +11,9 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
 from computeshare_desktop.gui.comeback import OFFER  # noqa: E402
-from test_ui_two_instances import instance  # noqa: E402
-from test_ui_two_instances_paired import host_session, open_join  # noqa: E402
-from ui_helpers import click, type_into  # noqa: E402
+from helpers.app import instance  # noqa: E402
+from helpers.app import host_session, open_join  # noqa: E402
+from helpers.ui import click, type_into  # noqa: E402
 
 
 @pytest.mark.slow

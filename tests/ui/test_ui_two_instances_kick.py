@@ -21,9 +21,10 @@ from computeshare_desktop.gui.kick_question import kick_text  # noqa: E402
 from computeshare_desktop.gui.session_table import COLUMNS  # noqa: E402
 from computeshare_desktop.gui.words import refusal  # noqa: E402
 from computeshare_desktop.service.options import HostOptions  # noqa: E402
-from helpers_net import free_ports  # noqa: E402
-from test_ui_stops import answer_kick  # noqa: E402
-from ui_helpers import click, click_row, connect_to  # noqa: E402
+from helpers.net import free_ports  # noqa: E402
+from helpers.app import instance  # noqa: E402
+from helpers.ui import answer_kick  # noqa: E402
+from helpers.ui import click, click_row, connect_to  # noqa: E402
 
 SESSION = "Kick story"
 
@@ -90,10 +91,8 @@ def session_state(worker_app) -> str:
 
 @pytest.mark.slow
 def test_a_kicked_machines_whole_story(qtbot, styled_app, app_config, tmp_path, monkeypatch):
-    import test_ui_two_instances as two
-
-    host_app = two.instance(qtbot, tmp_path / "host-home", monkeypatch, app_config)
-    worker_app = two.instance(qtbot, tmp_path / "worker-home", monkeypatch, app_config)
+    host_app = instance(qtbot, tmp_path / "host-home", monkeypatch, app_config)
+    worker_app = instance(qtbot, tmp_path / "worker-home", monkeypatch, app_config)
     port = free_ports()
     try:
         hub_window = hosting(host_app, tmp_path / "one", port)

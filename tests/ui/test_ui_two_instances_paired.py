@@ -10,14 +10,12 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
 from computeshare_desktop.gui.join_dialog import FORGOTTEN, PIN_HINT, REMEMBERED  # noqa: E402
-from computeshare_desktop.gui.main_window import MainWindow  # noqa: E402
 from computeshare_desktop.service.paired import paired_machines  # noqa: E402
-from helpers_net import free_ports  # noqa: E402
-from test_ui_stops import answer_box  # noqa: E402
-from test_ui_two_instances import instance  # noqa: E402
-from ui_helpers import click, click_row, type_into  # noqa: E402
+from helpers.ui import answer_box  # noqa: E402
+from helpers.app import instance  # noqa: E402
+from helpers.ui import click, type_into  # noqa: E402
+from helpers.app import host_session, open_join  # noqa: E402
 
-SESSION = "Paired twice"
 
 
 def test_the_paired_machines_card_lists_removes_and_turns_off(qtbot, main_window):
@@ -38,36 +36,6 @@ def test_the_paired_machines_card_lists_removes_and_turns_off(qtbot, main_window
     assert card.enabled_box.isChecked() and store.enabled
     click(qtbot, card.enabled_box)
     assert not store.enabled and not card.enabled_box.isChecked()
-
-
-def host_session(qtbot, host_app: MainWindow, folder, rounds: int = 12):
-    """Host a 1-worker session from the Host dialog (this machine does not train)."""
-    click(qtbot, host_app.host_button)
-    dialog = host_app.host_dialog
-    qtbot.waitUntil(dialog.isVisible)
-    type_into(qtbot, dialog.rounds, str(rounds))
-    type_into(qtbot, dialog.eval_every, "0")
-    type_into(qtbot, dialog.workers, "1")
-    type_into(qtbot, dialog.name, SESSION)
-    type_into(qtbot, dialog.port, str(free_ports()))
-    type_into(qtbot, dialog.out_dir, str(folder))
-    if dialog.train_here.isChecked():
-        click(qtbot, dialog.train_here)
-    click(qtbot, dialog.start_button)
-    return host_app.progress_windows[-1]
-
-
-def open_join(qtbot, worker_app: MainWindow, session_id: str):
-    """Select the session (this session id: a new one each time) and click Join."""
-    model = worker_app.model
-    row = lambda: next((r for r in range(model.rowCount())  # noqa: E731
-                        if model.session(r).advert.session_id == session_id), -1)
-    qtbot.waitUntil(lambda: row() >= 0, timeout=30_000)
-    click_row(qtbot, worker_app.sessions_view, row())
-    click(qtbot, worker_app.join_button)
-    join = worker_app.join_dialog
-    qtbot.waitUntil(join.isVisible)
-    return join
 
 
 def finished(window) -> bool:

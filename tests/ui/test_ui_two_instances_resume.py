@@ -15,8 +15,8 @@ pytest.importorskip("pyqtgraph")
 from computeshare_desktop.gui.main_window import MainWindow  # noqa: E402
 from computeshare_desktop.gui.settings import Settings  # noqa: E402
 from computeshare_desktop.hub.folder_lock import holder  # noqa: E402
-from helpers_net import free_ports, metrics  # noqa: E402
-from ui_helpers import click, type_into  # noqa: E402
+from helpers.net import free_ports, metrics  # noqa: E402
+from helpers.ui import click, type_into  # noqa: E402
 
 
 def instance(qtbot, app_config) -> MainWindow:

@@ -20,7 +20,7 @@ from computeshare_desktop.hub.rejects import RejectLog  # noqa: E402
 from computeshare_desktop.protocol import RejectCode  # noqa: E402
 from computeshare_desktop.service import Tagged  # noqa: E402
 from computeshare_desktop.service.messages import refusal_message  # noqa: E402
-from ui_helpers import Scripted  # noqa: E402
+from helpers.ui import Scripted  # noqa: E402
 
 SCOPE = "words-shown-test"
 

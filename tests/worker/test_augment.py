@@ -12,8 +12,8 @@ import dataclasses
 import msgspec
 import pytest
 import torch
-from helpers_hub import make_hub
-from helpers_protocol import EXAMPLES
+from helpers.hub import make_hub
+from helpers.protocol import EXAMPLES
 from torchvision.transforms.v2 import functional as TF
 from worker_sim import Sim
 

@@ -9,8 +9,8 @@ import socket
 from typing import Any
 
 import pytest
-from helpers_hub import HUB_KEY, make_hub
-from test_worker_driver import driver
+from helpers.hub import HUB_KEY, make_hub
+from worker_sim import driver
 
 from computeshare_desktop.errors import HubUnreachableError
 from computeshare_desktop.events import HubSilent, PairedWith

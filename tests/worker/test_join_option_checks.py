@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-from helpers_cli import run_cli
+from helpers.cli import run_cli
 
 from computeshare_desktop.cli.fast import precheck
 from computeshare_desktop.graph import loader

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import threading
 
-from helpers_cli import run_cli
-from helpers_net import PIN, RunningHub, wait_for
+from helpers.cli import run_cli
+from helpers.net import PIN, RunningHub, wait_for
 
 from computeshare_desktop.errors import ExitCode
 

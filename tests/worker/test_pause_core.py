@@ -4,8 +4,9 @@ without the PIN (a JOIN, no pairing) on the shard it held, and nothing computed 
 
 from __future__ import annotations
 
-from helpers_hub import T0, make_hub
-from worker_sim import DEVICE, Clock, HubConnector, Sim
+from helpers.hub import T0, make_hub
+from helpers.clock import Clock
+from worker_sim import DEVICE, HubConnector, Sim
 
 from computeshare_desktop.events import Event, Joined, Paused, Pushed, Resumed, WorkerDone
 from computeshare_desktop.events import WorkerLeft

@@ -3,7 +3,7 @@ lost), and it comes back with a JOIN alone (its key is still allowed: no PIN).""
 
 from __future__ import annotations
 
-from helpers_hub import (T0, TORCH, admit, grads, join, make_hub, only, reject_code, send,
+from helpers.hub import (T0, TORCH, admit, grads, join, make_hub, only, reject_code, send,
                          start_training)
 
 from computeshare_desktop.events import RoundClosed, WorkerLeft

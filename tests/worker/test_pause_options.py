@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from helpers_host import joining
+from helpers.host import joining
 from computeshare_desktop.cli import commands
 from computeshare_desktop.events import Finished
 from computeshare_desktop.cli.main import build_parser

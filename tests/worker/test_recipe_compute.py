@@ -12,7 +12,7 @@ import msgspec
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers_protocol import EXAMPLES
+from helpers.protocol import EXAMPLES
 
 from computeshare_desktop.data import load_dataset, normalize
 from computeshare_desktop.devices import Precision, choose_precision, precision_for

@@ -10,8 +10,8 @@ import json
 import msgspec
 import pytest
 import torch
-from helpers_hub import make_hub, pair_start
-from helpers_protocol import EXAMPLES, HEAD, example_frames
+from helpers.hub import make_hub, pair_start
+from helpers.protocol import EXAMPLES, HEAD, example_frames
 from worker_sim import Sim
 
 from computeshare_desktop.errors import RemoteProtocolError

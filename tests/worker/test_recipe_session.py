@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers_net import train_session
+from helpers.net import train_session
 
 from computeshare_desktop.evaluation import evaluate
 from computeshare_desktop.hub.lr_schedule import LrSchedule

@@ -11,16 +11,15 @@ import msgspec
 import numpy as np
 import pytest
 import torch
-from helpers_hub import make_hub, train_set
-from helpers_protocol import EXAMPLES
-from worker_sim import DEVICE, Clock, HubConnector
+from helpers.hub import make_hub, train_set
+from helpers.clock import Clock
+from worker_sim import DEVICE, HubConnector
 
 from computeshare_desktop.data import ArrayDataset
 from computeshare_desktop.data.digests import chunk_digest
 from computeshare_desktop.errors import RejectedError
 from computeshare_desktop.events import Event, Pushed, Rejoining
 from computeshare_desktop.hub import HubCore
-from computeshare_desktop.protocol import MsgType
 from computeshare_desktop.protocol.messages import Shard, ShardData
 from computeshare_desktop.sampling import shard_indices
 from computeshare_desktop.worker import WorkerCore, WorkerDriver, WorkerOptions
@@ -28,29 +27,9 @@ from computeshare_desktop.worker.shard_cache import (LABELS, MANIFEST, SAMPLES, 
                                                       ShardEntry)
 from computeshare_desktop.worker.shard_reuse import CachedShard, Fresh, Held
 from testbed.fake_compute import FakeFactory
+from helpers.shards import chunk, stored, welcome
 
 SAMPLE = 28 * 28 + 8  # bytes of one image and its label on the wire
-
-
-def welcome(shard: int = 0, size: int = 10, data_hash: str = "ab" * 32) -> Any:
-    return msgspec.structs.replace(EXAMPLES[MsgType.WELCOME], shard=shard, num_shards=4,
-                                   shard_size=size, data_hash=data_hash, channels=1,
-                                   height=28, width=28, mean=[0.5], std=[0.5])
-
-
-def chunk(offset: int, n: int, seed: int = 0) -> Fresh:
-    g = torch.Generator().manual_seed(seed + offset)
-    return Fresh(offset, torch.randint(0, 256, (n, 1, 28, 28), dtype=torch.uint8, generator=g),
-                 torch.randint(0, 10, (n,), generator=g))
-
-
-def stored(cache: ShardCache, w: Any, *parts: Fresh) -> ShardEntry:
-    """``w``'s entry, opened (it held nothing), with ``parts`` written into it."""
-    entry = cache.entry(w)
-    assert entry is not None and entry.open().chunks == ()
-    for part in parts:
-        entry.write(part)
-    return entry
 
 
 def held_of(cache: ShardCache, w: Any) -> tuple[Held, ...]:

@@ -9,7 +9,7 @@ import pytest
 
 from computeshare_desktop.cli.main import main
 from computeshare_desktop.worker.shard_cache import ShardCache, shard_cache_dir
-from test_shard_cache import chunk, stored, welcome
+from helpers.shards import chunk, stored, welcome
 
 
 def test_cache_says_where_and_how_much_and_clear_empties_it(

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 import torch
-from helpers_graph import CANARY, graph_hub
-from helpers_hub import HUB_KEY
+from helpers.graph import CANARY, graph_hub
+from helpers.hub import HUB_KEY
 from worker_sim import Sim
 
 from computeshare_desktop.events import ModelReceived, ModelRefused

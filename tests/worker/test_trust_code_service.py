@@ -6,8 +6,8 @@ person's own file without asking."""
 from __future__ import annotations
 
 import pytest
-from helpers_host import hosting
-from helpers_net import free_ports
+from helpers.host import hosting
+from helpers.net import free_ports
 
 from computeshare_desktop.cli import commands
 from computeshare_desktop.cli.main import build_parser

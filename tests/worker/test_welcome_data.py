@@ -8,8 +8,8 @@ import json
 
 import msgspec
 import pytest
-from helpers_hub import make_hub
-from helpers_protocol import EXAMPLES
+from helpers.hub import make_hub
+from helpers.protocol import EXAMPLES
 from worker_sim import Sim
 
 from computeshare_desktop.errors import RejectedError, RemoteProtocolError

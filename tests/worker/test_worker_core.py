@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 import torch
-from helpers_hub import HUB_KEY, WRONG, fake_key, make_hub, pair
+from helpers.hub import HUB_KEY, WRONG, fake_key, make_hub, pair
 from worker_sim import DEVICE, Peer, Sim
 
 from computeshare_desktop.errors import HubStoppedError, HubUnreachableError, RejectedError

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import torch
-from helpers_hub import HUB_KEY, make_hub
+from helpers.hub import HUB_KEY, make_hub
 from worker_sim import Peer, Sim
 
 from computeshare_desktop.codec import get_codec

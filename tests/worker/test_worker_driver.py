@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from helpers_hub import HUB_KEY, T0, make_hub
-from worker_sim import DEVICE, Clock, HubConnector, Sim
+from helpers.hub import HUB_KEY, T0, make_hub
+from worker_sim import Sim
 
 from computeshare_desktop.errors import HubStoppedError, HubUnreachableError
 from computeshare_desktop.events import (Event, HubBack, HubLost, HubSilent, HubStopped,
@@ -15,23 +15,10 @@ from computeshare_desktop.events import (Event, HubBack, HubLost, HubSilent, Hub
 from computeshare_desktop.protocol import decode, encode
 from computeshare_desktop.protocol.messages import (Bye, Done, Join, PairStart, Ping, Pong,
                                                     Push, Reject)
-from computeshare_desktop.worker import WorkerCore, WorkerDriver, WorkerOptions
+from computeshare_desktop.worker import WorkerOptions
 from computeshare_desktop.worker.liveness import Liveness, read_beat
 from testbed.fake_compute import FakeFactory
-
-
-def driver(hub: Any, *, hub_key: str | None = None, **options: Any
-           ) -> tuple[WorkerDriver, HubConnector, list[Event]]:
-    """A driver of one worker core (no heartbeats: they run in real time)."""
-    clock = Clock()
-    connector = HubConnector(hub, clock)
-    opts = WorkerOptions(pin="123456", name="w1", heartbeat_s=3600.0, **options)
-    core = WorkerCore(opts, device=DEVICE, worker_key=connector.public_key, hub_key=hub_key)
-    events: list[Event] = []
-    d = WorkerDriver(core, connector, FakeFactory(hub.server.numel), opts, events.append,
-                     clock=clock, wait=clock.wait)
-    clock.stop = d.stop
-    return d, connector, events
+from worker_sim import driver
 
 
 def test_a_driver_runs_a_whole_session_and_closes_every_channel() -> None:

@@ -10,8 +10,8 @@ from typing import Any
 import msgspec
 import pytest
 import torch
-from helpers_graph import graph_hub, model_file
-from helpers_hub import T0, TORCH, only, send
+from helpers.graph import graph_hub, model_file
+from helpers.hub import T0, TORCH, only, send
 from worker_sim import Sim
 
 from computeshare_desktop.errors import RejectedError

@@ -10,7 +10,7 @@ from computeshare_desktop.errors import HubUnreachableError, RejectedError
 from computeshare_desktop.events import HubLost, HubSilent, SessionFull
 from computeshare_desktop.protocol import RejectCode
 from computeshare_desktop.worker import compute as worker_compute
-from helpers_net import RunningHub, WorkerThread, wait_for
+from helpers.net import RunningHub, WorkerThread, wait_for
 
 
 @pytest.fixture

@@ -6,7 +6,8 @@ so whole sessions run in milliseconds. ``Sim`` is a driver like ``worker/driver.
 the retries (nothing is ever lost here). Compute is fake (testbed's ``FakeFactory``: a fixed
 gradient, as the soak's workers push) unless a test passes another factory.
 
-Not a test module: the worker tests import it by name.
+``driver`` builds the real WorkerDriver over such channels. Not a test module: the worker
+tests import it by name.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from helpers_hub import PIN, T0, fake_key
+from helpers.clock import Clock
+from helpers.hub import PIN, T0, fake_key
 
 from computeshare_desktop.events import Event
 from computeshare_desktop.hub import HubCore, Reply
 from computeshare_desktop.protocol import decode
-from computeshare_desktop.worker import Compute, ComputeFactory, WorkerCore, WorkerOptions
+from computeshare_desktop.worker import (Compute, ComputeFactory, WorkerCore, WorkerDriver,
+                                         WorkerOptions)
 from computeshare_desktop.worker.effects import (Action, Effect, Emit, Finish, Goodbye, Load,
                                                  Prepare, Send, WaitUntil, Work)
 from testbed.fake_compute import FakeFactory
@@ -171,20 +174,6 @@ class Sim:
 
 
 # ----------------------------------------------------------------- channels for the driver
-class Clock:
-    """A fake clock for the driver: ``wait`` moves it on (and says whether ``stop`` is set)."""
-
-    def __init__(self, now: float = T0, stop: Any = None) -> None:
-        self.now, self.stop = now, stop
-
-    def __call__(self) -> float:
-        return self.now
-
-    def wait(self, seconds: float) -> bool:
-        self.now += seconds
-        return bool(self.stop is not None and self.stop.is_set())
-
-
 class HubChannel:
     """A Channel into an in-process HubCore: a request blocks (on the fake clock) until the
     hub answers it. ``script``: what the next requests meet, in order (an exception class to
@@ -242,3 +231,17 @@ class HubConnector:
                              self.script.setdefault(key, []), self.log)
         self.channels.append(channel)
         return channel
+
+
+def driver(hub: Any, *, hub_key: str | None = None, **options: Any
+           ) -> tuple[WorkerDriver, HubConnector, list[Event]]:
+    """A driver of one worker core (no heartbeats: they run in real time)."""
+    clock = Clock()
+    connector = HubConnector(hub, clock)
+    opts = WorkerOptions(pin="123456", name="w1", heartbeat_s=3600.0, **options)
+    core = WorkerCore(opts, device=DEVICE, worker_key=connector.public_key, hub_key=hub_key)
+    events: list[Event] = []
+    d = WorkerDriver(core, connector, FakeFactory(hub.server.numel), opts, events.append,
+                     clock=clock, wait=clock.wait)
+    clock.stop = d.stop
+    return d, connector, events

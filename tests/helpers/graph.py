@@ -1,7 +1,7 @@
 """Models written as a user would (files nobody on the project imports), and hub cores that
 ship them as graphs.
 
-Not a test module: tests import it by name (pyproject puts tests/ on pythonpath).
+Not a test module: tests import it from the helpers package (pyproject puts tests/ on pythonpath).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from helpers_hub import HUB_KEY, PIN, SESSION_ID, train_set
+from helpers.hub import HUB_KEY, PIN, SESSION_ID, train_set
 
 from computeshare_desktop.data import dataset_info
 from computeshare_desktop.hub import HubConfig, HubCore
@@ -109,3 +109,28 @@ def graph_hub(spec: str, **overrides: Any) -> tuple[HubCore, SessionModel]:
                   server=server, fingerprint=shipped.fingerprint, allowlist=Allowlist(),
                   graph=shipped.graph, describe=shipped.refusal)
     return hub, shipped
+
+
+FLAT_NET = '''import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(28 * 28, 10)
+
+    def forward(self, x):
+        x = x.flatten(1)
+{body}
+        return self.fc(x)
+'''
+BRANCHES = "        if x.sum() > 0:  # on a tensor's value: torch.export cannot\n" \
+           "            x = x * 2"
+
+
+def flat_net_file(tmp_path: Path, body: str) -> str:
+    """A model file of FLAT_NET with ``body`` in its forward; its ``--model`` spec."""
+    path = tmp_path / "net.py"
+    path.write_text(FLAT_NET.format(body=body), encoding="utf-8")
+    return f"{path}:Net"

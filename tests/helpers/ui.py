@@ -1,28 +1,34 @@
-"""Helpers for the desktop-app tests: typing into real widgets, event-loop latency, images."""
+"""Helpers for the desktop-app tests: a scripted runner, typing into and clicking real widgets,
+answering the app's questions, event-loop latency, images and what a widget looks like."""
 
 from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
 from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtGui import QImage
-from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QLineEdit, QRadioButton, QStyle,
-                               QStyleOptionButton, QTableView, QWidget)
+from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QLineEdit, QPushButton, QRadioButton,
+                               QStyle, QStyleOptionButton, QTableView, QWidget)
 
 LEFT = Qt.MouseButton.LeftButton
 
 
 class Scripted(SimpleNamespace):
-    """A progress window's runner whose events the test scripts in ``script`` (nothing
-    runs): ``drain`` hands them over once, ``stop`` only marks it stopping."""
+    """A progress window's runner whose events the test scripts (nothing runs): ``drain``
+    hands over what ``script`` holds, once, or, where a test queued ``batches``, the next
+    batch (one a refresh, as a session's thread hands them in turn); ``stop`` only marks it
+    stopping, as a real runner's does until its thread ends."""
 
-    def __init__(self, scope: str) -> None:
-        super().__init__(running=True, stopping=False, scope=scope, script=[])
+    def __init__(self, scope: str = "test-scope") -> None:
+        super().__init__(running=True, stopping=False, scope=scope, script=[], batches=[])
 
     def drain(self) -> list:
+        if self.batches:
+            return self.batches.pop(0)
         events, self.script = self.script, []
         return events
 
@@ -152,3 +158,47 @@ def join_by_address(qtbot, main_window, port: int, pin: str):
     connect_to(qtbot, main_window, port, pin)
     qtbot.waitUntil(lambda: len(main_window.progress_windows) == 1, timeout=20_000)
     return main_window.progress_windows[0]
+
+
+def answer_box(question, button: str, *, never_again: bool = False,
+               default: str | None = None) -> list[str]:
+    """Answer ``question``'s next box with ``button``; the list gets the box's text. With
+    ``default``, assert that it is the box's default and Escape button."""
+    asked: list[str] = []
+
+    def reply() -> None:
+        box = question.box
+        if box is None:
+            QTimer.singleShot(20, reply)
+            return
+        asked.append(box.text())
+        if default is not None:
+            assert box.defaultButton().text() == box.escapeButton().text() == default
+        if never_again:
+            box.checkBox().setChecked(True)
+        next(b for b in box.buttons() if b.text() == button).click()
+
+    QTimer.singleShot(20, reply)
+    return asked
+
+
+def answer_kick(window, button: str, block: bool = False) -> list[str]:
+    """Answer the next kick question of ``window`` with ``button`` (``block``: with "Block
+    this machine" ticked); the list gets its text (and asserts that the default button
+    keeps the worker)."""
+    return answer_box(window.kick_question, button, default="Keep worker", never_again=block)
+
+
+def fill(widget: QWidget) -> int:
+    """The colour of most of a rendered widget's pixels (its background)."""
+    image = widget.grab().toImage()
+    counts = Counter(image.pixel(x, y) for x in range(0, image.width(), 2)
+                     for y in range(0, image.height(), 2))
+    return counts.most_common(1)[0][0]
+
+
+def buttons_clipped(root: QWidget) -> list[str]:
+    """The texts of the visible push buttons under ``root`` that are narrower than their
+    label needs (Qt then elides it: "ownload."). Empty when every label shows whole."""
+    return [b.text() for b in root.findChildren(QPushButton)
+            if b.isVisibleTo(root) and b.width() < b.sizeHint().width()]

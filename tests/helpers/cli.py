@@ -1,6 +1,6 @@
 """The ``computeshare`` command run in the test's own process.
 
-Not a test module: tests import it by name (pyproject puts tests/ on pythonpath).
+Not a test module: tests import it from the helpers package (pyproject puts tests/ on pythonpath).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ way a worker's core does (``worker/pairing.py``), over ``hub.handle_pairing`` wi
 ``WorkerPairing``, then sends JOIN and everything after it through ``hub.handle`` with that
 key, as the transport would after the CURVE handshake.
 
-Not a test module: tests import it by name (pyproject puts tests/ on pythonpath).
+Not a test module: tests import it from the helpers package (pyproject puts tests/ on pythonpath).
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ from computeshare_desktop.protocol.messages import (Join, Paired, PairFinish, Pa
                                                     PairStart, Ping, Pull, Push, Reject,
                                                     Welcome)
 from computeshare_desktop.protocol.pake import WorkerPairing
+from helpers.clock import T0
 
 PIN = "123456"
 WRONG = "654321"
 SESSION_ID = "s1"
-T0 = 1000.0  # the fake clock starts here, so "0" never hides a missing `now`
 TORCH = torch_release()  # what a worker's JOIN says it runs
 
 Z85_CHARS = ("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
