@@ -63,16 +63,6 @@ class Skipped:
                 + (", …" if count > len(self.examples[kind]) else "")
                 for kind, count in self.counts.items()]
 
-    def to_json(self) -> dict[str, Any]:
-        """A plain dict (the prepared cache keeps it)."""
-        return {"counts": dict(self.counts), "examples": {k: list(v) for k, v in
-                                                          self.examples.items()}}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Skipped:
-        """Inverse of ``to_json``."""
-        return cls(dict(data["counts"]), {k: list(v) for k, v in data["examples"].items()})
-
 
 @dataclass(frozen=True, slots=True)
 class Layout:

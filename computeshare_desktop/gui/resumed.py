@@ -51,14 +51,16 @@ def read_history(folder: str | Path) -> History:
 
 
 def _add(history: History, record: dict[str, Any]) -> None:
-    try:
-        kind, version = record.get("type"), int(record["version"])
-        if kind == "round":
-            history.loss.append((version, float(record["loss"])))
-        elif kind == "eval":
-            history.accuracy.append((version, float(record["accuracy"])))
-    except (ValueError, TypeError, KeyError):
+    """A record's point (metric_records checked its type and version already; a round
+    without a finite loss, or an evaluation without an accuracy, draws none)."""
+    kind, version = record.get("type"), record.get("version", 0)
+    value = record.get("loss" if kind == "round" else "accuracy")
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
         return
+    if kind == "round":
+        history.loss.append((version, float(value)))
+    elif kind == "eval":
+        history.accuracy.append((version, float(value)))
 
 
 def smoothed(loss: Series) -> Series:
