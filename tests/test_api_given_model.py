@@ -1,4 +1,4 @@
-"""What a module handed to ``host()`` is called (issue 25): a bare ``nn.Sequential`` is
+"""What a module handed to ``host()`` is called: a bare ``nn.Sequential`` is
 ``python:Sequential``, never torch's own ``container.py``, which session.json then named as
 the model's file (``evaluate trained_model.pth`` imported torch's source as the user's
 and failed on its relative imports; ``--offer-code`` would have shipped it)."""

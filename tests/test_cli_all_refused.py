@@ -28,7 +28,7 @@ from computeshare_desktop.worker import core as worker_core
 
 PIN = "864209"
 GRACE = 3.0  # the session's grace period here (REFUSED_GRACE_S is a minute)
-REPORT_S = 2.0  # issue 25: the host reports it within 2 s of the last refusal
+REPORT_S = 2.0  # the host reports it within 2 s of the last refusal
 
 
 class Stamped(io.TextIOBase):

@@ -1,6 +1,6 @@
 """The command line's progress bar: after `host --resume` (or joining a session under way) the
 rate counts only the rounds done since, not the rounds before as if done in the first second
-(trial 20, finding 17: "74/400 [00:01<00:05, 54.68round/s]")."""
+(which read "74/400 [00:01<00:05, 54.68round/s]")."""
 
 from __future__ import annotations
 

@@ -174,7 +174,7 @@ def test_no_module_outside_the_schema_names_an_options_default():
 
 def test_the_default_check_finds_every_kind_of_copy():
     """The check must be able to fail: each line below is a copy it reports (the
-    forms the package had before the schema: see the note of issue 17)."""
+    forms the package had before the schema)."""
     copies = {
         "cli/x.py": "p.add_argument('--batch-size', type=int, default=32)\n"
                     "p.add_argument('--no-balance', action='store_true')\n"

@@ -1,4 +1,4 @@
-"""The Python API's data (issue 19, part 6): ``host()`` takes a spec string for ``train=``
+"""The Python API's data: ``host()`` takes a spec string for ``train=``
 and ``test=`` (tested with a session in test_test_spec.py), and a map-style dataset of
 (1-D row, label) items is read as a table: float32 rows standardized with the training
 rows' statistics."""

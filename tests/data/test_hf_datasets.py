@@ -1,4 +1,4 @@
-"""A Hugging Face dataset saved with ``save_to_disk`` as a session's data (issue 19): how it
+"""A Hugging Face dataset saved with ``save_to_disk`` as a session's data: how it
 is known, its splits, its columns (defaults and named), its classes, the cache, progress
 and cancel, and the refusals; on tiny datasets the tests write themselves."""
 

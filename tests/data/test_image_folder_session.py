@@ -1,4 +1,4 @@
-"""A folder of images trains a session (issue 19): a user's own model on PNGs in class
+"""A folder of images trains a session: a user's own model on PNGs in class
 folders, through the Python API in this process and through the real commands."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A folder of images as a session's data (issue 19, image folders): both layouts, the
+"""A folder of images as a session's data: both layouts, the
 formats, the image size, the cache and every kind of bad data, on folders the tests write
 themselves with Pillow."""
 

@@ -1,4 +1,4 @@
-"""A user trial's findings on tables and options: --input on a CSV, options a data kind has
+"""Tables and their options as a person first meets them: --input on a CSV, options a data kind has
 no use for, a CSV's delimiter, a header with no rows, datasets' own progress bars."""
 
 from __future__ import annotations

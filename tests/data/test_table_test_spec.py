@@ -1,4 +1,4 @@
-"""A table's test split from a second table (``--test PATH.csv``, issue 19) or from a saved
+"""A table's test split from a second table (``--test PATH.csv``) or from a saved
 Hugging Face DatasetDict's own test split: columns matched by name, text one-hot with the
 training values, classes by value, the training split's statistics; rows of an unseen
 value or class skipped and counted, never shifted; evaluate reads it again from

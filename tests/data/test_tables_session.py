@@ -1,4 +1,4 @@
-"""A table trains a session (issue 19): the built-in mlp on a CSV with a text label and a
+"""A table trains a session: the built-in mlp on a CSV with a text label and a
 text column, across two simulated workers (in-process cores on a fake clock), and the
 exported program scores the test split from the table's raw values."""
 

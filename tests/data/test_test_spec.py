@@ -1,4 +1,4 @@
-"""A second source for the test split (``--test SPEC``, issue 19): a folder of CLASS/* images
+"""A second source for the test split (``--test SPEC``): a folder of CLASS/* images
 or a saved Hugging Face dataset tests instead of the split the training data gives; its
 classes map to the training classes by name, its images to the training shape. The last
 test trains a session on a saved dataset tested by a folder, through the Python API, and

@@ -1,4 +1,4 @@
-"""Issue 30's dry run: ``python -m benchmarks.gpu_check --device cpu`` runs every session of
+"""The GPU check's dry run: ``python -m benchmarks.gpu_check --device cpu`` runs every session of
 the GPU check small on the CPU (a hub and two real ``computeshare join`` processes each,
 then the plain loop), exits 0, and writes a JSON record a person can trust: every session,
 both workers on the CPU in the precision the CPU resolves, an accuracy above the bar, and

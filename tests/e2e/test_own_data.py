@@ -1,4 +1,4 @@
-"""Issue 19's "Done when", as real processes: data no one on the project chose trains across
+"""A user's own data, as real processes: data no one on the project chose trains across
 a real ``computeshare host`` and two ``computeshare join`` workers with a model from a file,
 reaches within 1 point of a plain torch loop on the same split (the same model, initial
 weights and samples, one process), and no worker is sent data after its first download

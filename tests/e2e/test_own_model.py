@@ -1,4 +1,4 @@
-"""Issue 18's "Done when", as real processes: a model class no one on the project wrote
+"""A user's own model, as real processes: a model class no one on the project wrote
 (residual blocks, BatchNorm, GELU, Dropout), in a file on the hub, trains across two
 ``computeshare join`` workers, and its ``trained_model.pt2`` scores within 1 point of the
 hub's reported test accuracy in a Python that never imported this package."""

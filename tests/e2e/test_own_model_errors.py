@@ -1,11 +1,11 @@
-"""Issue 18's bad input, as a person meets it: ``computeshare host --model ...`` with each
+"""Bad model input, as a person meets it: ``computeshare host --model ...`` with each
 kind of bad model exits with one clear line and exit code 2 before the session opens (no
 port bound, the output folder as it was). In-process through the CLI's ``main(argv)``, and
 one real process for the export failure.
 
 The same errors one layer down (the spec, the file, the weights, the program, the export, a
-worker refusing a graph) have their own tests: see the report of issue 18's bad-input list
-in tests/models/, tests/graph/, tests/hub/test_hub_graph.py and tests/worker/."""
+worker refusing a graph) have their own tests in tests/models/, tests/graph/,
+tests/hub/test_hub_graph.py and tests/worker/."""
 
 from __future__ import annotations
 

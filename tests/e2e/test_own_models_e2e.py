@@ -1,4 +1,4 @@
-"""Issue 25's "Done when", as real processes: models written the way people write them train
+"""Models people write, as real processes: models written the way people write them train
 across a real ``computeshare host`` (or ``host()`` from Python) and two real
 ``computeshare join`` workers on 127.0.0.1, and the ``trained_model.pt2`` the hub saves
 scores what the hub reported in a Python that never imported this package.

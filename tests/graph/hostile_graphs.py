@@ -1,4 +1,4 @@
-"""Hostile graphs of issue 25, point 6, built by editing a real export's JSON, as parts a
+"""Hostile graphs, built by editing a real export's JSON, as parts a
 worker fetches (manifest, program, state), with what each refusal must say.
 
 A hostile hub makes its parts hold together (sizes, sha256, the trainable count its graph

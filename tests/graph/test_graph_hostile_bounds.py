@@ -1,4 +1,4 @@
-"""Issue 25, point 6: a worker a hostile hub cannot hurt.
+"""A worker a hostile hub cannot hurt.
 
 Each hostile graph of hostile_graphs.py (the memory corruption, exponential work,
 unbounded allocation and crashes an attack on the loader found) is refused through the

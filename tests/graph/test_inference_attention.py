@@ -1,4 +1,4 @@
-"""A train-mode ``.pt2`` with attention reaches eval mode (issue 25).
+"""A train-mode ``.pt2`` with attention reaches eval mode.
 
 nn.MultiheadAttention (inside nn.TransformerEncoder) exports its dropout as the
 ``dropout_p`` rate of ``aten.scaled_dot_product_attention``, an op torch tags as drawing

@@ -10,7 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from PySide6.QtCore import QPoint, Qt, QTimer
-from PySide6.QtGui import QImage
+from PySide6.QtGui import QColor, QImage
 from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QLineEdit, QPushButton, QRadioButton,
                                QStyle, QStyleOptionButton, QTableView, QWidget)
 
@@ -202,3 +202,12 @@ def buttons_clipped(root: QWidget) -> list[str]:
     label needs (Qt then elides it: "ownload."). Empty when every label shows whole."""
     return [b.text() for b in root.findChildren(QPushButton)
             if b.isVisibleTo(root) and b.width() < b.sizeHint().width()]
+
+
+ACCENT = QColor("#4F46E5").rgb()  # the primary button's fill
+
+
+def focus(qtbot, button: QPushButton) -> None:
+    """Give ``button`` the keyboard's focus, and wait until it has it."""
+    button.setFocus()
+    qtbot.waitUntil(button.hasFocus, timeout=1000)

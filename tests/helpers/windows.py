@@ -1,10 +1,11 @@
 """Progress windows in the states a test needs, fed scripted events (no session runs): a hub
-many rounds in, a hub training with two workers, a hub one laptop trains for."""
+many rounds in, a hub training with two workers, a hub one laptop trains for, a hub whose
+session finished."""
 
 from __future__ import annotations
 
-from computeshare_desktop.events import (Listening, RoundClosed, StateChanged, WorkerInfo,
-                                         WorkerJoined, WorkerReady)
+from computeshare_desktop.events import (Ended, Finished, Listening, RoundClosed, StateChanged,
+                                         WorkerInfo, WorkerJoined, WorkerReady)
 from computeshare_desktop.gui.progress_state import ProgressState
 from computeshare_desktop.gui.progress_window import ProgressWindow
 from computeshare_desktop.service import Tagged
@@ -65,7 +66,7 @@ def a_round(version: int, loss: float, source: str = "hub",
 def laptop_hub_window(qtbot, clock: Clock) -> ProgressWindow:
     """A hub's window one worker trains for, 8 rounds in."""
     state = ProgressState("hub", total_rounds=100, expected_workers=1, name="t", clock=clock)
-    runner = Scripted("fix-states-test")
+    runner = Scripted("states-test")
     window = ProgressWindow(runner, state, title="Hosting t", subtitle="s", pin="428913",
                             refresh_ms=10_000)
     qtbot.addWidget(window)
@@ -77,4 +78,18 @@ def laptop_hub_window(qtbot, clock: Clock) -> ProgressWindow:
         clock.now += 0.5
         runner.script = [a_round(version, 2.0 + version % 2)]
         window.refresh()
+    return window
+
+
+def finished_window(qtbot, tmp_path) -> ProgressWindow:
+    """A hub's window, shown, after its session finished into ``tmp_path``."""
+    state = ProgressState("hub", total_rounds=3, expected_workers=1)
+    state.apply([Tagged("hub", e) for e in (
+        Listening("127.0.0.1", 7341, 7342, 7343, "ab" * 8, ("127.0.0.1",), str(tmp_path)),
+        Finished(0.97, 0.1, 3, str(tmp_path / "trained_model.pth"), 1.0), Ended(result=True))])
+    window = ProgressWindow(Scripted(), state, title="Hosting t", subtitle="s", pin="428913",
+                            refresh_ms=10_000)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
     return window

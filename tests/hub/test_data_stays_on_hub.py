@@ -1,4 +1,4 @@
-"""What a worker can see of the session's data (issue 19, "data that never leaves the hub"):
+"""What a worker can see of the session's data (data that never leaves the hub):
 two workers of a session on a folder of images receive, between them, exactly the
 training split, each sample once, and not one sample of the test split; the Welcome names
 the folder, never its path or the class names (a real HubSession, in-process worker cores

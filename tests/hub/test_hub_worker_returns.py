@@ -1,7 +1,7 @@
 """The same machine (the same key) back after a pause or a lost connection keeps its worker
 id and its counts: the hub's table keeps one row whose Pushed counts all its gradients, as
-the worker's own "N gradients pushed" does, and the hub says it resumed (trial 20, finding
-10: "Worker 1 (vm · CPU) paused", then "Worker 2 joined", table Pushed 7 vs 60 pushed)."""
+the worker's own "N gradients pushed" does, and the hub says it resumed (not "Worker 1
+(vm · CPU) paused", then "Worker 2 joined", its table's Pushed 7 against 60 pushed)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A wrong PIN is said once in the hub's log, by the pairing's own line (who, from where, how
-many in a row), and "pairing paused" only when it is (trial 20, finding 11: three lines for
-one wrong PIN, one of them "pairing paused for 0 s")."""
+many in a row), and "pairing paused" only when it is (not three lines for one wrong PIN, one of
+them "pairing paused for 0 s")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The Linux recipe makes its bundle carry the X libraries Qt's xcb plugin needs
-(libxcb-cursor first of all; issue 20): its list agrees with the app's install hint and with
+(libxcb-cursor first of all): its list agrees with the app's install hint and with
 what this Qt's plugin links, and ``carry_x_libraries`` copies what PyInstaller did not
 collect or fails the build naming it. The built tarball itself is checked in
 test_linux_bundle.py (marked ``packaging``)."""

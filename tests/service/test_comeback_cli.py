@@ -1,4 +1,4 @@
-"""`computeshare join` comes back by default (issue 20, workers come back): after the host
+"""`computeshare join` comes back by default: after the host
 stops the session it says at once, in its own words, that it waits up to 10 minutes for the
 session to be resumed, and exits with code 7 when that wait ends (Ctrl-C, or no hub in time).
 In process, with a fake worker run: the real rejoin is tests/hub/test_hub_pairing_comeback.py."""

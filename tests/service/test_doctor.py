@@ -99,7 +99,7 @@ def test_the_hubs_advert_missing_means_multicast_is_blocked() -> None:
     # without a hub to compare with, no sessions is only a warning
     alone = run(FakeNetwork(found=[]), hub=None)
     assert alone.ok and alone.item("mdns_sessions").status is Status.WARN  # type: ignore[union-attr]
-    # a warning is counted, not hidden behind "All checks passed" (trial 20, finding 14)
+    # a warning is counted, not hidden behind "All checks passed"
     assert alone.text().endswith("All checks passed, 1 warning.")
     assert alone.exit_code == 0
 

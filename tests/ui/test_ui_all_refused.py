@@ -30,7 +30,7 @@ from computeshare_desktop.service.options import HostOptions  # noqa: E402
 from helpers.graph import model_file  # noqa: E402
 from helpers.net import WorkerThread, free_ports  # noqa: E402
 
-REPORT_S = 2.0  # issue 25: the host reports it within 2 s of the last refusal
+REPORT_S = 2.0  # the host reports it within 2 s of the last refusal
 LAYER = "layer stem.0: nn.Conv2d: "  # the first convolution of helpers.graph's network
 
 

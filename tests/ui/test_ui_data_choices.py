@@ -1,4 +1,4 @@
-"""The Host dialog follows the data chosen (issue 26, point 8): the Session name's
+"""The Host dialog follows the data chosen: the Session name's
 placeholder names the chosen folder, not the set the dialog opened with, and Test fraction
 is off, with the reason under it, for a folder that brings its own train/ and test/."""
 

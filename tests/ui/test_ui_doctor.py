@@ -109,7 +109,7 @@ def test_with_a_session_selected_the_check_measures_its_hub(qtbot, main_window,
 
 
 def test_the_reports_fixes_name_the_apps_controls_not_its_flags(qtbot):
-    """Issue 26: Check network said "would need --port"; the app has a Port field (named),
+    """Check network once said "would need --port": the app has a Port field (named),
     and no setting for the interface (said plainly)."""
     from computeshare_desktop.service import doctor, doctor_checks as checks
 

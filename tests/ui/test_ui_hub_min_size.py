@@ -1,4 +1,4 @@
-"""The hub window at its minimum size keeps what matters whole (issue 26, point 4): the PIN's
+"""The hub window at its minimum size keeps what matters whole: the PIN's
 digits as tall as their font, the join hint with every line (the address last), each stat
 card's figure uncut; and on a 1280×720 screen with a task bar the window opens inside it,
 Stop and Close in view (it opened at 1120×755)."""

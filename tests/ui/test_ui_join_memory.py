@@ -1,5 +1,5 @@
 """The Join dialog after the host removed this machine: no promise of joining without the
-PIN, and the reason the PIN is asked for again (issue 20 trial, item 6)."""
+PIN, and the reason the PIN is asked for again."""
 
 from __future__ import annotations
 

@@ -196,7 +196,7 @@ def test_windows_open_inside_the_main_windows_screen(qtbot, main_window, monkeyp
     main_window.move(900, 600)  # near that screen's far corner
     window = window_with_rounds(qtbot, 3, 0.5)
     window.hide()
-    window.resize(1252, 860)  # as large as issue 20 saw
+    window.resize(1252, 860)  # as large as a person's window was seen
     main_window._open_progress(window)
     qtbot.waitExposed(window)
     inner = window.geometry()

@@ -1,4 +1,4 @@
-"""A model the session would refuse is said inside the Host dialog (issue 26, point 3): its
+"""A model the session would refuse is said inside the Host dialog: its
 export and the workers' contract run on a thread while the dialog stays open and Start reads
 "Checking the model…"; the failure shows under the model field on its step, in plain words
 that name the dialog's own check box (not a flag), with torch's lines behind Details; no

@@ -1,4 +1,4 @@
-"""Numbers that must not mislead (issue 26, point 8): "Devices busy" counts only devices that
+"""Numbers that must not mislead: "Devices busy" counts only devices that
 work, and says "—" when none does (every worker paused, removed or stopped)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Each retry of a silent hub is in a worker window's log once: the worker's own line ("no
 answer from the hub; retrying in 0.5 s", through the window's log tap), not a second line of
-the window's; the status line says it (issue 20 trial, item 2)."""
+the window's; the status line says it."""
 
 from __future__ import annotations
 

@@ -132,7 +132,7 @@ def test_a_worker_window_shows_a_banner_within_2_s_when_the_hub_stops(
         window = join_by_address(qtbot, main_window, hub.port, HUB_PIN)
         qtbot.waitUntil(lambda: window.state.version >= 5, timeout=30_000)
         assert not window.banner.isVisible()
-        # its traffic cards count its own channel's bytes (they read 0 B / 0 B, issue 20)
+        # its traffic cards count its own channel's bytes (they once read 0 B / 0 B)
         qtbot.waitUntil(lambda: window.state.bandwidth() > 0, timeout=5_000)
         assert window.state.bytes_sent > 0 and window.state.bytes_received > 0
         assert window.cards["traffic"].value.text() != human_pair(0, 0)

@@ -1,4 +1,4 @@
-"""What reaches a window goes through gui/words.py (issue 26, point 5): a worker row that
+"""What reaches a window goes through gui/words.py: a worker row that
 refused the model reads "Refused the model", not ``model_refused``; the hub's own summary of
 refused requests reaches the log pane as a sentence with no code, no "[hub v21]" tag and no
 "peer"; a kicked machine's window says so without "(BANNED)"."""

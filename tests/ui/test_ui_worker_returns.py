@@ -1,4 +1,4 @@
-"""A worker back from a pause, as the windows tell it (trial 20, finding 10): the host's says
+"""A worker back from a pause, as the windows tell it: the host's says
 "Worker 1 (vm · CPU) resumed" and keeps its one row under its id and counts; the worker's
 says "Resuming: joining the session again" before "Joined as worker 1"."""
 

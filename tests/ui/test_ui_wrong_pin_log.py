@@ -1,5 +1,5 @@
 """The host's window says a wrong PIN once: the hub's own log line, which the window shows,
-not a second line of its own as well (trial 20, finding 11)."""
+not a second line of its own as well."""
 
 from __future__ import annotations
 

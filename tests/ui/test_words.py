@@ -97,7 +97,7 @@ def test_the_refusal_summary_is_a_sentence_without_codes_or_tags() -> None:
 
 
 def test_no_window_text_of_the_gui_names_a_command_line_flag() -> None:
-    """Issue 26: the app names its controls, not flags. Every string literal the gui's
+    """The app names its controls, not flags. Every string literal the gui's
     modules could show (docstrings and comments aside) is read by AST; a flag may appear
     only beside the words saying the app has no control for it."""
     flag = re.compile(r"(?<![\w-])--[a-z][a-z-]+")

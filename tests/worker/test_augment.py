@@ -1,4 +1,4 @@
-"""Augmentation on the worker (issue 19, part 5): each op keeps the batch's shape, dtype and
+"""Augmentation on the worker: each op keeps the batch's shape, dtype and
 device, draws per sample, repeats with its seed and matches torchvision's kernels; the
 host checks ``--augment`` and picks its default from the data; the Welcome carries the
 ops, a worker refuses one it does not know before its shard, and a session that augments

@@ -1,6 +1,6 @@
 """A worker that is not in the session (waiting for a shard, coming back after a stop, paused)
 ends as soon as the hub that answered it has closed its port, saying so, instead of retrying
-until give_up_s (issue 20 trial, item 2); a joined worker, or a hub whose port still accepts,
+until give_up_s; a joined worker, or a hub whose port still accepts,
 is retried as before. Fake clock, in-process hub; the closed and open ports are real."""
 
 from __future__ import annotations

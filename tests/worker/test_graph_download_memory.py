@@ -1,4 +1,4 @@
-"""A worker holds the hub's graph once while it downloads and checks it (issue 25, point 6).
+"""A worker holds the hub's graph once while it downloads and checks it.
 
 Each part is one buffer of the manifest's size, filled in place and kept as it is; the
 state's tensors are views of that buffer until the loader makes the module's own copy. A

@@ -1,4 +1,4 @@
-"""The Host dialog's finish (issue 20, item 13): every preset's note keeps its capitals
+"""The Host dialog's labels: every preset's note keeps its capitals
 ("Wi-Fi or 100 Mbit/s"), and no button's label clips ("Download…" read "ownload." in a dialog
 squeezed below its layout's minimum), pressed or not."""
 

@@ -1,7 +1,7 @@
-"""What a progress window says when nothing trains (issue 20's trial): a hub whose only worker
-paused waits for workers and pauses its ETA; Stop says "Stopping…" at once, with no row
-training and no New PIN; a paused worker's own window and row say "Paused"; the Training
-loss card shows the last round's loss, not the smoothed curve's."""
+"""What a progress window says when nothing trains: a hub whose only worker paused waits for
+workers and pauses its ETA; Stop says "Stopping…" at once, with no row training and no New
+PIN; a paused worker's own window and row say "Paused"; the Training loss card shows the
+last round's loss, not the smoothed curve's; an ended or finished session offers no new PIN."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from computeshare_desktop.service import FEED, Tagged  # noqa: E402
 from helpers.ui import Scripted  # noqa: E402
 from helpers.clock import Clock  # noqa: E402
 from helpers.windows import LAPTOP, a_round, laptop_hub_window  # noqa: E402
+from computeshare_desktop.gui.pin_card import PinCard  # noqa: E402
+from helpers.windows import finished_window  # noqa: E402
 
 
 def test_a_hub_whose_only_worker_paused_waits_for_workers_and_pauses_its_eta(qtbot):
@@ -72,7 +74,7 @@ JOINED = Joined(worker_id=3, shard=0, num_shards=1, dataset="mnist-sample", mode
 
 
 def test_a_paused_workers_window_and_own_row_say_paused(qtbot):
-    runner = Scripted("fix-states-test")
+    runner = Scripted("states-test")
     state = ProgressState("worker", name="vm", clock=Clock())
     window = ProgressWindow(runner, state, title="Training for t", subtitle="s",
                             refresh_ms=10_000)
@@ -104,3 +106,22 @@ def test_the_training_loss_card_shows_the_last_rounds_loss(qtbot):
     assert "last round" in window.cards["loss"].toolTip()
     window.confirmed = True
     window.close()
+
+
+def test_an_ended_session_offers_no_new_pin(qtbot, styled_app):
+    card = PinCard("428913")
+    qtbot.addWidget(card)
+    card.show()
+    assert card.new_button.isVisible()
+    card.end()
+    assert not card.new_button.isVisible() and not card.copy_button.isVisible()
+    assert not card.digits.isEnabled()
+
+
+def test_a_finished_sessions_window_has_no_new_pin(qtbot, styled_app, tmp_path):
+    window = finished_window(qtbot, tmp_path)
+    assert window.pin_card is not None and window.pin_card.new_button.isVisible()
+    window.refresh()
+    assert not window.state.active
+    assert not window.pin_card.new_button.isVisible()
+    assert not window.pin_card.copy_button.isVisible()

@@ -1,6 +1,6 @@
 """The ETA's pace (``gui.eta``, no Qt): a fake clock, rounds in, seconds out. It starts over
 when the training workers change and leaves out the first rounds after the change, so a
-rejoin's stall and its model-and-shard rounds do not inflate the ETA (issue 20 saw 4x)."""
+rejoin's stall and its model-and-shard rounds do not inflate the ETA (fourfold, before)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""The progress windows' numbers and texts (issue: polish 4): the hub's Sent counts the
-shards, the accuracy axis shows 100, the loss chart names its lines, a rejoined worker keeps
-its curve and counts, a long failure text stays whole, no flag in a refusal, two windows of
-one session name differ, and the header stays put when its badge changes."""
+"""The progress windows' numbers, texts and sizes: the hub's Sent counts the shards, the
+accuracy axis shows 100, the loss chart names its lines, a rejoined worker keeps its curve
+and counts, a long failure text stays whole, no flag in a refusal, two windows of one
+session name differ, the header stays put when its badge changes, and a finished window
+fits a 1280×720 screen (a worker's needs at most 1,024 px)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ pytest.importorskip("pyqtgraph")
 
 from helpers.host import HeldJoin, hosting, joining  # noqa: E402
 from helpers.hub import T0, admit, make_hub  # noqa: E402
+from helpers.screens import AREA, fits  # noqa: E402
 from helpers.ui import Scripted  # noqa: E402
 
 from computeshare_desktop.gui.formatting import human_bytes  # noqa: E402
@@ -21,6 +23,11 @@ from computeshare_desktop.gui.progress_window import ProgressWindow  # noqa: E40
 from computeshare_desktop.protocol import encode  # noqa: E402
 from computeshare_desktop.protocol.messages import Shard  # noqa: E402
 from computeshare_desktop.service import HostService  # noqa: E402
+from PySide6.QtCore import QPoint, QRect  # noqa: E402
+from computeshare_desktop.events import Ended, Finished, Listening  # noqa: E402
+from computeshare_desktop.gui import placement, progress_window  # noqa: E402
+from computeshare_desktop.gui.progress_state import ProgressState  # noqa: E402
+from computeshare_desktop.service import Tagged  # noqa: E402
 
 
 def test_the_hubs_sent_counts_the_shards_its_workers_downloaded(qtbot, tmp_path):
@@ -135,7 +142,7 @@ def test_a_worker_back_in_its_resumed_session_keeps_its_curve_and_count(qtbot):
     (gui/comeback.py's) draws the 5 earlier points and counts on from 5 pushes."""
     from computeshare_desktop.gui.comeback import Comebacks
     from computeshare_desktop.service import JoinTarget
-    target = JoinTarget("10.0.0.7", 7341, "lab", expected_key="fp-polish4-resume")
+    target = JoinTarget("10.0.0.7", 7341, "lab", expected_key="fp-resumed-session")
     comebacks = Comebacks(lambda t, pin: held(t),
                           lambda r, events: ProgressWindow.for_worker(r, events))
     old = stopped_window(qtbot, comebacks, target, rounds=5)
@@ -158,7 +165,7 @@ def test_a_new_session_on_the_same_hub_starts_its_curve_again(qtbot):
     """The host started a new session (round 0) instead of resuming: nothing carries."""
     from computeshare_desktop.gui.comeback import Comebacks
     from computeshare_desktop.service import JoinTarget
-    target = JoinTarget("10.0.0.8", 7341, "lab", expected_key="fp-polish4-new")
+    target = JoinTarget("10.0.0.8", 7341, "lab", expected_key="fp-new-session")
     comebacks = Comebacks(lambda t, pin: held(t),
                           lambda r, events: ProgressWindow.for_worker(r, events))
     old = stopped_window(qtbot, comebacks, target, rounds=4)
@@ -182,7 +189,6 @@ def test_a_60_line_banner_is_whole_and_scrolls_and_the_window_fits(qtbot, styled
     from computeshare_desktop.events import Failed
     from computeshare_desktop.gui.progress_state import ProgressState
     from computeshare_desktop.service import Tagged
-    from helpers.screens import fits
     text = "The hub failed: Traceback (most recent call last):\n" + "\n".join(
         f'  File "model.py", line {i}, in forward: x = self.layer{i}(x) and more words '
         "to wrap" for i in range(59))
@@ -243,7 +249,7 @@ def test_a_refusal_banner_names_the_apps_check_box_and_no_flag(qtbot, offers_cod
         way_out(offers_code)
     assert "--" in reason  # the hub's words are the command line's
     state = ProgressState("hub", total_rounds=10, expected_workers=1, name="t")
-    runner = Scripted("polish4-refusal")
+    runner = Scripted("refusal-test")
     window = ProgressWindow(runner, state, title="Hosting t", subtitle="s", pin="428913",
                             refresh_ms=10_000)
     qtbot.addWidget(window)
@@ -310,7 +316,7 @@ def test_the_header_stays_put_when_the_status_chip_changes(qtbot, styled_app, ro
     from computeshare_desktop.gui.progress_state import ProgressState
     from computeshare_desktop.service import Tagged
     from helpers.windows import LAPTOP, a_round
-    runner = Scripted("polish4-head")
+    runner = Scripted("header-test")
     state = ProgressState(role, total_rounds=100, expected_workers=1, name="t")
     window = ProgressWindow(runner, state, title="Hosting a session with a long name",
                             subtitle="simplenet on mnist-sample · 2 worker(s) · 300 rounds of "
@@ -346,3 +352,48 @@ def test_the_header_stays_put_when_the_status_chip_changes(qtbot, styled_app, ro
     assert len(set(shown.values())) == 1, "\n".join(f"{k}: {v}" for k, v in shown.items())
     window.confirmed = True
     window.close()
+
+
+@pytest.mark.parametrize("role", ["hub", "worker"])
+def test_a_finished_window_still_fits_a_1280_by_720_screen(qtbot, styled_app, monkeypatch,
+                                                             tmp_path, role):
+    monkeypatch.setattr(progress_window, "available_geometry", lambda anchor=None: AREA)
+    state = ProgressState(role, total_rounds=30, expected_workers=1)
+    idle = SimpleNamespace(running=True, stopping=False, scope="fix-visual-test",  # a runner
+                           drain=list, stop=lambda: None, join=lambda timeout_s: True)
+    window = ProgressWindow(idle, state, title="Hosting TB one", refresh_ms=10_000,
+                            subtitle="simplenet on mnist-sample · 1 worker(s) · 30 rounds",
+                            pin="152649" if role == "hub" else None)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    window.resize(window.minimumSizeHint())  # as small as it goes, in the screen's corner
+    placement.fit(window, AREA, near=QPoint(AREA.right(), AREA.bottom()))  # its corner
+    qtbot.wait(10)
+    state.apply([Tagged("hub", e) for e in (
+        Listening("127.0.0.1", 7341, 7342, 7343, "ab" * 8, ("127.0.0.1",), str(tmp_path)),
+        Finished(0.447, 2.06, 30, str(tmp_path / "trained_model.pth"), 1.1),
+        Ended(result=True))])
+    window.refresh()
+    qtbot.waitUntil(window.finish_card.isVisible, timeout=1000)
+    qtbot.wait(50)  # the layout settles, the window refits
+    extra = placement.frame_extra(window)
+    outer = QRect(window.frameGeometry().topLeft(), window.size() + extra)  # with a frame
+    assert AREA.contains(outer), (outer, window.minimumSizeHint())
+    close = window.close_button
+    at = QRect(close.mapToGlobal(QPoint(0, 0)), close.size())
+    assert close.isVisible() and AREA.contains(at), at
+    card = window.finish_card
+    assert AREA.contains(QRect(card.mapToGlobal(QPoint(0, 0)), card.size()))
+
+
+def test_a_workers_window_needs_at_most_1024_px(qtbot, styled_app):
+    idle = SimpleNamespace(running=True, stopping=False, scope="fix-visual-test",  # a runner
+                           drain=list, stop=lambda: None, join=lambda timeout_s: True)
+    window = ProgressWindow(idle, ProgressState("worker", name="vm"), refresh_ms=10_000,
+                            title="Training for Elide", subtitle="Worker vm · hub 10.0.0.2:7341")
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    assert len(window.cards) == 8  # a worker's: its compute time and its gradients too
+    assert window.minimumSizeHint().width() <= 1024
