@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import threading
 import time
@@ -112,6 +113,13 @@ def test_a_vanished_hub_is_noticed_within_10_s(tmp_path):
             proc.communicate()
 
 
+def listening(port: int) -> bool:
+    """True once something accepts connections on 127.0.0.1:``port``."""
+    with socket.socket() as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
 def test_a_restarted_worker_rejoins_without_the_pin_and_a_new_session_asks_for_it(tmp_path):
     port = free_ports()
     home = {"COMPUTESHARE_HOME": str(tmp_path / "home")}
@@ -146,7 +154,7 @@ def test_a_restarted_worker_rejoins_without_the_pin_and_a_new_session_asks_for_i
     hub = cli("host", "--pin", PIN, "--bind", "127.0.0.1", "--port", str(port), "--out",
               str(tmp_path / "two"), "--quiet", "--workers", "1", "--rounds", "10", env=home)
     try:
-        time.sleep(1.0)
+        wait_for(lambda: listening(port), 60, "the new session listening")  # then time it
         began = time.monotonic()
         third = subprocess.run(
             [*first.args[:3], "join", f"127.0.0.1:{port}", "--device", "cpu", "--quiet",
