@@ -9,16 +9,15 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import (QCheckBox, QFrame, QHBoxLayout, QLabel, QListWidget,
-                               QListWidgetItem, QPushButton, QVBoxLayout, QWidget)
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import (QCheckBox, QFrame, QHBoxLayout, QLabel, QPushButton,
+                               QVBoxLayout, QWidget)
 
 from ..hub.paired_machines import PairedMachine, PairedMachines
 from ..service.paired import paired_machines
 from .confirm import ModalQuestion
+from .machine_list import MachineList
 
-KEY = Qt.ItemDataRole.UserRole
-NAME = Qt.ItemDataRole.UserRole + 1  # the name it paired under, for the question
 REFRESH_MS = 3000
 SWITCH = "Paired machines skip the PIN in later sessions"
 NEVER = "No machine has paired with this computer's hub yet."
@@ -68,9 +67,7 @@ class PairedMachinesCard(QFrame):
                                     "joins its later sessions without the PIN. Off: every "
                                     "new session asks for it (the list is kept)")
         self.enabled_box.toggled.connect(self._switch)
-        self.list = QListWidget()
-        self.list.setAccessibleName("Paired machines")
-        self.list.setMaximumHeight(110)
+        self.list = MachineList("Paired machines", 110)
         self.list.itemSelectionChanged.connect(self._update)
         self.empty = QLabel(NEVER)
         self.empty.setProperty("role", "muted")
@@ -99,17 +96,7 @@ class PairedMachinesCard(QFrame):
         """Show the file as it is now (the selection kept)."""
         store = self._store()
         machines = store.machines()
-        selected = self.selected_key()
-        keys = [m.key for m in machines]
-        if keys != [self.list.item(i).data(KEY) for i in range(self.list.count())]:
-            self.list.clear()
-            for machine in machines:
-                item = QListWidgetItem(describe(machine))
-                item.setData(KEY, machine.key)
-                item.setData(NAME, machine.name)
-                item.setToolTip(f"Key {machine.key[:8]}…")
-                self.list.addItem(item)
-                item.setSelected(machine.key == selected)
+        self.list.show_machines([(m.key, describe(m), m.name) for m in machines])
         self.list.setVisible(bool(machines))
         self.empty.setText(empty_text(store))
         self.empty.setVisible(not machines)
@@ -119,17 +106,15 @@ class PairedMachinesCard(QFrame):
         self._update()
 
     def selected_key(self) -> str | None:
-        items = self.list.selectedItems()
-        return items[0].data(KEY) if items else None
+        return self.list.selected_key()
 
     def remove_selected(self) -> bool:
         """Forget the selected machine once the host confirms: its key needs the PIN again.
         True when it was removed."""
-        items = self.list.selectedItems()
-        if not items:
+        key, name = self.list.selected_key(), self.list.selected_name()
+        if key is None:
             return False
-        key, name = items[0].data(KEY), items[0].data(NAME)
-        if not self.question.ask(self.window(), name):
+        if not self.question.ask(self.window(), name or ""):
             return False
         saved = self._saved(lambda: self._store().forget(key))
         self.refresh()

@@ -13,13 +13,11 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, \
-    QPushButton, QVBoxLayout
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout
 
 from ..hub.blocked import RemovedMachine
+from .machine_list import MachineList
 
-KEY = Qt.ItemDataRole.UserRole
 ALLOWED = "{name} may join again with the PIN."
 
 
@@ -45,9 +43,7 @@ class RemovedMachinesCard(QFrame):
         self._allowed: set[str] = set()  # asked for; the session's list follows in a moment
         title = QLabel("Removed machines")
         title.setObjectName("SectionTitle")
-        self.list = QListWidget()
-        self.list.setAccessibleName("Removed machines")
-        self.list.setMaximumHeight(76)
+        self.list = MachineList("Removed machines", 76)
         self.list.itemSelectionChanged.connect(self._update)
         self.allow_button = QPushButton("Allow again")
         self.allow_button.setToolTip("Let the selected machine join again with the PIN, in "
@@ -69,22 +65,13 @@ class RemovedMachinesCard(QFrame):
         machines = list(listed()) if listed is not None else []
         self._allowed &= {m.key for m in machines}
         machines = [m for m in machines if m.key not in self._allowed]
-        if machines != self.machines:
-            selected = self.selected_key()
-            self.machines = machines
-            self.list.clear()
-            for machine in machines:
-                item = QListWidgetItem(describe(machine))
-                item.setData(KEY, machine.key)
-                item.setToolTip(f"Key {machine.key[:8]}…")
-                self.list.addItem(item)
-                item.setSelected(machine.key == selected)
+        self.machines = machines
+        self.list.show_machines([(m.key, describe(m), m.name) for m in machines])
         self.setVisible(bool(machines))
         self._update()
 
     def selected_key(self) -> str | None:
-        items = self.list.selectedItems()
-        return items[0].data(KEY) if items else None
+        return self.list.selected_key()
 
     def allow_selected(self) -> bool:
         """Let the selected machine pair again; True when one was selected."""
@@ -96,9 +83,7 @@ class RemovedMachinesCard(QFrame):
         self._allowed.add(machine.key)
         self.note(ALLOWED.format(name=machine.name or "The machine"))
         self.machines = [m for m in self.machines if m.key != machine.key]
-        rows = [i for i in range(self.list.count()) if self.list.item(i).data(KEY) == key]
-        for row in reversed(rows):
-            self.list.takeItem(row)
+        self.list.drop(machine.key)
         self.setVisible(bool(self.machines))
         self._update()
         return True
